@@ -1,0 +1,297 @@
+/* Sorted label sets. Pure and single-owner. Each label is one allocation
+ * holding "name\0value\0", so a set of n labels costs n+1 allocations; sets
+ * are small (tens of labels) and a binary search finds a name. */
+#include "labels.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include "buf.h"
+
+void labels_init(struct labels *ls)
+{
+    ls->v = NULL;
+    ls->n = 0;
+    ls->_cap = 0;
+}
+
+void labels_done(struct labels *ls)
+{
+    for (size_t i = 0; i < ls->n; i++)
+        free((void *)ls->v[i].name);
+    free(ls->v);
+    labels_init(ls);
+}
+
+static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
+{
+    size_t m = alen < blen ? alen : blen;
+    int c = memcmp(a, b, m);
+
+    if (c)
+        return c;
+    return alen < blen ? -1 : alen > blen;
+}
+
+/* Returns the index of `name`, or -(insertion point) - 1. */
+static long find(const struct labels *ls, const char *name, size_t len)
+{
+    size_t lo = 0, hi = ls->n;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int c = name_cmp(ls->v[mid].name, ls->v[mid].name_len, name, len);
+
+        if (c == 0)
+            return (long)mid;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return -(long)lo - 1;
+}
+
+static int make_label(struct label *l, const char *name, size_t nlen, const char *value,
+                      size_t vlen)
+{
+    char *p;
+
+    if (nlen > UINT32_MAX || vlen > UINT32_MAX)
+        return -E2BIG;
+    p = malloc(nlen + vlen + 2);
+    if (!p)
+        return -ENOMEM;
+    memcpy(p, name, nlen);
+    p[nlen] = '\0';
+    memcpy(p + nlen + 1, value, vlen);
+    p[nlen + 1 + vlen] = '\0';
+    l->name = p;
+    l->value = p + nlen + 1;
+    l->name_len = (uint32_t)nlen;
+    l->value_len = (uint32_t)vlen;
+    return 0;
+}
+
+static void del_at(struct labels *ls, size_t i)
+{
+    free((void *)ls->v[i].name);
+    memmove(&ls->v[i], &ls->v[i + 1], (ls->n - i - 1) * sizeof(ls->v[0]));
+    ls->n--;
+}
+
+int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *value,
+                size_t vlen)
+{
+    long at = find(ls, name, nlen);
+    struct label l;
+    int r;
+
+    if (vlen == 0) {
+        if (at >= 0)
+            del_at(ls, (size_t)at);
+        return 0;
+    }
+    if (at >= 0 && ls->v[at].value_len == vlen && memcmp(ls->v[at].value, value, vlen) == 0)
+        return 0;
+    r = make_label(&l, name, nlen, value, vlen);
+    if (r < 0)
+        return r;
+    if (at >= 0) {
+        free((void *)ls->v[at].name);
+        ls->v[at] = l;
+        return 0;
+    }
+    if (ls->n == ls->_cap) {
+        size_t cap = ls->_cap ? ls->_cap * 2 : 8;
+        struct label *v = realloc(ls->v, cap * sizeof(*v));
+
+        if (!v) {
+            free((void *)l.name);
+            return -ENOMEM;
+        }
+        ls->v = v;
+        ls->_cap = cap;
+    }
+    at = -at - 1;
+    memmove(&ls->v[at + 1], &ls->v[at], (ls->n - (size_t)at) * sizeof(ls->v[0]));
+    ls->v[at] = l;
+    ls->n++;
+    return 0;
+}
+
+int labels_set(struct labels *ls, const char *name, const char *value)
+{
+    return labels_setn(ls, name, strlen(name), value, value ? strlen(value) : 0);
+}
+
+const char *labels_get(const struct labels *ls, const char *name)
+{
+    long at = find(ls, name, strlen(name));
+
+    return at >= 0 ? ls->v[at].value : NULL;
+}
+
+int labels_del(struct labels *ls, const char *name)
+{
+    long at = find(ls, name, strlen(name));
+
+    if (at < 0)
+        return 0;
+    del_at(ls, (size_t)at);
+    return 1;
+}
+
+int labels_copy(struct labels *dst, const struct labels *src)
+{
+    struct labels out;
+
+    if (dst == src)
+        return 0;
+    labels_init(&out);
+    if (src->n) {
+        out.v = malloc(src->n * sizeof(out.v[0]));
+        if (!out.v)
+            goto oom;
+        out._cap = src->n;
+        for (size_t i = 0; i < src->n; i++) {
+            const struct label *l = &src->v[i];
+
+            if (make_label(&out.v[i], l->name, l->name_len, l->value, l->value_len) < 0)
+                goto oom;
+            out.n++;
+        }
+    }
+    labels_move(dst, &out);
+    return 0;
+oom:
+    labels_done(&out);
+    labels_done(dst);
+    return -ENOMEM;
+}
+
+void labels_move(struct labels *dst, struct labels *src)
+{
+    if (dst == src)
+        return;
+    labels_done(dst);
+    *dst = *src;
+    labels_init(src);
+}
+
+int labels_cmp(const struct labels *a, const struct labels *b)
+{
+    size_t n = a->n < b->n ? a->n : b->n;
+
+    for (size_t i = 0; i < n; i++) {
+        int c = name_cmp(a->v[i].name, a->v[i].name_len, b->v[i].name, b->v[i].name_len);
+
+        if (c)
+            return c;
+        c = name_cmp(a->v[i].value, a->v[i].value_len, b->v[i].value, b->v[i].value_len);
+        if (c)
+            return c;
+    }
+    return a->n < b->n ? -1 : a->n > b->n;
+}
+
+bool labels_equal(const struct labels *a, const struct labels *b)
+{
+    return a->n == b->n && labels_cmp(a, b) == 0;
+}
+
+static void hash_len(XXH64_state_t *st, size_t len)
+{
+    unsigned char b[4];
+
+    if (len < 255) {
+        b[0] = (unsigned char)len;
+        XXH64_update(st, b, 1);
+        return;
+    }
+    b[0] = 0xFF;
+    b[1] = (unsigned char)(len & 0xFF);
+    b[2] = (unsigned char)((len >> 8) & 0xFF);
+    b[3] = (unsigned char)((len >> 16) & 0xFF);
+    XXH64_update(st, b, 4);
+}
+
+static uint64_t hash_filtered(const struct labels *ls, bool public_only)
+{
+    XXH64_state_t st;
+
+    XXH64_reset(&st, 0);
+    for (size_t i = 0; i < ls->n; i++) {
+        const struct label *l = &ls->v[i];
+
+        if (public_only && l->name_len >= 2 && l->name[0] == '_' && l->name[1] == '_')
+            continue;
+        hash_len(&st, l->name_len);
+        XXH64_update(&st, l->name, l->name_len);
+        hash_len(&st, l->value_len);
+        XXH64_update(&st, l->value, l->value_len);
+    }
+    return XXH64_digest(&st);
+}
+
+uint64_t labels_hash(const struct labels *ls)
+{
+    return hash_filtered(ls, false);
+}
+
+uint64_t labels_hash_public(const struct labels *ls)
+{
+    return hash_filtered(ls, true);
+}
+
+/* Go's strconv.Quote for the common case: escapes quotes, backslashes and
+ * control bytes; other bytes are copied. */
+static int quote(struct buf *b, const char *s, size_t n)
+{
+    int r = buf_append(b, "\"", 1);
+
+    for (size_t i = 0; r == 0 && i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if (c == '"' || c == '\\')
+            r = buf_printf(b, "\\%c", c);
+        else if (c == '\n')
+            r = buf_puts(b, "\\n");
+        else if (c == '\t')
+            r = buf_puts(b, "\\t");
+        else if (c < 0x20 || c == 0x7f)
+            r = buf_printf(b, "\\x%02x", c);
+        else
+            r = buf_append(b, &s[i], 1);
+    }
+    return r ? r : buf_append(b, "\"", 1);
+}
+
+char *labels_to_string(const struct labels *ls)
+{
+    struct buf b;
+    int r;
+
+    buf_init(&b, SIZE_MAX / 2);
+    r = buf_append(&b, "{", 1);
+    for (size_t i = 0; r == 0 && i < ls->n; i++) {
+        if (i)
+            r = buf_puts(&b, ", ");
+        if (r == 0)
+            r = buf_append(&b, ls->v[i].name, ls->v[i].name_len);
+        if (r == 0)
+            r = buf_append(&b, "=", 1);
+        if (r == 0)
+            r = quote(&b, ls->v[i].value, ls->v[i].value_len);
+    }
+    if (r == 0)
+        r = buf_append(&b, "}", 1);
+    if (r) {
+        buf_done(&b);
+        return NULL;
+    }
+    return buf_steal(&b, NULL);
+}

@@ -1,0 +1,139 @@
+/** HTTP for the loop: the one libcurl-multi <-> libuv bridge (client) and a
+ * small HTTP/1.1 server on http-parser (the status server).
+ *
+ * Loop thread only. Every callback runs on the loop thread, never from
+ * inside a libcurl callback. Response bodies are capped while streaming. */
+#ifndef PROFLET_NET_H
+#define PROFLET_NET_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <uv.h>
+
+#include "common/buf.h"
+
+/* ---------------------------------------------------------------- client */
+
+/** Error codes (negative) in net_response.result. */
+enum {
+    NET_ETIMEDOUT = -3000, /**< the request's timeout elapsed */
+    NET_ETOOLARGE = -3001, /**< the response body passed max_response */
+    NET_ECONNECT = -3002,  /**< could not connect (refused, unreachable, DNS) */
+    NET_EABORTED = -3003,  /**< on_data asked to stop */
+    NET_ETLS = -3004,      /**< TLS handshake or certificate problem */
+    NET_EIO = -3005,       /**< any other transfer error (reset, bad HTTP, ...) */
+    NET_ECANCELED = -3006, /**< cancelled (only seen by net_client_close) */
+};
+
+/** Human text for a NET_E* code. */
+const char *net_strerror(int err);
+
+/** TLS options for one request; every field may be NULL/false. Borrowed. */
+struct net_tls {
+    const char *ca_file;
+    const char *cert_file;
+    const char *key_file;
+    const char *server_name; /**< SNI and verification name */
+    bool insecure_skip_verify;
+};
+
+/** One request. Everything is borrowed and must stay valid until the done
+ * callback runs (or net_request_cancel returns). */
+struct net_request_opts {
+    const char *method;          /**< NULL: GET */
+    const char *url;
+    const char *const *headers;  /**< "Name: value" strings */
+    size_t n_headers;
+    const void *body;            /**< request body (POST) */
+    size_t body_len;
+    size_t max_response;         /**< response body cap in bytes (0: 64 MiB) */
+    uint64_t timeout_ms;         /**< whole-transfer timeout (0: none) */
+    uint64_t connect_timeout_ms; /**< 0: 10 s */
+    const char *user_agent;      /**< NULL: "proflet/<version>" */
+    const char *bearer_token;    /**< Authorization: Bearer */
+    const char *username;        /**< basic auth when non-NULL */
+    const char *password;
+    const struct net_tls *tls;
+    const char *proxy_url;
+    bool http2;                  /**< offer HTTP/2 (ALPN over TLS); HTTP/1.1 otherwise */
+    bool accept_gzip;            /**< send Accept-Encoding: gzip and decode transparently */
+    /** Streaming mode: when set, each chunk of the response body is passed
+     * here instead of being buffered (max_response still applies to the
+     * total). Return 0 to go on, <0 to abort (result NET_EABORTED). Runs on
+     * the loop thread, but from inside libcurl: it must not start, cancel or
+     * complete requests. */
+    int (*on_data)(const char *p, size_t n, void *ud);
+};
+
+/** The outcome of a request, valid during the done callback only. */
+struct net_response {
+    int result;               /**< 0: got an HTTP response (any status); else NET_E* */
+    long status;              /**< HTTP status, 0 without a response */
+    const char *error;        /**< message when result < 0 */
+    struct buf body;          /**< body (not in streaming mode); buf_steal() to keep it */
+    const char *content_type; /**< NULL if absent */
+    uint64_t duration_us;     /**< from start to completion */
+};
+
+struct net_client;
+struct net_request;
+
+/** Completion callback; `resp` is only valid during the call. */
+typedef void (*net_done_cb)(struct net_request *req, struct net_response *resp, void *ud);
+
+/** Creates a client on `loop`. `max_connects` sizes the keep-alive cache
+ * (0: 1024). Fails (NULL, message in err) if libcurl lacks an asynchronous
+ * resolver, since a blocking lookup would stall the loop. */
+struct net_client *net_client_new(uv_loop_t *loop, size_t max_connects, char *err, size_t errlen);
+/** Resizes the keep-alive cache (e.g. to the number of targets). */
+void net_client_set_max_connects(struct net_client *c, size_t max_connects);
+/** Cancels every request (their callbacks are not called), closes all
+ * handles and calls `cb` once the last libuv close callback has run. */
+void net_client_close(struct net_client *c, void (*cb)(void *ud), void *ud);
+/** Number of requests in flight. */
+size_t net_client_inflight(const struct net_client *c);
+
+/** Starts a request. Returns 0 and sets `*out` (may be NULL), or a negative
+ * errno if it could not start, in which case `cb` is never called. */
+int net_request_start(struct net_client *c, const struct net_request_opts *o, net_done_cb cb,
+                      void *ud, struct net_request **out);
+/** Cancels a request in flight; its callback is not called. Not from inside
+ * the request's own callbacks. */
+void net_request_cancel(struct net_request *r);
+
+/* ---------------------------------------------------------------- server */
+
+/** A parsed request, valid during the handler call only. */
+struct net_http_request {
+    const char *method;
+    const char *path;  /**< decoded path without query */
+    const char *query; /**< raw query string ("" if none) */
+    const char *body;
+    size_t body_len;
+};
+
+/** The handler fills this. `body` is pre-initialised (cap 64 MiB). */
+struct net_http_response {
+    int status;               /**< default 200 */
+    const char *content_type; /**< default "text/plain; charset=utf-8"; static string */
+    struct buf body;
+};
+
+/** Called once per request on the loop thread; answers synchronously. */
+typedef void (*net_handler)(const struct net_http_request *req, struct net_http_response *resp,
+                            void *ud);
+
+struct net_server;
+
+/** Listens on `addr` ("host:port", "[v6]:port" or ":port"). Requests larger
+ * than 1 MiB (headers 16 KiB) get 413/431; at most 256 connections; idle
+ * connections close after 60 s. Returns 0 or a negative errno with a message. */
+int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, void *ud,
+                     struct net_server **out, char *err, size_t errlen);
+/** The bound port (useful with port 0). */
+int net_server_port(const struct net_server *s);
+/** Closes the listener and every connection; `cb` runs when all are closed. */
+void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud);
+
+#endif
