@@ -1,0 +1,111 @@
+/* Unit tests for common/: capped buffers, label sets and their Prometheus
+ * hash, durations. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/buf.h"
+#include "common/duration.h"
+#include "common/labels.h"
+#include "test.h"
+
+TEST(buf_cap)
+{
+    struct buf b;
+
+    buf_init(&b, 8);
+    ASSERT_EQ(buf_append(&b, "12345678", 8), 0);
+    ASSERT_EQ(buf_append(&b, "9", 1), -E2BIG);
+    ASSERT_EQ(b.len, 8);
+    ASSERT_STR_EQ(b.data, "12345678");
+    buf_reset(&b);
+    ASSERT_EQ(buf_printf(&b, "%d-%s", 42, "x"), 0);
+    ASSERT_STR_EQ(b.data, "42-x");
+    ASSERT_EQ(buf_printf(&b, "%s", "too long!"), -E2BIG);
+    buf_done(&b);
+}
+
+TEST(labels_sorted_and_delete_on_empty)
+{
+    struct labels ls = LABELS_INIT;
+
+    ASSERT_EQ(labels_set(&ls, "b", "2"), 0);
+    ASSERT_EQ(labels_set(&ls, "a", "1"), 0);
+    ASSERT_EQ(labels_set(&ls, "c", "3"), 0);
+    ASSERT_EQ(ls.n, 3);
+    ASSERT_STR_EQ(ls.v[0].name, "a");
+    ASSERT_STR_EQ(ls.v[2].name, "c");
+    ASSERT_EQ(labels_set(&ls, "b", ""), 0);
+    ASSERT_EQ(ls.n, 2);
+    ASSERT_NULL(labels_get(&ls, "b"));
+    ASSERT_STR_EQ(labels_get(&ls, "c"), "3");
+    char *s = labels_to_string(&ls);
+    ASSERT_STR_EQ(s, "{a=\"1\", c=\"3\"}");
+    free(s);
+    labels_done(&ls);
+}
+
+TEST(labels_copy_equal)
+{
+    struct labels a = LABELS_INIT, b = LABELS_INIT;
+
+    labels_set(&a, "x", "1");
+    labels_set(&a, "__y", "2");
+    ASSERT_EQ(labels_copy(&b, &a), 0);
+    ASSERT_TRUE(labels_equal(&a, &b));
+    labels_set(&b, "__y", "3");
+    ASSERT_FALSE(labels_equal(&a, &b));
+    ASSERT_U64_EQ(labels_hash_public(&a), labels_hash_public(&b));
+    ASSERT_TRUE(labels_hash(&a) != labels_hash(&b));
+    labels_done(&a);
+    labels_done(&b);
+}
+
+/* The test vector of reference/prometheus.md §4. */
+TEST(labels_hash_prometheus_vector)
+{
+    struct labels ls = LABELS_INIT;
+
+    labels_set(&ls, "__address__", "10.1.2.3:4040");
+    labels_set(&ls, "__metrics_path__", "/debug/pprof/profile");
+    labels_set(&ls, "__scheme__", "http");
+    labels_set(&ls, "__scrape_interval__", "15s");
+    labels_set(&ls, "__scrape_timeout__", "10s");
+    labels_set(&ls, "instance", "10.1.2.3:4040");
+    labels_set(&ls, "job", "pprof");
+    ASSERT_U64_EQ(labels_hash(&ls), 16602542465032345977ULL);
+    labels_done(&ls);
+}
+
+TEST(duration_parse_format)
+{
+    uint64_t ms;
+    char out[32];
+
+    ASSERT_EQ(duration_parse("15s", &ms), 0);
+    ASSERT_U64_EQ(ms, 15000);
+    ASSERT_EQ(duration_parse("1m30s", &ms), 0);
+    ASSERT_U64_EQ(ms, 90000);
+    ASSERT_EQ(duration_parse("500ms", &ms), 0);
+    ASSERT_U64_EQ(ms, 500);
+    ASSERT_EQ(duration_parse("1h1m1s1ms", &ms), 0);
+    ASSERT_U64_EQ(ms, 3661001);
+    ASSERT_EQ(duration_parse("0", &ms), 0);
+    ASSERT_U64_EQ(ms, 0);
+    ASSERT_EQ(duration_parse("1s1m", &ms), -EINVAL);
+    ASSERT_EQ(duration_parse("15", &ms), -EINVAL);
+    ASSERT_EQ(duration_parse("1.5s", &ms), -EINVAL);
+    ASSERT_EQ(duration_parse("", &ms), -EINVAL);
+    duration_format(90000, out, sizeof(out));
+    ASSERT_STR_EQ(out, "1m30s");
+    duration_format(15000, out, sizeof(out));
+    ASSERT_STR_EQ(out, "15s");
+    duration_format(0, out, sizeof(out));
+    ASSERT_STR_EQ(out, "0s");
+    duration_format(86400000ULL * 8, out, sizeof(out));
+    ASSERT_STR_EQ(out, "1w1d");
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv);
+}
