@@ -5,6 +5,7 @@
 
 #include "common/buf.h"
 #include "common/duration.h"
+#include "common/hashmap.h"
 #include "common/labels.h"
 #include "test.h"
 
@@ -103,6 +104,35 @@ TEST(duration_parse_format)
     ASSERT_STR_EQ(out, "0s");
     duration_format(86400000ULL * 8, out, sizeof(out));
     ASSERT_STR_EQ(out, "1w1d");
+}
+
+TEST(hashmap_put_get_del_grow)
+{
+    struct hashmap m;
+    size_t pos = 0, seen = 0;
+    uint64_t k;
+    void *v;
+
+    hashmap_init(&m);
+    for (uint64_t i = 2; i < 2002; i++)
+        ASSERT_EQ(hashmap_put(&m, i * 7919, (void *)(uintptr_t)i), 0);
+    ASSERT_EQ(m.n, 2000);
+    for (uint64_t i = 2; i < 2002; i += 2)
+        ASSERT_EQ((uintptr_t)hashmap_del(&m, i * 7919), i);
+    ASSERT_EQ(m.n, 1000);
+    for (uint64_t i = 2; i < 2002; i++)
+        ASSERT_EQ((uintptr_t)hashmap_get(&m, i * 7919), i % 2 ? i : 0);
+    while (hashmap_next(&m, &pos, &k, &v)) {
+        ASSERT_EQ(k, (uintptr_t)v * 7919);
+        seen++;
+    }
+    ASSERT_EQ(seen, 1000);
+    /* Re-insert over tombstones and make sure nothing is lost. */
+    for (uint64_t i = 2; i < 2002; i += 2)
+        ASSERT_EQ(hashmap_put(&m, i * 7919, (void *)(uintptr_t)i), 0);
+    ASSERT_EQ(m.n, 2000);
+    ASSERT_EQ((uintptr_t)hashmap_get(&m, 1000 * 7919), 1000);
+    hashmap_done(&m);
 }
 
 int main(int argc, char **argv)

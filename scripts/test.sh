@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs every test suite: unit,
+# integration, conformance and fuzz (corpus replay) in a normal build, then
+# unit and integration again under AddressSanitizer + UBSan. Ends with one
+# line "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh || exit 1
+
+export GOCACHE=${GOCACHE:-/tmp/proflet-gocache}
+export GOFLAGS=${GOFLAGS:-}
+export GO111MODULE=off
+
+status=0
+results=()
+
+run_suites() { # build_dir suites...
+  local dir=$1; shift
+  local args=()
+  for s in "$@"; do args+=(--suite "$s"); done
+  meson test -C "$dir" --print-errorlogs --num-processes 2 "${args[@]}" || status=1
+  results+=("$dir/meson-logs/testlog.json")
+  cp "$dir/meson-logs/testlog.json" "$dir/meson-logs/testlog-$(date +%s%N).json" 2>/dev/null || true
+}
+
+if ! BUILD_DIR=build scripts/build.sh -Dwerror=true; then
+  echo "build failed"; echo "0 passed, 1 failed"; exit 1
+fi
+run_suites build unit conformance fuzz integration
+cp build/meson-logs/testlog.json /tmp/proflet-testlog-main.json
+
+if [ "${PROFLET_SKIP_ASAN:-0}" != 1 ]; then
+  if BUILD_DIR=build-asan scripts/build.sh -Db_sanitize=address,undefined -Db_lundef=false; then
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    run_suites build-asan unit integration
+    cp build-asan/meson-logs/testlog.json /tmp/proflet-testlog-asan.json
+  else
+    echo "sanitizer build failed"; status=1
+    echo '{"name": "asan-build", "result": "FAIL"}' > /tmp/proflet-testlog-asan.json
+  fi
+fi
+
+/usr/bin/python3 - "$status" /tmp/proflet-testlog-main.json \
+    $( [ "${PROFLET_SKIP_ASAN:-0}" != 1 ] && echo /tmp/proflet-testlog-asan.json ) <<'PY'
+import json, sys
+passed = failed = skipped = 0
+for path in sys.argv[2:]:
+    try:
+        lines = open(path).read().splitlines()
+    except OSError:
+        failed += 1
+        continue
+    for line in lines:
+        if not line.strip():
+            continue
+        r = json.loads(line).get("result")
+        if r in ("OK", "EXPECTEDFAIL"):
+            passed += 1
+        elif r == "SKIP":
+            skipped += 1
+        else:
+            failed += 1
+if skipped:
+    print(f"{passed} passed, {failed} failed, {skipped} skipped")
+else:
+    print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed or int(sys.argv[1]) else 0)
+PY

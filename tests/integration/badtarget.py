@@ -1,0 +1,125 @@
+"""A misbehaving pprof target for proflet's tests (127.0.0.1 only).
+
+Serves GET /<mode>/debug/pprof/<anything> where mode is one of:
+  ok        a small valid gzip pprof (generated with Go-free code below)
+  slow      waits 60 s before answering
+  404, 500  that status
+  html      200 text/html
+  json      200 application/json
+  truncated a gzip stream cut in the middle
+  endless   an endless body
+  oversized an 8 MiB body
+  empty     200 with no body
+Usage: badtarget.py PORT_FILE. Writes its port to PORT_FILE, logs each
+request as "mode unix_time" lines to PORT_FILE.log.
+"""
+import gzip
+import http.server
+import os
+import socketserver
+import sys
+import threading
+import time
+
+
+def varint(n):
+    out = bytearray()
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        if n:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def field(num, payload):
+    return varint(num << 3 | 2) + varint(len(payload)) + payload
+
+
+def tiny_pprof():
+    """A minimal valid goroutine-like profile: one sample, one location."""
+    strings = [b"", b"goroutine", b"count", b"main.main", b"main.go"]
+    vt = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(2)
+    sample = varint(1 << 3 | 0) + varint(1) + varint(2 << 3 | 0) + varint(3)
+    line = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(10)
+    loc = varint(1 << 3) + varint(1) + varint(3 << 3) + varint(0x401000) + field(4, line)
+    fn = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(3) + varint(4 << 3) + varint(4)
+    body = field(1, vt) + field(2, sample) + field(4, loc) + field(5, fn)
+    for s in strings:
+        body += field(6, s)
+    body += field(11, vt) + varint(12 << 3) + varint(1)
+    return gzip.compress(body)
+
+
+PPROF = tiny_pprof()
+LOG_LOCK = threading.Lock()
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, *a):
+        pass
+
+    def send_body(self, code, ctype, body):
+        self.send_response(code)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_GET(self):
+        mode = self.path.strip("/").split("/")[0]
+        with LOG_LOCK:
+            with open(sys.argv[1] + ".log", "a") as f:
+                f.write(f"{mode} {time.time():.3f}\n")
+        try:
+            if mode == "ok":
+                self.send_body(200, "application/octet-stream", PPROF)
+            elif mode == "slow":
+                time.sleep(60)
+                self.send_body(200, "application/octet-stream", PPROF)
+            elif mode in ("404", "500"):
+                self.send_body(int(mode), "text/plain", b"no such profile\n")
+            elif mode == "html":
+                self.send_body(200, "text/html", b"<html><body>login</body></html>")
+            elif mode == "json":
+                self.send_body(200, "application/json", b'{"error": "nope"}')
+            elif mode == "truncated":
+                self.send_body(200, "application/octet-stream", PPROF[: len(PPROF) // 2])
+            elif mode == "empty":
+                self.send_body(200, "application/octet-stream", b"")
+            elif mode == "oversized":
+                self.send_body(200, "application/octet-stream", b"\x1f\x8b" + os.urandom(8 << 20))
+            elif mode == "endless":
+                self.send_response(200)
+                self.send_header("Content-Type", "application/octet-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                chunk = b"\x1f\x8b" + b"x" * 65534
+                deadline = time.time() + 60
+                while time.time() < deadline:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            else:
+                self.send_body(404, "text/plain", b"unknown mode\n")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+
+class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
+    daemon_threads = True
+
+
+def main():
+    srv = Server(("127.0.0.1", 0), Handler)
+    tmp = sys.argv[1] + ".tmp"
+    with open(tmp, "w") as f:
+        f.write(str(srv.server_address[1]))
+    os.rename(tmp, sys.argv[1])
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,210 @@
+"""Shared helpers for proflet's integration tests.
+
+Every test starts real processes on 127.0.0.1 only, waits on conditions with
+bounded deadlines (never a bare sleep standing in for a condition), and
+cleans up its children and temporary directories, even on failure.
+"""
+import contextlib
+import gzip
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+SRC = os.environ.get("PROFLET_SRC", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
+PROFLET = os.environ.get("PROFLET", os.path.join(SRC, "build", "agent", "proflet"))
+BUILD = os.environ.get("PROFLET_BUILD", os.path.dirname(os.path.dirname(PROFLET)))
+GOENV = dict(os.environ, GO111MODULE="off", GOCACHE=os.environ.get("GOCACHE", "/tmp/proflet-gocache"))
+
+
+class TestFailure(Exception):
+    pass
+
+
+def check(cond, msg):
+    if not cond:
+        raise TestFailure(msg)
+
+
+def wait_for(what, fn, timeout=30.0, interval=0.05):
+    """Polls fn() until it returns a truthy value; fails after `timeout`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        try:
+            last = fn()
+        except Exception as e:  # a server not up yet, a file half-written
+            last = e
+        else:
+            if last:
+                return last
+        time.sleep(interval)
+    raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def go_build(pkg_dir, out):
+    """Builds a standard-library Go program (GO111MODULE=off)."""
+    subprocess.run(["go", "build", "-o", out, "."], cwd=pkg_dir, env=GOENV, check=True)
+    return out
+
+
+def demoapp_binary(tmp):
+    return go_build(os.path.join(SRC, "examples", "demoapp"), os.path.join(tmp, "demoapp"))
+
+
+class Procs:
+    """Owns child processes; kills whatever is left on exit."""
+
+    def __init__(self):
+        self.procs = []
+
+    def start(self, args, **kw):
+        kw.setdefault("stdout", subprocess.DEVNULL)
+        p = subprocess.Popen(args, **kw)
+        self.procs.append(p)
+        return p
+
+    def close(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+        for p in self.procs:
+            with contextlib.suppress(Exception):
+                p.wait(timeout=10)
+
+
+@contextlib.contextmanager
+def environment():
+    tmp = tempfile.mkdtemp(prefix="proflet-it-")
+    procs = Procs()
+    try:
+        yield tmp, procs
+    finally:
+        procs.close()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def start_demoapp(tmp, procs, name="demoapp"):
+    binary = os.path.join(tmp, "demoapp")
+    if not os.path.exists(binary):
+        demoapp_binary(tmp)
+    port_file = os.path.join(tmp, name + ".port")
+    procs.start([binary, "-addr", "127.0.0.1:0", "-port-file", port_file], stderr=subprocess.DEVNULL)
+    port = wait_for("demoapp port", lambda: open(port_file).read().strip())
+    return int(port)
+
+
+def start_proflet(tmp, procs, config_text, name="proflet", extra=()):
+    cfg = os.path.join(tmp, name + ".yaml")
+    with open(cfg, "w") as f:
+        f.write(config_text)
+    log = open(os.path.join(tmp, name + ".log"), "w")
+    p = procs.start([PROFLET, "--config", cfg, *extra], stderr=log)
+    p.config_path = cfg
+    p.log_path = log.name
+    return p
+
+
+def http_get(url, timeout=5):
+    with urllib.request.urlopen(url, timeout=timeout) as r:
+        return r.status, r.read()
+
+
+def http_post(url, timeout=10):
+    req = urllib.request.Request(url, data=b"", method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def wait_ready(port, timeout=20):
+    return wait_for("proflet /-/ready", lambda: http_get(f"http://127.0.0.1:{port}/-/ready")[0] == 200, timeout)
+
+
+def metrics(port):
+    return http_get(f"http://127.0.0.1:{port}/metrics")[1].decode()
+
+
+def metric_value(text, name, **labels):
+    """Sum of the samples of `name` whose labels include `labels`."""
+    total = 0.0
+    found = False
+    for line in text.splitlines():
+        if not line.startswith(name) or line.startswith("#"):
+            continue
+        head, _, value = line.rpartition(" ")
+        metric, _, lbl = head.partition("{")
+        if metric != name:
+            continue
+        ok = all(f'{k}="{v}"' in lbl for k, v in labels.items())
+        if ok:
+            total += float(value)
+            found = True
+    return total if found else None
+
+
+def stop(proc, timeout=20):
+    """SIGTERM, and the exit status (proflet exits 0 only if uv_loop_close succeeded)."""
+    proc.send_signal(signal.SIGTERM)
+    return proc.wait(timeout=timeout)
+
+
+def sink_profiles(root):
+    """[(path, labels_dict)] for every profile in a directory sink."""
+    out = []
+    for dirpath, _, files in os.walk(root):
+        for f in files:
+            if f.endswith(".pb.gz"):
+                p = os.path.join(dirpath, f)
+                meta = p[: -len(".pb.gz")] + ".json"
+                if os.path.exists(meta):
+                    with open(meta) as m:
+                        out.append((p, json.load(m)))
+    return out
+
+
+def labels_of(meta):
+    """The labels of a sink .json, whatever its exact layout."""
+    if isinstance(meta, dict) and "labels" in meta:
+        l = meta["labels"]
+        if isinstance(l, list):
+            return {x["name"]: x["value"] for x in l}
+        return l
+    return meta
+
+
+def pprof_raw(path):
+    """Parses a profile with `go tool pprof -raw`; raises on failure."""
+    r = subprocess.run(["go", "tool", "pprof", "-raw", path], env=GOENV, capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        raise TestFailure(f"go tool pprof -raw {path} failed: {r.stderr.strip()}")
+    return r.stdout
+
+
+def run_test(fn):
+    try:
+        fn()
+    except TestFailure as e:
+        print(f"FAIL: {e}", file=sys.stderr)
+        sys.exit(1)
+    print("ok")
+
+
+def sanitized():
+    """True when proflet was built with AddressSanitizer (its memory use differs)."""
+    r = subprocess.run(["ldd", PROFLET], capture_output=True, text=True)
+    return "libasan" in r.stdout or "asan" in BUILD
