@@ -58,11 +58,13 @@ struct net_request_opts {
     const char *proxy_url;
     bool http2;                  /**< offer HTTP/2 (ALPN over TLS); HTTP/1.1 otherwise */
     bool accept_gzip;            /**< send Accept-Encoding: gzip and decode transparently */
+    bool follow_redirects;       /**< follow up to 10 redirects (http/https only) */
     /** Streaming mode: when set, each chunk of the response body is passed
      * here instead of being buffered (max_response still applies to the
-     * total). Return 0 to go on, <0 to abort (result NET_EABORTED). Runs on
-     * the loop thread, but from inside libcurl: it must not start, cancel or
-     * complete requests. */
+     * total). Return 0 to go on, <0 to abort (result NET_EABORTED). `ud` is
+     * the one given to net_request_start. Runs on the loop thread, but from
+     * inside libcurl: it must not start (refused with -EDEADLK) or cancel
+     * requests; net_client_close is deferred until libcurl returns. */
     int (*on_data)(const char *p, size_t n, void *ud);
 };
 
@@ -133,6 +135,10 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
                      struct net_server **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int net_server_port(const struct net_server *s);
+/** Sets the idle timeout of its connections (0: 60 s): a
+ * connection must complete a request within this time of its accept or of
+ * its previous request, or it is closed. */
+void net_server_set_idle_timeout(struct net_server *s, uint64_t ms);
 /** Closes the listener and every connection; `cb` runs when all are closed. */
 void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud);
 

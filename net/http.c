@@ -1,0 +1,894 @@
+/* HTTP client: the one libcurl-multi <-> libuv bridge (style.md §5).
+ *
+ * Purpose. Each struct net_client owns one CURLM driven by libcurl's
+ * multi_socket API: libcurl tells us which fds to watch (socket function) and
+ * when to wake it (timer function); we watch with one uv_poll_t per fd and one
+ * uv_timer_t, and hand events back with curl_multi_socket_action(). The
+ * multi's connection cache keeps connections to each target alive between
+ * requests, while easy handles are per request.
+ *
+ * Threading. Loop thread only. libcurl's threaded resolver runs lookups on
+ * its own threads (we require CURL_VERSION_ASYNCHDNS), so nothing here blocks.
+ *
+ * Re-entrancy. No curl_multi_* call is made from inside a libcurl callback
+ * (it would fail with CURLM_RECURSIVE_API_CALL; curl_multi_assign is the one
+ * documented exception). Transfers complete only in drain(), which runs after
+ * curl_multi_socket_action() has returned; user done-callbacks run from
+ * there and may start, cancel or close freely. The socket and timer
+ * functions must tolerate being called from add/remove/cleanup inside drain.
+ *
+ * Sockets. The fd -> context map (`socks`) is the authority, not libcurl's
+ * socketp: curl has had bugs closing sockets without a REMOVE first (curl
+ * #3597, #4211, #14976), and fd numbers are reused at once, so the open and
+ * close socket callbacks also retire any poll still registered on an fd.
+ * There is never more than one live uv_poll_t per fd.
+ *
+ * Ownership. The client owns its requests (freed after their callback, or
+ * on cancel) and its poll contexts (freed in their close callbacks). It
+ * frees itself when its last close callback has run (two-phase teardown).
+ * Request options are borrowed until completion; the request body is given
+ * to libcurl without a copy (CURLOPT_POSTFIELDS). */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "net/net_internal.h"
+#include "proflet_version.h"
+
+#define DEFAULT_MAX_RESPONSE ((size_t)64 * 1024 * 1024)
+#define DEFAULT_CONNECT_TIMEOUT_MS 10000
+#define DEFAULT_MAX_CONNECTS 1024
+
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+struct sock_ctx {
+    uv_poll_t poll;
+    curl_socket_t fd;
+    struct net_client *c;
+};
+
+struct net_request {
+    struct net_client *c;
+    CURL *easy;
+    struct net_request *prev, *next;
+    net_done_cb cb;
+    void *ud;
+    int (*on_data)(const char *p, size_t n, void *ud);
+    struct buf body;
+    size_t max_response;
+    size_t received;
+    int fail; /* NET_E* decided by our write callback, 0 if none */
+    char failmsg[128]; /* its message (libcurl overwrites errbuf after us) */
+    bool completing; /* its done callback is running */
+    bool doomed;     /* the multi failed under it; completes with NET_EIO */
+    struct curl_slist *headers;
+    struct curl_slist *connect_to;
+    uint64_t start_ns;
+    char errbuf[CURL_ERROR_SIZE];
+};
+
+struct net_client {
+    uv_loop_t *loop;
+    CURLM *multi;
+    uv_timer_t timer;
+    long max_connects;
+    struct net_request *head;
+    size_t inflight;
+    struct sock_ctx **socks; /* indexed by fd */
+    size_t n_socks;
+    unsigned pending; /* close callbacks not yet run */
+    int in_curl;      /* >0 while user code runs inside a libcurl callback */
+    bool closing;
+    bool close_deferred; /* net_client_close was called from inside libcurl */
+    bool fail_next;   /* test hook */
+    void (*close_cb)(void *ud);
+    void *close_ud;
+};
+
+const char *net_strerror(int err)
+{
+    switch (err) {
+    case 0:
+        return "success";
+    case NET_ETIMEDOUT:
+        return "request timed out";
+    case NET_ETOOLARGE:
+        return "response body too large";
+    case NET_ECONNECT:
+        return "could not connect";
+    case NET_EABORTED:
+        return "aborted by receiver";
+    case NET_ETLS:
+        return "TLS error";
+    case NET_EIO:
+        return "transfer failed";
+    case NET_ECANCELED:
+        return "canceled";
+    default:
+        return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
+    }
+}
+
+/* ------------------------------------------------------------ sockets */
+
+static void client_maybe_free(struct net_client *c)
+{
+    void (*cb)(void *);
+    void *ud;
+
+    if (!c->closing || c->pending > 0)
+        return;
+    cb = c->close_cb;
+    ud = c->close_ud;
+    free(c->socks);
+    free(c);
+    if (cb)
+        cb(ud);
+}
+
+static void sock_close_cb(uv_handle_t *h)
+{
+    struct sock_ctx *s = container_of((uv_poll_t *)h, struct sock_ctx, poll);
+    struct net_client *c = s->c;
+
+    free(s);
+    c->pending--;
+    client_maybe_free(c);
+}
+
+static struct sock_ctx *sock_lookup(struct net_client *c, curl_socket_t fd)
+{
+    if (fd < 0 || (size_t)fd >= c->n_socks)
+        return NULL;
+    return c->socks[fd];
+}
+
+/* Stops polling at once (libuv forbids closing an fd under an active poll),
+ * forgets the fd and closes the handle; the context is freed in its close
+ * callback. */
+static void sock_release(struct net_client *c, struct sock_ctx *s)
+{
+    uv_poll_stop(&s->poll);
+    c->socks[s->fd] = NULL;
+    c->pending++;
+    uv_close((uv_handle_t *)&s->poll, sock_close_cb);
+}
+
+static void close_all_socks(struct net_client *c)
+{
+    for (size_t i = 0; i < c->n_socks; i++)
+        if (c->socks[i])
+            sock_release(c, c->socks[i]);
+}
+
+static int socks_reserve(struct net_client *c, curl_socket_t fd)
+{
+    size_t n = c->n_socks ? c->n_socks : 64;
+    struct sock_ctx **p;
+
+    if ((size_t)fd < c->n_socks)
+        return 0;
+    while (n <= (size_t)fd)
+        n *= 2;
+    p = realloc(c->socks, n * sizeof(*p));
+    if (!p)
+        return -ENOMEM;
+    memset(p + c->n_socks, 0, (n - c->n_socks) * sizeof(*p));
+    c->socks = p;
+    c->n_socks = n;
+    return 0;
+}
+
+static void rebuild(struct net_client *c, CURLMcode mc);
+static void drain(struct net_client *c);
+
+/* Hands one event to libcurl, then always drains: skipping the drain when
+ * no handle is running loses the last DONE message. */
+static void action(struct net_client *c, curl_socket_t fd, int flags)
+{
+    CURLMcode mc;
+    int running;
+
+    if (!c->multi)
+        return;
+    mc = curl_multi_socket_action(c->multi, fd, flags, &running);
+    if (c->fail_next) {
+        c->fail_next = false;
+        mc = CURLM_INTERNAL_ERROR;
+    }
+    if (c->close_deferred) {
+        c->close_deferred = false;
+        net_client_close(c, c->close_cb, c->close_ud);
+        return;
+    }
+    if (mc != CURLM_OK) {
+        rebuild(c, mc);
+        return;
+    }
+    drain(c);
+}
+
+static void poll_cb(uv_poll_t *h, int status, int events)
+{
+    struct sock_ctx *s = container_of(h, struct sock_ctx, poll);
+    struct net_client *c = s->c;
+    curl_socket_t fd = s->fd;
+    int flags = 0;
+
+    if (status < 0) {
+        /* Let libcurl find out what is wrong with the socket. After EBADF
+         * libuv has stopped polling it, so this handle is finished. */
+        flags = CURL_CSELECT_ERR;
+        if (status == UV_EBADF)
+            sock_release(c, s);
+    } else {
+        if (events & UV_READABLE)
+            flags |= CURL_CSELECT_IN;
+        if (events & UV_WRITABLE)
+            flags |= CURL_CSELECT_OUT;
+    }
+    action(c, fd, flags);
+}
+
+/* CURLMOPT_SOCKETFUNCTION. Also receives curl-internal fds (resolver
+ * wake-ups), which are treated like any other. */
+static int socket_fn(CURL *easy, curl_socket_t fd, int what, void *userp, void *socketp)
+{
+    struct net_client *c = userp;
+    struct sock_ctx *s = sock_lookup(c, fd);
+    int events = 0;
+
+    (void)easy;
+    (void)socketp; /* our map is the authority, see the top of this file */
+    if (what == CURL_POLL_REMOVE) {
+        if (s) {
+            uv_poll_stop(&s->poll);
+            if (c->multi)
+                curl_multi_assign(c->multi, fd, NULL);
+            sock_release(c, s);
+        }
+        return 0;
+    }
+    if (c->closing)
+        return 0;
+    if (!s) {
+        if (socks_reserve(c, fd) < 0)
+            return -1;
+        s = calloc(1, sizeof(*s));
+        if (!s)
+            return -1;
+        s->fd = fd;
+        s->c = c;
+        if (uv_poll_init_socket(c->loop, &s->poll, fd) < 0) {
+            free(s);
+            return -1;
+        }
+        c->socks[fd] = s;
+        if (c->multi)
+            curl_multi_assign(c->multi, fd, s);
+    }
+    if (what == CURL_POLL_IN || what == CURL_POLL_INOUT)
+        events |= UV_READABLE;
+    if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
+        events |= UV_WRITABLE;
+    /* On an active poll this only changes the mask. */
+    uv_poll_start(&s->poll, events, poll_cb);
+    return 0;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: a fresh fd must not still have a poll from a
+ * socket libcurl closed behind our back. */
+static curl_socket_t opensocket_fn(void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+    struct net_client *c = clientp;
+    curl_socket_t fd;
+    struct sock_ctx *s;
+
+    (void)purpose;
+    fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+    if (fd < 0)
+        return CURL_SOCKET_BAD;
+    s = sock_lookup(c, fd);
+    if (s)
+        sock_release(c, s);
+    return fd;
+}
+
+/* CURLOPT_CLOSESOCKETFUNCTION: stop a poll still active on the fd before it
+ * is closed (libuv forbids closing a polled fd). */
+static int closesocket_fn(void *clientp, curl_socket_t fd)
+{
+    struct net_client *c = clientp;
+    struct sock_ctx *s = sock_lookup(c, fd);
+
+    if (s)
+        sock_release(c, s);
+    return close(fd);
+}
+
+/* ------------------------------------------------------------ timer */
+
+static void timer_cb(uv_timer_t *t)
+{
+    struct net_client *c = container_of(t, struct net_client, timer);
+
+    action(c, CURL_SOCKET_TIMEOUT, 0);
+}
+
+/* CURLMOPT_TIMERFUNCTION. Never calls socket_action (curl #3537). 0 ms
+ * becomes 1 ms: on libuv < 1.48 a 0 ms timer started from a timer callback
+ * runs again in the same pass and busy-loops (libuv #4245). */
+static int timer_fn(CURLM *m, long ms, void *userp)
+{
+    struct net_client *c = userp;
+
+    (void)m;
+    if (c->closing)
+        return 0;
+    if (ms < 0)
+        uv_timer_stop(&c->timer);
+    else
+        uv_timer_start(&c->timer, timer_cb, ms == 0 ? 1 : (uint64_t)ms, 0);
+    return 0;
+}
+
+/* ------------------------------------------------------------ multi */
+
+static CURLM *multi_new(struct net_client *c)
+{
+    CURLM *m = curl_multi_init();
+
+    if (!m)
+        return NULL;
+    curl_multi_setopt(m, CURLMOPT_SOCKETFUNCTION, socket_fn);
+    curl_multi_setopt(m, CURLMOPT_SOCKETDATA, c);
+    curl_multi_setopt(m, CURLMOPT_TIMERFUNCTION, timer_fn);
+    curl_multi_setopt(m, CURLMOPT_TIMERDATA, c);
+    curl_multi_setopt(m, CURLMOPT_MAXCONNECTS, c->max_connects);
+    return m;
+}
+
+struct net_client *net_client_new(uv_loop_t *loop, size_t max_connects, char *err, size_t errlen)
+{
+    curl_version_info_data *vi;
+    struct net_client *c;
+
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        snprintf(err, errlen, "libcurl initialisation failed");
+        return NULL;
+    }
+    vi = curl_version_info(CURLVERSION_NOW);
+    if (!(vi->features & CURL_VERSION_ASYNCHDNS)) {
+        snprintf(err, errlen,
+                 "libcurl %s has no asynchronous resolver (CURL_VERSION_ASYNCHDNS); "
+                 "DNS lookups would block the event loop",
+                 vi->version);
+        return NULL;
+    }
+    c = calloc(1, sizeof(*c));
+    if (!c) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    c->loop = loop;
+    c->max_connects = max_connects ? (long)max_connects : DEFAULT_MAX_CONNECTS;
+    c->multi = multi_new(c);
+    if (!c->multi) {
+        snprintf(err, errlen, "curl_multi_init failed");
+        free(c);
+        return NULL;
+    }
+    uv_timer_init(loop, &c->timer);
+    return c;
+}
+
+void net_client_set_max_connects(struct net_client *c, size_t max_connects)
+{
+    if (!c)
+        return;
+    c->max_connects = max_connects ? (long)max_connects : DEFAULT_MAX_CONNECTS;
+    if (c->multi)
+        curl_multi_setopt(c->multi, CURLMOPT_MAXCONNECTS, c->max_connects);
+}
+
+size_t net_client_inflight(const struct net_client *c)
+{
+    return c ? c->inflight : 0;
+}
+
+void net__client_fail_next_action(struct net_client *c)
+{
+    c->fail_next = true;
+}
+
+/* ------------------------------------------------------------ requests */
+
+static void req_link(struct net_client *c, struct net_request *r)
+{
+    r->prev = NULL;
+    r->next = c->head;
+    if (c->head)
+        c->head->prev = r;
+    c->head = r;
+    c->inflight++;
+}
+
+static void req_unlink(struct net_client *c, struct net_request *r)
+{
+    if (r->prev)
+        r->prev->next = r->next;
+    else if (c->head == r)
+        c->head = r->next;
+    else
+        return; /* not linked */
+    if (r->next)
+        r->next->prev = r->prev;
+    r->prev = r->next = NULL;
+    c->inflight--;
+}
+
+/* The easy handle must already be out of any multi. */
+static void req_free(struct net_request *r)
+{
+    if (!r)
+        return;
+    if (r->easy)
+        curl_easy_cleanup(r->easy);
+    curl_slist_free_all(r->headers);
+    curl_slist_free_all(r->connect_to);
+    buf_done(&r->body);
+    free(r);
+}
+
+static size_t write_fn(char *p, size_t size, size_t nmemb, void *ud)
+{
+    struct net_request *r = ud;
+    size_t n = size * nmemb;
+    int rc;
+
+    if (r->fail)
+        return 0;
+    if (n > r->max_response - r->received) {
+        r->fail = NET_ETOOLARGE;
+        snprintf(r->failmsg, sizeof(r->failmsg), "response body exceeds %zu bytes",
+                 r->max_response);
+        return 0; /* short count: the transfer fails with CURLE_WRITE_ERROR */
+    }
+    r->received += n;
+    if (r->on_data) {
+        r->c->in_curl++;
+        rc = r->on_data(p, n, r->ud);
+        r->c->in_curl--;
+        if (rc < 0) {
+            r->fail = NET_EABORTED;
+            snprintf(r->failmsg, sizeof(r->failmsg), "receiver aborted the transfer (%d)", rc);
+            return 0;
+        }
+        return n;
+    }
+    rc = buf_append(&r->body, p, n);
+    if (rc < 0) {
+        r->fail = rc == -E2BIG ? NET_ETOOLARGE : NET_EIO;
+        snprintf(r->failmsg, sizeof(r->failmsg), "buffering the response: %s", strerror(-rc));
+        return 0;
+    }
+    return n;
+}
+
+static int map_curl_error(CURLcode rc)
+{
+    switch (rc) {
+    case CURLE_OK:
+        return 0;
+    case CURLE_OPERATION_TIMEDOUT:
+        return NET_ETIMEDOUT;
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+    case CURLE_COULDNT_CONNECT:
+        return NET_ECONNECT;
+    case CURLE_FILESIZE_EXCEEDED:
+        return NET_ETOOLARGE;
+    case CURLE_SSL_CONNECT_ERROR:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_INVALIDCERTSTATUS:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_SSL_SHUTDOWN_FAILED:
+    case CURLE_USE_SSL_FAILED:
+    case CURLE_SSL_CLIENTCERT:
+        return NET_ETLS;
+    default:
+        return NET_EIO;
+    }
+}
+
+/* Runs the done callback and frees the request. The easy handle is already
+ * out of the multi and the request unlinked, so the callback may start,
+ * cancel or close anything. */
+static void complete(struct net_request *r, int result, CURLcode rc)
+{
+    struct net_response resp;
+    long status = 0;
+    char *ctype = NULL;
+
+    memset(&resp, 0, sizeof(resp));
+    curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+    if (result == 0 && rc == CURLE_WRITE_ERROR && r->fail) {
+        result = r->fail;
+        snprintf(r->errbuf, sizeof(r->errbuf), "%s", r->failmsg);
+    } else if (result == 0 && rc != CURLE_OK) {
+        result = map_curl_error(rc);
+    }
+    if (result < 0 && !r->errbuf[0])
+        snprintf(r->errbuf, sizeof(r->errbuf), "%s",
+                 rc != CURLE_OK ? curl_easy_strerror(rc) : net_strerror(result));
+    resp.result = result;
+    resp.status = status;
+    resp.error = result < 0 ? r->errbuf : NULL;
+    resp.body = r->body;
+    buf_init(&r->body, 0);
+    resp.content_type = ctype;
+    resp.duration_us = (uv_hrtime() - r->start_ns) / 1000;
+    r->completing = true;
+    r->cb(r, &resp, r->ud);
+    buf_done(&resp.body);
+    req_free(r);
+}
+
+static void drain(struct net_client *c)
+{
+    CURLMsg *m;
+    int left;
+
+    /* One message at a time: a done callback may cancel another request,
+     * and curl_multi_remove_handle drops that request's queued message. */
+    while (c->multi && !c->closing && (m = curl_multi_info_read(c->multi, &left)) != NULL) {
+        struct net_request *r = NULL;
+        CURL *easy = m->easy_handle;
+        CURLcode rc = m->data.result;
+
+        if (m->msg != CURLMSG_DONE)
+            continue;
+        curl_easy_getinfo(easy, CURLINFO_PRIVATE, (char **)&r);
+        curl_multi_remove_handle(c->multi, easy); /* m is dead from here */
+        if (!r)
+            continue;
+        req_unlink(c, r);
+        complete(r, 0, rc);
+    }
+}
+
+/* After a socket_action error every transfer is in an unknown state: throw
+ * the multi away (with its connections), start a fresh one and fail every
+ * request that was in flight with NET_EIO. */
+static void rebuild(struct net_client *c, CURLMcode mc)
+{
+    CURLM *old = c->multi;
+    struct net_request *r;
+
+    for (r = c->head; r; r = r->next) {
+        r->doomed = true;
+        curl_multi_remove_handle(old, r->easy);
+    }
+    c->multi = NULL;
+    curl_multi_cleanup(old);
+    close_all_socks(c);
+    uv_timer_stop(&c->timer);
+    c->multi = multi_new(c);
+    for (;;) {
+        for (r = c->head; r && !r->doomed; r = r->next)
+            ;
+        if (!r || c->closing)
+            break;
+        req_unlink(c, r);
+        snprintf(r->errbuf, sizeof(r->errbuf), "multi handle failed: %s", curl_multi_strerror(mc));
+        complete(r, NET_EIO, CURLE_OK);
+    }
+}
+
+static bool has_crlf(const char *s)
+{
+    return s && strpbrk(s, "\r\n") != NULL;
+}
+
+static int add_header(struct net_request *r, const char *h)
+{
+    struct curl_slist *n;
+
+    if (has_crlf(h))
+        return -EINVAL;
+    n = curl_slist_append(r->headers, h);
+    if (!n)
+        return -ENOMEM;
+    r->headers = n;
+    return 0;
+}
+
+/* tls.server_name: curl 7.88 has no option that sets SNI apart from the URL
+ * host. So the URL's host becomes server_name (SNI and certificate check),
+ * CURLOPT_CONNECT_TO sends the connection to the original host and port, and
+ * an explicit Host header keeps what the server sees unchanged. Not used
+ * through a proxy. */
+static int apply_server_name(struct net_request *r, const char *url, const char *sn)
+{
+    CURLU *u = curl_url();
+    char *scheme = NULL, *host = NULL, *port = NULL, *xport = NULL, *nurl = NULL;
+    char tmp[1024];
+    struct curl_slist *n;
+    int rc = -EINVAL;
+
+    if (!u)
+        return -ENOMEM;
+    if (strpbrk(sn, ":/[]@ \r\n\t") || !*sn)
+        goto out;
+    if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_SCHEME, &scheme, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK)
+        goto out;
+    rc = 0;
+    if (strcasecmp(scheme, "https") != 0 || strcasecmp(host, sn) == 0)
+        goto out; /* nothing to do */
+    rc = -EINVAL;
+    if (curl_url_get(u, CURLUPART_PORT, &xport, 0) != CURLUE_OK)
+        xport = NULL;
+    if (curl_url_set(u, CURLUPART_HOST, sn, 0) != CURLUE_OK ||
+        curl_url_get(u, CURLUPART_URL, &nurl, 0) != CURLUE_OK)
+        goto out;
+    if ((size_t)snprintf(tmp, sizeof(tmp), "%s:%s:%s:%s", sn, port, host, port) >= sizeof(tmp))
+        goto out;
+    rc = -ENOMEM;
+    n = curl_slist_append(r->connect_to, tmp);
+    if (!n)
+        goto out;
+    r->connect_to = n;
+    if ((size_t)snprintf(tmp, sizeof(tmp), "Host: %s%s%s", host, xport ? ":" : "",
+                         xport ? xport : "") >= sizeof(tmp)) {
+        rc = -EINVAL;
+        goto out;
+    }
+    rc = add_header(r, tmp);
+    if (rc < 0)
+        goto out;
+    rc = -EINVAL;
+    if (curl_easy_setopt(r->easy, CURLOPT_URL, nurl) != CURLE_OK ||
+        curl_easy_setopt(r->easy, CURLOPT_CONNECT_TO, r->connect_to) != CURLE_OK)
+        goto out;
+    rc = 0;
+out:
+    curl_free(nurl);
+    curl_free(xport);
+    curl_free(port);
+    curl_free(host);
+    curl_free(scheme);
+    curl_url_cleanup(u);
+    return rc;
+}
+
+static int setup_easy(struct net_request *r, const struct net_request_opts *o)
+{
+    CURL *e = r->easy;
+    const char *method = o->method ? o->method : "GET";
+    const struct net_tls *tls = o->tls;
+    int rc;
+
+#define SET(opt, val)                                                                              \
+    do {                                                                                           \
+        if (curl_easy_setopt(e, opt, val) != CURLE_OK)                                             \
+            return -EINVAL;                                                                        \
+    } while (0)
+
+    SET(CURLOPT_PRIVATE, r);
+    SET(CURLOPT_URL, o->url);
+    SET(CURLOPT_PROTOCOLS_STR, "http,https");
+    SET(CURLOPT_NOSIGNAL, 1L);
+    SET(CURLOPT_ERRORBUFFER, r->errbuf);
+    SET(CURLOPT_WRITEFUNCTION, write_fn);
+    SET(CURLOPT_WRITEDATA, r);
+    SET(CURLOPT_OPENSOCKETFUNCTION, opensocket_fn);
+    SET(CURLOPT_OPENSOCKETDATA, r->c);
+    SET(CURLOPT_CLOSESOCKETFUNCTION, closesocket_fn);
+    SET(CURLOPT_CLOSESOCKETDATA, r->c);
+    SET(CURLOPT_TCP_KEEPALIVE, 1L);
+    SET(CURLOPT_CONNECTTIMEOUT_MS,
+        (long)(o->connect_timeout_ms ? o->connect_timeout_ms : DEFAULT_CONNECT_TIMEOUT_MS));
+    if (o->timeout_ms)
+        SET(CURLOPT_TIMEOUT_MS, (long)o->timeout_ms);
+    if (o->follow_redirects) {
+        SET(CURLOPT_FOLLOWLOCATION, 1L);
+        SET(CURLOPT_MAXREDIRS, 10L);
+        SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    }
+    SET(CURLOPT_USERAGENT, o->user_agent ? o->user_agent : "proflet/" PROFLET_VERSION);
+    SET(CURLOPT_HTTP_VERSION,
+        o->http2 ? (long)CURL_HTTP_VERSION_2TLS : (long)CURL_HTTP_VERSION_1_1);
+    if (o->accept_gzip)
+        SET(CURLOPT_ACCEPT_ENCODING, "gzip");
+    else if (strcmp(method, "HEAD") != 0)
+        /* Early refusal of a declared oversize body; the write callback
+         * enforces the cap either way (and on decoded bytes with gzip). */
+        SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)r->max_response);
+
+    if (strcmp(method, "GET") == 0) {
+        SET(CURLOPT_HTTPGET, 1L);
+    } else if (strcmp(method, "HEAD") == 0) {
+        SET(CURLOPT_NOBODY, 1L);
+    } else {
+        if (has_crlf(method) || strchr(method, ' '))
+            return -EINVAL;
+        if (strcmp(method, "POST") != 0)
+            SET(CURLOPT_CUSTOMREQUEST, method);
+    }
+    if (o->body || strcmp(method, "POST") == 0) {
+        /* Borrowed, not copied: the caller keeps it alive until done. */
+        SET(CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)o->body_len);
+        SET(CURLOPT_POSTFIELDS, o->body ? o->body : "");
+        /* No "Expect: 100-continue" round trip (and its 1 s wait on
+         * servers that ignore it). */
+        rc = add_header(r, "Expect:");
+        if (rc < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < o->n_headers; i++) {
+        rc = add_header(r, o->headers[i]);
+        if (rc < 0)
+            return rc;
+    }
+    if (o->bearer_token) {
+        struct buf hb;
+
+        if (has_crlf(o->bearer_token))
+            return -EINVAL;
+        buf_init(&hb, 64 * 1024);
+        rc = buf_printf(&hb, "Authorization: Bearer %s", o->bearer_token);
+        if (rc == 0)
+            rc = add_header(r, hb.data);
+        buf_done(&hb);
+        if (rc < 0)
+            return rc == -E2BIG ? -EINVAL : rc;
+    } else if (o->username) {
+        SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
+        SET(CURLOPT_USERNAME, o->username);
+        SET(CURLOPT_PASSWORD, o->password ? o->password : "");
+    }
+    if (tls) {
+        if (tls->ca_file)
+            SET(CURLOPT_CAINFO, tls->ca_file);
+        if (tls->cert_file)
+            SET(CURLOPT_SSLCERT, tls->cert_file);
+        if (tls->key_file)
+            SET(CURLOPT_SSLKEY, tls->key_file);
+        if (tls->insecure_skip_verify) {
+            SET(CURLOPT_SSL_VERIFYPEER, 0L);
+            SET(CURLOPT_SSL_VERIFYHOST, 0L);
+        }
+        if (tls->server_name && !o->proxy_url) {
+            rc = apply_server_name(r, o->url, tls->server_name);
+            if (rc < 0)
+                return rc;
+        }
+    }
+    if (o->proxy_url)
+        SET(CURLOPT_PROXY, o->proxy_url);
+    if (r->headers)
+        SET(CURLOPT_HTTPHEADER, r->headers);
+#undef SET
+    return 0;
+}
+
+int net_request_start(struct net_client *c, const struct net_request_opts *o, net_done_cb cb,
+                      void *ud, struct net_request **out)
+{
+    struct net_request *r;
+    int rc;
+
+    if (out)
+        *out = NULL;
+    if (!c || !o || !o->url || !cb)
+        return -EINVAL;
+    if (c->closing || !c->multi)
+        return -ESHUTDOWN;
+    if (c->in_curl)
+        return -EDEADLK; /* from on_data: curl_multi_add_handle would recurse */
+    r = calloc(1, sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    r->c = c;
+    r->cb = cb;
+    r->ud = ud;
+    r->on_data = o->on_data;
+    r->max_response = o->max_response ? o->max_response : DEFAULT_MAX_RESPONSE;
+    buf_init(&r->body, r->max_response);
+    r->easy = curl_easy_init();
+    if (!r->easy) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    rc = setup_easy(r, o);
+    if (rc < 0)
+        goto fail;
+    r->start_ns = uv_hrtime();
+    req_link(c, r);
+    /* Fires the timer function (0 ms -> 1 ms), which starts the transfer
+     * from the loop; never a socket_action from here. */
+    if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
+        req_unlink(c, r);
+        rc = -EIO;
+        goto fail;
+    }
+    if (out)
+        *out = r;
+    return 0;
+fail:
+    req_free(r);
+    return rc;
+}
+
+void net_request_cancel(struct net_request *r)
+{
+    struct net_client *c;
+
+    if (!r || r->completing)
+        return; /* inside its own done callback: it is freed right after */
+    c = r->c;
+    if (c->in_curl)
+        return; /* from on_data: documented as not allowed; refuse safely */
+    req_unlink(c, r);
+    if (c->multi && !r->doomed)
+        curl_multi_remove_handle(c->multi, r->easy);
+    req_free(r);
+}
+
+static void timer_close_cb(uv_handle_t *h)
+{
+    struct net_client *c = container_of((uv_timer_t *)h, struct net_client, timer);
+
+    c->pending--;
+    client_maybe_free(c);
+}
+
+void net_client_close(struct net_client *c, void (*cb)(void *ud), void *ud)
+{
+    struct net_request *r;
+    CURLM *m;
+
+    if (!c || c->closing)
+        return;
+    c->close_cb = cb;
+    c->close_ud = ud;
+    if (c->in_curl) {
+        /* From on_data: tearing the multi down inside libcurl would
+         * recurse. action() finishes the job once libcurl has returned. */
+        c->close_deferred = true;
+        return;
+    }
+    c->closing = true;
+    m = c->multi;
+    c->multi = NULL;
+    while ((r = c->head) != NULL) {
+        req_unlink(c, r);
+        if (m && !r->doomed)
+            curl_multi_remove_handle(m, r->easy);
+        req_free(r);
+    }
+    /* Cleanup first: it still sends REMOVE for cached connections. Then the
+     * timer, then any poll left; everything is freed in close callbacks. */
+    if (m)
+        curl_multi_cleanup(m);
+    close_all_socks(c);
+    c->pending++;
+    uv_close((uv_handle_t *)&c->timer, timer_close_cb);
+}

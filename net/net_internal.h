@@ -1,0 +1,70 @@
+/* Internal interfaces of net/ shared between its sources, its tests and its
+ * fuzz target. Not for other modules: use net/net.h.
+ *
+ * The request parser (server_parse.c) is kept apart from the socket code
+ * (server.c) so that the fuzz target can drive exactly the bytes -> request
+ * -> response path the server runs, without a loop or a socket. */
+#ifndef PROFLET_NET_INTERNAL_H
+#define PROFLET_NET_INTERNAL_H
+
+#include <http_parser.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "common/buf.h"
+#include "net/net.h"
+
+/* Limits of the status server (see net_server_start in net.h). */
+#define NET__MAX_HEAD (16 * 1024)    /* request line + headers */
+#define NET__MAX_BODY (1024 * 1024)  /* request body */
+#define NET__MAX_CONNS 256
+#define NET__IDLE_MS (60 * 1000)
+#define NET__MAX_RESP_BODY ((size_t)64 * 1024 * 1024)
+
+/* Parser state for one connection. Embeddable; one request at a time: after
+ * a message completes the parser pauses until net__req_next(). */
+struct net__req {
+    http_parser parser;
+    struct buf url;     /* raw request target, capped by NET__MAX_HEAD */
+    struct buf body;    /* capped by NET__MAX_BODY */
+    struct buf hfield;  /* current header name, only kept if short */
+    struct buf hvalue;  /* current header value, only kept if short */
+    size_t head_bytes;  /* bytes of request line and headers seen */
+    bool in_header;     /* a header name has been seen and not yet finished */
+    bool hlong;         /* name or value too long to be one we look at */
+    bool last_was_value;
+    bool expect_continue; /* "Expect: 100-continue" was sent */
+    bool headers_done;
+    bool complete;      /* a full request waits for dispatch */
+    bool keep_alive;    /* valid once complete (or on error: false) */
+    int error;          /* HTTP status of a rejected request (400/413/431) */
+};
+
+/* Initialises an empty parser. */
+void net__req_init(struct net__req *q);
+/* Frees its buffers; accepts a zeroed or half-built parser. */
+void net__req_done(struct net__req *q);
+/* Feeds bytes. Consumes input up to the end of one complete request (then
+ * q->complete) or up to an error (then q->error); returns the bytes used. */
+size_t net__req_feed(struct net__req *q, const char *p, size_t n);
+/* After a complete request: fills `out`. The decoded path is written to
+ * `path` (owned by the caller, reset first). Returns 0, or 400 when the
+ * target cannot be parsed or decodes to a NUL byte. */
+int net__req_get(struct net__req *q, struct net_http_request *out, struct buf *path);
+/* Forgets the completed request and un-pauses the parser for the next. */
+void net__req_next(struct net__req *q);
+/* True if the completed request was HEAD. */
+bool net__req_is_head(const struct net__req *q);
+
+/* Writes a response head. `keep_alive_10` adds "Connection: keep-alive" for
+ * an HTTP/1.0 client that asked for it; `close` adds "Connection: close". */
+int net__resp_head(struct buf *out, int status, const char *content_type, size_t content_length,
+                   bool close, bool keep_alive_10);
+/* Standard reason phrase for a status ("Unknown" if none). */
+const char *net__reason(int status);
+
+/* Test hook: makes the next curl_multi_socket_action() call of `c` behave as
+ * if it had failed, to exercise the multi-handle rebuild. */
+void net__client_fail_next_action(struct net_client *c);
+
+#endif

@@ -1,0 +1,213 @@
+/* Helpers for the tests/net suites (see net_test.h). Test-process only; the
+ * child server is always reaped, and every wait has a deadline. */
+#include "net_test.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static uint64_t now_ms(void)
+{
+    return uv_hrtime() / 1000000;
+}
+
+int pyserver_start(struct pyserver *ps, const char *const *args)
+{
+    const char *script = getenv("NET_TEST_SERVER");
+    const char *argv[16];
+    posix_spawn_file_actions_t fa;
+    int pipefd[2], n = 0;
+    char line[64];
+    size_t got = 0;
+    uint64_t deadline = now_ms() + 10000;
+
+    ps->pid = -1;
+    ps->port = -1;
+    if (!script) {
+        fprintf(stderr, "NET_TEST_SERVER is not set\n");
+        return -1;
+    }
+    argv[n++] = "/usr/bin/python3";
+    argv[n++] = script;
+    for (int i = 0; args && args[i] && n < 15; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    if (pipe2(pipefd, O_CLOEXEC) < 0)
+        return -1;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
+    if (posix_spawn(&ps->pid, argv[0], &fa, NULL, (char *const *)argv, environ) != 0) {
+        posix_spawn_file_actions_destroy(&fa);
+        close(pipefd[0]);
+        close(pipefd[1]);
+        ps->pid = -1;
+        return -1;
+    }
+    posix_spawn_file_actions_destroy(&fa);
+    close(pipefd[1]);
+    while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
+        struct pollfd pfd = {.fd = pipefd[0], .events = POLLIN};
+        uint64_t now = now_ms();
+        ssize_t r;
+
+        if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0)
+            break;
+        r = read(pipefd[0], line + got, sizeof(line) - 1 - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    close(pipefd[0]);
+    line[got] = '\0';
+    if (sscanf(line, "PORT %d", &ps->port) != 1) {
+        fprintf(stderr, "test server did not start: \"%s\"\n", line);
+        pyserver_stop(ps);
+        return -1;
+    }
+    return 0;
+}
+
+void pyserver_stop(struct pyserver *ps)
+{
+    uint64_t deadline = now_ms() + 5000;
+    int st;
+
+    if (ps->pid <= 0)
+        return;
+    kill(ps->pid, SIGTERM);
+    while (waitpid(ps->pid, &st, WNOHANG) == 0) {
+        if (now_ms() > deadline) {
+            kill(ps->pid, SIGKILL);
+            waitpid(ps->pid, &st, 0);
+            break;
+        }
+        usleep(10000); /* polling a child's exit, not hiding a race */
+    }
+    ps->pid = -1;
+}
+
+static void guard_cb(uv_timer_t *t)
+{
+    *(bool *)t->data = true;
+}
+
+static void free_cb(uv_handle_t *h)
+{
+    free(h);
+}
+
+/* The guard is unref'd so that it wakes uv_run without keeping the loop
+ * alive by itself. */
+static bool run_guarded(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
+{
+    uv_timer_t *guard = malloc(sizeof(*guard));
+    bool expired = false, ok;
+
+    uv_timer_init(loop, guard);
+    guard->data = &expired;
+    uv_timer_start(guard, guard_cb, timeout_ms, 0);
+    uv_unref((uv_handle_t *)guard);
+    for (;;) {
+        if (counter && *counter >= target)
+            break;
+        if (expired || !uv_loop_alive(loop))
+            break;
+        uv_run(loop, UV_RUN_ONCE);
+    }
+    ok = counter ? *counter >= target : !uv_loop_alive(loop);
+    uv_close((uv_handle_t *)guard, free_cb);
+    uv_run(loop, UV_RUN_NOWAIT);
+    return ok;
+}
+
+bool run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
+{
+    return run_guarded(loop, counter, target, timeout_ms);
+}
+
+void run_for(uv_loop_t *loop, uint64_t ms)
+{
+    int never = 0;
+
+    run_guarded(loop, &never, 1, ms);
+}
+
+int finish_loop(uv_loop_t *loop, uint64_t timeout_ms)
+{
+    run_guarded(loop, NULL, 0, timeout_ms);
+    /* The guard's own close ran in the NOWAIT pass above. */
+    uv_run(loop, UV_RUN_NOWAIT);
+    return uv_loop_close(loop);
+}
+
+int make_certs(char *dir, size_t dirlen)
+{
+    char tmpl[] = "/tmp/proflet-net-XXXXXX";
+    char cmd[4096];
+
+    if (!mkdtemp(tmpl))
+        return -1;
+    snprintf(dir, dirlen, "%s", tmpl);
+    snprintf(cmd, sizeof(cmd),
+             "set -e; cd '%s'; exec >log 2>&1;"
+             "K='-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes';"
+             "openssl req -x509 $K -keyout ca.key -out ca.pem -days 2 -subj /CN=proflet-test-ca"
+             " -addext basicConstraints=critical,CA:TRUE"
+             " -addext keyUsage=critical,keyCertSign,cRLSign;"
+             "openssl req $K -keyout srv.key -out srv.csr -subj /CN=test.example;"
+             "printf 'subjectAltName=DNS:test.example,DNS:localhost,IP:127.0.0.1\\n"
+             "extendedKeyUsage=serverAuth\\n' > srv.ext;"
+             "openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+             " -out srv.pem -days 2 -extfile srv.ext;"
+             "openssl req $K -keyout cli.key -out cli.csr -subj /CN=proflet-client;"
+             "printf 'extendedKeyUsage=clientAuth\\n' > cli.ext;"
+             "openssl x509 -req -in cli.csr -CA ca.pem -CAkey ca.key -CAcreateserial"
+             " -out cli.pem -days 2 -extfile cli.ext",
+             dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "openssl failed, see %s/log\n", dir);
+        return -1;
+    }
+    return 0;
+}
+
+void remove_dir(const char *dir)
+{
+    char cmd[4200];
+
+    if (!dir[0] || strncmp(dir, "/tmp/proflet-net-", 17) != 0)
+        return;
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+int unused_port(void)
+{
+    struct sockaddr_in a;
+    socklen_t len = sizeof(a);
+    int fd = socket(AF_INET, SOCK_STREAM, 0), port = -1;
+
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+        getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+        port = ntohs(a.sin_port);
+    if (fd >= 0)
+        close(fd);
+    return port;
+}

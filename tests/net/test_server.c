@@ -1,0 +1,936 @@
+/* Tests of the status server (net/server.c) with real sockets on loopback.
+ * The server runs on the test's loop in the main thread; a client thread
+ * speaks raw HTTP over blocking sockets (5 s timeouts), records what it
+ * saw, and wakes the loop with uv_async_send when done. Assertions run on
+ * the main thread after the join. Every test asserts uv_loop_close()==0. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include "net/net.h"
+#include "net/net_internal.h"
+#include "net_test.h"
+#include "test.h"
+
+/* ------------------------------------------------------ server side */
+
+struct hstate {
+    int calls;
+    char method[16];
+    char path[512];
+    char query[512];
+    size_t body_len;
+    struct net_server *s;
+    int closed;
+};
+
+static void handler(const struct net_http_request *req, struct net_http_response *resp, void *ud)
+{
+    struct hstate *h = ud;
+
+    h->calls++;
+    snprintf(h->method, sizeof(h->method), "%s", req->method);
+    snprintf(h->path, sizeof(h->path), "%s", req->path);
+    snprintf(h->query, sizeof(h->query), "%s", req->query);
+    h->body_len = req->body_len;
+    if (strcmp(req->path, "/missing") == 0) {
+        resp->status = 404;
+        buf_puts(&resp->body, "nope\n");
+    } else if (strcmp(req->path, "/big") == 0) {
+        /* 3 MiB, tagged with the query so order can be checked. */
+        buf_printf(&resp->body, "%s:", req->query);
+        while (resp->body.len < 3 * 1024 * 1024)
+            buf_puts(&resp->body, "0123456789abcdef0123456789abcdef"
+                                  "0123456789abcdef0123456789abcde\n");
+        resp->content_type = "application/octet-stream";
+    } else if (strcmp(req->path, "/quit") == 0) {
+        net_server_close(h->s, NULL, NULL);
+        buf_puts(&resp->body, "bye\n");
+    } else if (strcmp(req->path, "/echo") == 0) {
+        resp->content_type = "application/octet-stream";
+        buf_append(&resp->body, req->body, req->body_len);
+    } else {
+        buf_printf(&resp->body, "%s %s %s %zu", req->method, req->path, req->query,
+                   req->body_len);
+    }
+}
+
+static void closed_cb(void *ud)
+{
+    ((struct hstate *)ud)->closed++;
+}
+
+static int server_up(uv_loop_t *loop, struct hstate *h, const char *addr)
+{
+    char err[256];
+    int rc;
+
+    memset(h, 0, sizeof(*h));
+    ASSERT_EQ(uv_loop_init(loop), 0);
+    rc = net_server_start(loop, addr, handler, h, &h->s, err, sizeof(err));
+    if (rc < 0)
+        fprintf(stderr, "net_server_start: %s\n", err);
+    ASSERT_EQ(rc, 0);
+    ASSERT_GT(net_server_port(h->s), 0);
+    return net_server_port(h->s);
+}
+
+static void server_down(uv_loop_t *loop, struct hstate *h)
+{
+    net_server_close(h->s, closed_cb, h);
+    ASSERT(run_until(loop, &h->closed, 1, 5000));
+    ASSERT_EQ(finish_loop(loop, 5000), 0);
+}
+
+/* ------------------------------------------------------ client thread */
+
+struct job {
+    uv_async_t async;
+    pthread_t th;
+    int finished;
+    int port;
+    void (*fn)(struct job *);
+    void *arg;
+};
+
+static void *job_main(void *p)
+{
+    struct job *j = p;
+
+    j->fn(j);
+    uv_async_send(&j->async);
+    return NULL;
+}
+
+static void job_done_cb(uv_async_t *a)
+{
+    ((struct job *)a->data)->finished = 1;
+}
+
+/* Runs fn on a thread while the loop serves; returns once it is done. */
+static void run_job(uv_loop_t *loop, int port, void (*fn)(struct job *), void *arg)
+{
+    struct job *j = calloc(1, sizeof(*j));
+
+    ASSERT_NOT_NULL(j);
+    j->port = port;
+    j->fn = fn;
+    j->arg = arg;
+    uv_async_init(loop, &j->async, job_done_cb);
+    j->async.data = j;
+    ASSERT_EQ(pthread_create(&j->th, NULL, job_main, j), 0);
+    ASSERT(run_until(loop, &j->finished, 1, 60000));
+    pthread_join(j->th, NULL);
+    uv_close((uv_handle_t *)&j->async, (uv_close_cb)free);
+}
+
+struct conn {
+    int fd;
+    size_t len;
+    size_t cap;
+    char *buf; /* grows to 8 MiB at most */
+};
+
+static struct conn *c_open(int port)
+{
+    struct conn *c = calloc(1, sizeof(*c));
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct timeval tv = {.tv_sec = 5};
+    int one = 1;
+
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    if (connect(c->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
+        close(c->fd);
+        c->fd = -1;
+    }
+    return c;
+}
+
+static void c_close(struct conn *c)
+{
+    if (!c)
+        return;
+    if (c->fd >= 0)
+        close(c->fd);
+    free(c->buf);
+    free(c);
+}
+
+static int c_send(struct conn *c, const void *p, size_t n)
+{
+    const char *s = p;
+
+    while (n > 0) {
+        ssize_t w = send(c->fd, s, n, MSG_NOSIGNAL);
+
+        if (w <= 0)
+            return -1;
+        s += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+static int c_sends(struct conn *c, const char *s)
+{
+    return c_send(c, s, strlen(s));
+}
+
+static int c_fill(struct conn *c)
+{
+    ssize_t r;
+
+    if (c->len == c->cap) {
+        size_t cap = c->cap ? c->cap * 2 : 64 * 1024;
+        char *p = cap <= 8 * 1024 * 1024 ? realloc(c->buf, cap) : NULL;
+
+        if (!p)
+            return -1;
+        c->buf = p;
+        c->cap = cap;
+    }
+    r = recv(c->fd, c->buf + c->len, c->cap - c->len, 0);
+    if (r <= 0)
+        return -1;
+    c->len += (size_t)r;
+    return 0;
+}
+
+struct resp {
+    int status;
+    char head[2048];
+    char *body;
+    size_t body_len;
+};
+
+/* Reads one response (framed by Content-Length). 0 or -1. */
+static int c_response(struct conn *c, struct resp *r, bool head_only)
+{
+    char *end = NULL;
+    size_t hlen, clen = 0;
+    const char *cl;
+
+    memset(r, 0, sizeof(*r));
+    while (!c->buf || (end = memmem(c->buf, c->len, "\r\n\r\n", 4)) == NULL)
+        if (c_fill(c) < 0)
+            return -1;
+    hlen = (size_t)(end - c->buf) + 4;
+    if (hlen >= sizeof(r->head))
+        return -1;
+    memcpy(r->head, c->buf, hlen);
+    r->head[hlen] = '\0';
+    if (sscanf(r->head, "HTTP/1.1 %d ", &r->status) != 1)
+        return -1;
+    cl = strcasestr(r->head, "\r\nContent-Length: ");
+    if (cl)
+        clen = strtoul(cl + 18, NULL, 10);
+    if (head_only)
+        clen = 0;
+    while (c->len < hlen + clen)
+        if (c_fill(c) < 0)
+            return -1;
+    r->body = malloc(clen + 1);
+    memcpy(r->body, c->buf + hlen, clen);
+    r->body[clen] = '\0';
+    r->body_len = clen;
+    memmove(c->buf, c->buf + hlen + clen, c->len - hlen - clen);
+    c->len -= hlen + clen;
+    return 0;
+}
+
+/* True if the peer closes (EOF or reset) with nothing else to read. */
+static bool c_eof(struct conn *c)
+{
+    char b;
+    ssize_t r;
+
+    if (c->len > 0)
+        return false;
+    r = recv(c->fd, &b, 1, 0);
+    return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+/* Results recorded by the thread, checked on the main thread. */
+struct rec {
+    struct resp r[32];
+    int n;
+    int errors;
+    bool eof;
+    uint64_t ms;
+};
+
+static void rec_free(struct rec *x)
+{
+    for (int i = 0; i < 32; i++)
+        free(x->r[i].body);
+}
+
+static void rec_response(struct rec *x, struct conn *c, bool head_only)
+{
+    if (x->n >= 32 || c_response(c, &x->r[x->n], head_only) < 0)
+        x->errors++;
+    else
+        x->n++;
+}
+
+/* ------------------------------------------------------ tests */
+
+static void job_get_decoded(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_sends(c, "GET /a%20b/c%2F+d?x=1&y=%41 HTTP/1.1\r\nHost: t\r\n\r\n");
+    rec_response(x, c, false);
+    c_close(c);
+}
+
+TEST(get_decodes_path_and_splits_query)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_get_decoded, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.r[0].status, 200);
+    ASSERT(strncmp(x.r[0].head, "HTTP/1.1 200 OK\r\n", 17) == 0);
+    ASSERT_NOT_NULL(strstr(x.r[0].head, "Content-Type: text/plain; charset=utf-8\r\n"));
+    ASSERT_STR_EQ(h.path, "/a b/c/+d");
+    ASSERT_STR_EQ(h.query, "x=1&y=%41");
+    ASSERT_STR_EQ(h.method, "GET");
+    ASSERT_STR_EQ(x.r[0].body, "GET /a b/c/+d x=1&y=%41 0");
+    ASSERT_NULL(strstr(x.r[0].head, "Connection: close"));
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_keepalive_pipeline(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_sends(c, "GET /one HTTP/1.1\r\nHost: t\r\n\r\n");
+    rec_response(x, c, false);
+    c_sends(c, "POST /two HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello");
+    rec_response(x, c, false);
+    /* Three requests in one segment, the last one chunked. */
+    c_sends(c, "GET /p1 HTTP/1.1\r\nHost: t\r\n\r\n"
+               "GET /missing HTTP/1.1\r\nHost: t\r\n\r\n"
+               "POST /p3?q HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+               "3\r\nabc\r\n4\r\ndefg\r\n0\r\n\r\n");
+    for (int i = 0; i < 3; i++)
+        rec_response(x, c, false);
+    c_close(c);
+}
+
+TEST(keep_alive_and_pipelining)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_keepalive_pipeline, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.n, 5);
+    ASSERT_EQ(h.calls, 5);
+    ASSERT_STR_EQ(x.r[0].body, "GET /one  0");
+    ASSERT_STR_EQ(x.r[1].body, "POST /two  5");
+    ASSERT_STR_EQ(x.r[2].body, "GET /p1  0");
+    ASSERT_EQ(x.r[3].status, 404);
+    ASSERT(strncmp(x.r[3].head, "HTTP/1.1 404 Not Found\r\n", 24) == 0);
+    ASSERT_STR_EQ(x.r[3].body, "nope\n");
+    ASSERT_STR_EQ(x.r[4].body, "POST /p3 q 7");
+    for (int i = 0; i < 5; i++)
+        ASSERT_NULL(strstr(x.r[i].head, "Connection: close"));
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_head(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_sends(c, "HEAD /thing HTTP/1.1\r\nHost: t\r\n\r\nGET /after HTTP/1.1\r\nHost: t\r\n\r\n");
+    rec_response(x, c, true);
+    rec_response(x, c, false);
+    c_close(c);
+}
+
+TEST(head_sends_length_but_no_body)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_head, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.r[0].status, 200);
+    /* The length of the GET body, "HEAD /thing  0" is 14 bytes. */
+    ASSERT_NOT_NULL(strstr(x.r[0].head, "Content-Length: 14\r\n"));
+    /* Framing holds: the next response is read right after the head. */
+    ASSERT_STR_EQ(x.r[1].body, "GET /after  0");
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+struct reject {
+    const char *req;
+    size_t req_len;
+    struct rec x;
+};
+
+static void job_reject(struct job *j)
+{
+    struct reject *rj = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_send(c, rj->req, rj->req_len);
+    rec_response(&rj->x, c, false);
+    rj->x.eof = c_eof(c);
+    c_close(c);
+}
+
+/* Sends `req`, expects `status` with Connection: close, then EOF, and no
+ * handler call. */
+static void expect_reject(const char *req, size_t len, int status)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct reject rj = {.req = req, .req_len = len};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_reject, &rj);
+    ASSERT_EQ(rj.x.errors, 0);
+    ASSERT_EQ(rj.x.r[0].status, status);
+    ASSERT_NOT_NULL(strstr(rj.x.r[0].head, "Connection: close\r\n"));
+    ASSERT(rj.x.eof);
+    ASSERT_EQ(h.calls, 0);
+    rec_free(&rj.x);
+    server_down(&loop, &h);
+}
+
+TEST(oversized_header_is_431)
+{
+    struct buf b;
+
+    buf_init(&b, 64 * 1024);
+    buf_puts(&b, "GET / HTTP/1.1\r\nHost: t\r\n");
+    for (int i = 0; i < 20; i++) {
+        buf_printf(&b, "X-Pad-%d: ", i);
+        for (int k = 0; k < 1000; k++)
+            buf_puts(&b, "a");
+        buf_puts(&b, "\r\n");
+    }
+    buf_puts(&b, "\r\n");
+    expect_reject(b.data, b.len, 431);
+    buf_done(&b);
+}
+
+TEST(oversized_body_is_413)
+{
+    static const char declared[] =
+        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n";
+    struct buf b;
+
+    expect_reject(declared, sizeof(declared) - 1, 413);
+    /* Chunked, so only counting can catch it. */
+    buf_init(&b, 2 * 1024 * 1024);
+    buf_puts(&b, "POST / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 17; i++) {
+        buf_puts(&b, "10000\r\n"); /* 64 KiB chunks, 1.06 MiB in all */
+        for (int k = 0; k < 1024; k++)
+            buf_puts(&b, "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef");
+        buf_puts(&b, "\r\n");
+    }
+    expect_reject(b.data, b.len, 413);
+    buf_done(&b);
+}
+
+TEST(garbage_is_400_and_closes)
+{
+    static const char garbage[] = "\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not http\r\n\r\n";
+    static const char bad_escape[] = "GET /a%zz HTTP/1.1\r\nHost: t\r\n\r\n";
+    static const char nul_escape[] = "GET /a%00b HTTP/1.1\r\nHost: t\r\n\r\n";
+
+    expect_reject(garbage, sizeof(garbage) - 1, 400);
+    expect_reject(bad_escape, sizeof(bad_escape) - 1, 400);
+    expect_reject(nul_escape, sizeof(nul_escape) - 1, 400);
+}
+
+static void job_body_at_cap(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+    char *body = malloc(NET__MAX_BODY);
+    char head[128];
+
+    memset(body, 'b', NET__MAX_BODY);
+    snprintf(head, sizeof(head), "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n",
+             NET__MAX_BODY);
+    c_sends(c, head);
+    c_send(c, body, NET__MAX_BODY);
+    rec_response(x, c, false);
+    free(body);
+    c_close(c);
+}
+
+TEST(body_at_the_cap_is_accepted)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_body_at_cap, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.r[0].status, 200);
+    ASSERT_EQ(h.body_len, NET__MAX_BODY);
+    ASSERT_EQ(x.r[0].body_len, NET__MAX_BODY);
+    ASSERT_EQ(x.r[0].body[NET__MAX_BODY - 1], 'b');
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_close_variants(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c;
+
+    /* Asked for close. */
+    c = c_open(j->port);
+    c_sends(c, "GET /a HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    rec_response(x, c, false);
+    x->eof = c_eof(c);
+    c_close(c);
+    /* HTTP/1.0 closes by default... */
+    c = c_open(j->port);
+    c_sends(c, "GET /b HTTP/1.0\r\n\r\n");
+    rec_response(x, c, false);
+    if (!c_eof(c))
+        x->errors++;
+    c_close(c);
+    /* ...unless it asks for keep-alive. */
+    c = c_open(j->port);
+    c_sends(c, "GET /c HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    rec_response(x, c, false);
+    c_sends(c, "GET /d HTTP/1.0\r\nConnection: keep-alive\r\n\r\n");
+    rec_response(x, c, false);
+    c_close(c);
+}
+
+TEST(connection_close_and_http10)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_close_variants, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.n, 4);
+    ASSERT(x.eof);
+    ASSERT_NOT_NULL(strstr(x.r[0].head, "Connection: close\r\n"));
+    ASSERT_NOT_NULL(strstr(x.r[1].head, "Connection: close\r\n"));
+    ASSERT_NOT_NULL(strstr(x.r[2].head, "Connection: keep-alive\r\n"));
+    ASSERT_STR_EQ(x.r[3].body, "GET /d  0");
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_half_close(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    /* Requests, then our side shut: the answers must still come. */
+    c_sends(c, "GET /h1 HTTP/1.1\r\nHost: t\r\n\r\nGET /big?h HTTP/1.1\r\nHost: t\r\n\r\n"
+               "GET /h3 HTTP/1.1\r\nHost: t\r\n\r\n");
+    shutdown(c->fd, SHUT_WR);
+    for (int i = 0; i < 3; i++)
+        rec_response(x, c, false);
+    x->eof = c_eof(c);
+    c_close(c);
+}
+
+TEST(half_closed_client_still_gets_answers)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_half_close, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.n, 3);
+    ASSERT_STR_EQ(x.r[0].body, "GET /h1  0");
+    ASSERT(strncmp(x.r[1].body, "h:", 2) == 0);
+    ASSERT_STR_EQ(x.r[2].body, "GET /h3  0");
+    ASSERT(x.eof);
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_many(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c[100];
+    int ok = 0;
+
+    for (int i = 0; i < 100; i++) {
+        c[i] = c_open(j->port);
+        c_sends(c[i], "GET /m HTTP/1.1\r\nHost: t\r\n\r\n");
+    }
+    for (int i = 0; i < 100; i++) {
+        struct resp r;
+
+        if (c_response(c[i], &r, false) == 0 && r.status == 200 &&
+            strcmp(r.body, "GET /m  0") == 0)
+            ok++;
+        free(r.body);
+        c_close(c[i]);
+    }
+    x->n = ok;
+}
+
+TEST(many_concurrent_connections)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_many, &x);
+    ASSERT_EQ(x.n, 100);
+    ASSERT_EQ(h.calls, 100);
+    server_down(&loop, &h);
+}
+
+static void job_conn_cap(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn **c = calloc(NET__MAX_CONNS + 1, sizeof(*c));
+    struct conn *extra;
+    uint64_t deadline;
+    int served = 0;
+
+    /* Fill every slot, each proven accepted by an answer. */
+    for (int i = 0; i < NET__MAX_CONNS; i++) {
+        struct resp r;
+
+        c[i] = c_open(j->port);
+        c_sends(c[i], "GET /cap HTTP/1.1\r\nHost: t\r\n\r\n");
+        if (c_response(c[i], &r, false) == 0 && r.status == 200)
+            served++;
+        free(r.body);
+    }
+    x->n = served;
+    /* One more is accepted and closed at once. */
+    extra = c_open(j->port);
+    c_sends(extra, "GET /cap HTTP/1.1\r\nHost: t\r\n\r\n");
+    x->eof = c_eof(extra);
+    c_close(extra);
+    /* A freed slot serves again (once the server has seen the close). */
+    c_close(c[0]);
+    c[0] = NULL;
+    deadline = uv_hrtime() + 5000000000ull;
+    x->errors = 1;
+    while (uv_hrtime() < deadline) {
+        struct resp r;
+        struct conn *again = c_open(j->port);
+        bool ok = c_sends(again, "GET /cap HTTP/1.1\r\nHost: t\r\n\r\n") == 0 &&
+                  c_response(again, &r, false) == 0 && r.status == 200;
+
+        if (ok)
+            free(r.body);
+        c_close(again);
+        if (ok) {
+            x->errors = 0;
+            break;
+        }
+    }
+    for (int i = 1; i < NET__MAX_CONNS; i++)
+        c_close(c[i]);
+    free(c);
+}
+
+TEST(connection_cap)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_conn_cap, &x);
+    ASSERT_EQ(x.n, NET__MAX_CONNS);
+    ASSERT(x.eof);
+    ASSERT_EQ(x.errors, 0);
+    server_down(&loop, &h);
+}
+
+static void job_idle(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+    uint64_t t0 = uv_hrtime();
+
+    c_sends(c, "GET /partial HTTP/1.1\r\nHost"); /* a head that never ends */
+    x->eof = c_eof(c);
+    x->ms = (uv_hrtime() - t0) / 1000000;
+    c_close(c);
+}
+
+TEST(idle_timeout_closes_slow_heads)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    net_server_set_idle_timeout(h.s, 300);
+    run_job(&loop, port, job_idle, &x);
+    ASSERT(x.eof);
+    ASSERT_GE(x.ms, 250);
+    ASSERT_LT(x.ms, 3000);
+    ASSERT_EQ(h.calls, 0);
+    server_down(&loop, &h);
+}
+
+static void job_expect(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+    char *end = NULL;
+
+    c_sends(c, "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: 4\r\n"
+               "Expect: 100-continue\r\n\r\n");
+    while (!c->buf || (end = memmem(c->buf, c->len, "\r\n\r\n", 4)) == NULL)
+        if (c_fill(c) < 0)
+            break;
+    if (!end || strncmp(c->buf, "HTTP/1.1 100 Continue\r\n\r\n", 25) != 0) {
+        x->errors++;
+        c_close(c);
+        return;
+    }
+    memmove(c->buf, end + 4, c->len - (size_t)(end + 4 - c->buf));
+    c->len -= (size_t)(end + 4 - c->buf);
+    c_sends(c, "ping");
+    rec_response(x, c, false);
+    c_close(c);
+}
+
+TEST(expect_100_continue)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_expect, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.r[0].status, 200);
+    ASSERT_STR_EQ(x.r[0].body, "ping");
+    rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_backpressure(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+    char req[64];
+
+    /* 20 pipelined requests for 3 MiB each, sent before reading anything. */
+    for (int i = 0; i < 20; i++) {
+        snprintf(req, sizeof(req), "GET /big?%d HTTP/1.1\r\nHost: t\r\n\r\n", i);
+        c_sends(c, req);
+    }
+    for (int i = 0; i < 20; i++) {
+        struct resp r;
+        char tag[16];
+
+        snprintf(tag, sizeof(tag), "%d:", i);
+        if (c_response(c, &r, false) == 0 && r.status == 200 &&
+            r.body_len >= 3 * 1024 * 1024 && strncmp(r.body, tag, strlen(tag)) == 0)
+            x->n++;
+        free(r.body);
+    }
+    c_close(c);
+}
+
+TEST(pipelined_large_answers_in_order)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_backpressure, &x);
+    ASSERT_EQ(x.n, 20);
+    ASSERT_EQ(h.calls, 20);
+    server_down(&loop, &h);
+}
+
+static void job_quit(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_sends(c, "GET /quit HTTP/1.1\r\nHost: t\r\n\r\n");
+    x->eof = c_eof(c) || (c_response(c, &x->r[0], false) == 0 && c_eof(c));
+    c_close(c);
+}
+
+TEST(handler_may_close_the_server)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    run_job(&loop, port, job_quit, &x);
+    ASSERT(x.eof);
+    ASSERT_EQ(h.calls, 1);
+    rec_free(&x);
+    ASSERT_EQ(finish_loop(&loop, 5000), 0);
+}
+
+/* The client and the server on one loop: libcurl as a real peer. */
+struct e2e {
+    int done;
+    int ok;
+};
+
+static void e2e_cb(struct net_request *r, struct net_response *resp, void *ud)
+{
+    struct e2e *e = ud;
+
+    (void)r;
+    if (resp->result == 0 && resp->status == 200 && resp->body.len == 6 &&
+        memcmp(resp->body.data, "pprof!", 6) == 0 && resp->content_type &&
+        strcmp(resp->content_type, "application/octet-stream") == 0)
+        e->ok++;
+    e->done++;
+}
+
+static void count_cb(void *ud)
+{
+    (*(int *)ud)++;
+}
+
+TEST(net_client_against_net_server)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct e2e e = {0};
+    char err[128], u[128];
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+    struct net_client *c = net_client_new(&loop, 4, err, sizeof(err));
+    struct net_request_opts o = {.method = "POST", .url = u, .body = "pprof!", .body_len = 6};
+    int closed = 0;
+
+    ASSERT_NOT_NULL(c);
+    snprintf(u, sizeof(u), "http://127.0.0.1:%d/echo", port);
+    for (int i = 0; i < 20; i++)
+        ASSERT_EQ(net_request_start(c, &o, e2e_cb, &e, NULL), 0);
+    ASSERT(run_until(&loop, &e.done, 20, 10000));
+    ASSERT_EQ(e.ok, 20);
+    ASSERT_EQ(h.calls, 20);
+    net_client_close(c, count_cb, &closed);
+    ASSERT(run_until(&loop, &closed, 1, 5000));
+    server_down(&loop, &h);
+}
+
+TEST(listen_addresses)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct net_server *s2;
+    char err[256];
+    int port;
+
+    /* All interfaces; reachable over IPv4 loopback. */
+    server_up(&loop, &h, ":0");
+    server_down(&loop, &h);
+    /* IPv6 in brackets. */
+    server_up(&loop, &h, "[::1]:0");
+    server_down(&loop, &h);
+    /* localhost, and the port in use. */
+    port = server_up(&loop, &h, "localhost:0");
+    {
+        char addr[64];
+
+        snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
+        ASSERT_EQ(net_server_start(&loop, addr, handler, &h, &s2, err, sizeof(err)),
+                  UV_EADDRINUSE);
+        ASSERT_NOT_NULL(strstr(err, "address already in use"));
+    }
+    server_down(&loop, &h);
+    /* Refused before anything is created. */
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    ASSERT_EQ(net_server_start(&loop, "nocolon", handler, NULL, &s2, err, sizeof(err)), -EINVAL);
+    ASSERT_EQ(net_server_start(&loop, "1.2.3.4:70000", handler, NULL, &s2, err, sizeof(err)),
+              -EINVAL);
+    ASSERT_EQ(net_server_start(&loop, "example.com:80", handler, NULL, &s2, err, sizeof(err)),
+              -EINVAL);
+    ASSERT_EQ(net_server_start(&loop, "::1:80", handler, NULL, &s2, err, sizeof(err)), -EINVAL);
+    ASSERT_NOT_NULL(strstr(err, "::1:80"));
+    ASSERT_EQ(finish_loop(&loop, 1000), 0);
+}
+
+/* The pure parser: byte-at-a-time input gives the same request. */
+TEST(parser_byte_at_a_time)
+{
+    static const char in[] = "POST /x%2Fy?k=v#frag HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
+                             "\r\nabcGET /next HTTP/1.1\r\n\r\n";
+    struct net__req q;
+    struct net_http_request hr;
+    struct buf path;
+    size_t off = 0;
+
+    net__req_init(&q);
+    buf_init(&path, 1024);
+    while (!q.complete && off < sizeof(in) - 1)
+        off += net__req_feed(&q, in + off, 1);
+    ASSERT(q.complete);
+    ASSERT_EQ(q.error, 0);
+    ASSERT(q.keep_alive);
+    ASSERT_EQ(net__req_get(&q, &hr, &path), 0);
+    ASSERT_STR_EQ(hr.method, "POST");
+    ASSERT_STR_EQ(hr.path, "/x/y");
+    ASSERT_STR_EQ(hr.query, "k=v");
+    ASSERT_EQ(hr.body_len, 3);
+    ASSERT_EQ(memcmp(hr.body, "abc", 3), 0);
+    /* Paused: nothing more is consumed until next. */
+    ASSERT_EQ(net__req_feed(&q, in + off, sizeof(in) - 1 - off), 0);
+    net__req_next(&q);
+    off += net__req_feed(&q, in + off, sizeof(in) - 1 - off);
+    ASSERT(q.complete);
+    ASSERT_EQ(off, sizeof(in) - 1);
+    ASSERT_EQ(net__req_get(&q, &hr, &path), 0);
+    ASSERT_STR_EQ(hr.path, "/next");
+    ASSERT_STR_EQ(hr.query, "");
+    buf_done(&path);
+    net__req_done(&q);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv);
+}
