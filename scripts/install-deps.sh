@@ -11,9 +11,9 @@ PKGS=(
   protobuf-c-compiler libcyaml-dev libpcre2-dev libdeflate-dev libjson-c-dev
   libhttp-parser-dev libxxhash-dev libssl-dev
   # the demo app and the real Go peers used by the tests
-  golang-go golang-github-google-pprof-dev golang-github-masterminds-sprig-dev
+  golang-go golang-github-google-pprof-dev golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   # test oracles and clients
-  prometheus protobuf-compiler python3 python3-yaml python3-protobuf
+  prometheus protobuf-compiler python3 python3-yaml python3-protobuf openssl systemd
   python3-kubernetes curl
   # sanitizers, fuzzing, memory checks
   clang libclang-rt-14-dev valgrind
