@@ -2,7 +2,9 @@
 scale tests and benchmarks. Every GET on any port answers a small valid
 gzip pprof (the same bytes as badtarget.py's "ok" mode) over keep-alive.
 
-Usage: manyports.py COUNT OUT_FILE [BODY_FILE]
+Usage: manyports.py COUNT OUT_FILE [BODY_DIR]
+With BODY_DIR, a request for a path ending in NAME answers BODY_DIR/NAME
+when that file exists (e.g. profile, allocs, goroutine, mutex, block).
 Writes "first_port control_port" to OUT_FILE once listening; the ports are
 consecutive from first_port. GET /stats on the control port returns JSON
 {port: [unix times of requests]}.
@@ -17,6 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from badtarget import PPROF  # noqa: E402
 
 BODY = PPROF
+BODIES = {}
 HITS = {}
 
 
@@ -30,8 +33,10 @@ async def serve(reader, writer, port):
                 await writer.drain()
                 continue
             HITS.setdefault(port, []).append(time.time())
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % len(BODY))
-            writer.write(BODY)
+            path = head.split(b" ", 2)[1].split(b"?")[0]
+            body = BODIES.get(path.rsplit(b"/", 1)[-1], BODY)
+            writer.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: %d\r\n\r\n" % len(body))
+            writer.write(body)
             await writer.drain()
     except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
         pass
@@ -40,10 +45,10 @@ async def serve(reader, writer, port):
 
 
 async def main():
-    global BODY
     count, out = int(sys.argv[1]), sys.argv[2]
     if len(sys.argv) > 3:
-        BODY = open(sys.argv[3], "rb").read()
+        for name in os.listdir(sys.argv[3]):
+            BODIES[name.encode()] = open(os.path.join(sys.argv[3], name), "rb").read()
     # Find a run of free consecutive ports.
     base = 20000 + (os.getpid() % 20000)
     servers = []
