@@ -54,4 +54,14 @@ void fwd_metrics(const struct fwd *f, struct buf *out);
  * spools the rest, then closes everything and calls `cb`. */
 void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *ud);
 
+/** Sets a callback for endpoint errors (a failed request, a disk error...),
+ * called on the loop thread with the endpoint name and a message (both
+ * borrowed for the call). The library never logs; the agent may, rate
+ * limited. `cb` may be NULL. */
+void fwd_set_error_cb(struct fwd *f, void (*cb)(const char *endpoint, const char *msg, void *ud),
+                      void *ud);
+/** The last endpoint error ("name: message"), "" if none. Valid until the
+ * next call into the forwarder. */
+const char *fwd_last_error(const struct fwd *f);
+
 #endif

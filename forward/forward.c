@@ -1,0 +1,638 @@
+/* The forwarder: a list of endpoints built from the config, each a sink
+ * (directory, or remote push / ingest) with its own queue. fwd_submit()
+ * hands a profile to every endpoint, each taking its own reference, and
+ * returns at once. This file also owns fwd_apply() (endpoints whose settings
+ * are unchanged keep their queues), the Prometheus metrics and the two-phase
+ * close.
+ *
+ * Threading: loop thread only. Ownership: the forwarder owns its endpoints;
+ * an endpoint owns a deep copy of its config. Replaced endpoints are closed
+ * in the background (flushed, then spooled) and freed when done. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "forward/internal.h"
+
+struct fwd {
+    uv_loop_t *loop;
+    struct net_client *http;
+    struct fwd_ep *eps;     /* active endpoints, config order */
+    struct fwd_ep *retired; /* being closed after a reload */
+    void (*err_cb)(const char *endpoint, const char *msg, void *ud);
+    void *err_ud;
+    char last_error[FWD__ERRLEN];
+    /* close */
+    bool closing;
+    unsigned close_pending;
+    void (*close_cb)(void *ud);
+    void *close_ud;
+};
+
+static const char *const drop_names[FWD_DROP__N] = {
+    [FWD_DROP_INVALID] = "invalid_labels",   [FWD_DROP_REJECTED] = "rejected",
+    [FWD_DROP_TOO_LARGE] = "too_large",      [FWD_DROP_RETRIES] = "retries_exhausted",
+    [FWD_DROP_QUEUE_FULL] = "queue_full",    [FWD_DROP_SPOOL_FULL] = "spool_full",
+    [FWD_DROP_SPOOL_AGE] = "spool_age",      [FWD_DROP_SPOOL_CORRUPT] = "spool_corrupt",
+    [FWD_DROP_IO] = "io_error",              [FWD_DROP_SHUTDOWN] = "shutdown",
+};
+
+const double fwd__lat_bounds[FWD__LAT_N] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                            0.5,   1,    2.5,   5,    10,  30};
+
+const char *fwd__drop_name(enum fwd__drop r)
+{
+    return r < FWD_DROP__N ? drop_names[r] : "unknown";
+}
+
+struct net_client *fwd__http(const struct fwd *f);
+struct net_client *fwd__http(const struct fwd *f)
+{
+    return f->http;
+}
+
+/* ------------------------------------------------------------ config copy */
+
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+static void kv_free(struct cfg_kv *kv, unsigned n)
+{
+    for (unsigned i = 0; kv && i < n; i++) {
+        free(kv[i].key);
+        free(kv[i].value);
+    }
+    free(kv);
+}
+
+static struct cfg_kv *kv_dup(const struct cfg_kv *kv, unsigned n)
+{
+    struct cfg_kv *o = calloc(n ? n : 1, sizeof(*o));
+
+    for (unsigned i = 0; o && i < n; i++) {
+        o[i].key = xstrdup(kv[i].key);
+        o[i].value = xstrdup(kv[i].value);
+    }
+    return o;
+}
+
+static void remote_cfg_done(struct cfg_remote *c)
+{
+    free(c->name);
+    free(c->url);
+    kv_free(c->headers, c->n_headers);
+    free(c->tenant_id);
+    if (c->http.basic_auth) {
+        free(c->http.basic_auth->username);
+        free(c->http.basic_auth->password);
+        free(c->http.basic_auth->password_file);
+        free(c->http.basic_auth);
+    }
+    free(c->http.bearer_token);
+    free(c->http.bearer_token_file);
+    free(c->http.tls.ca_file);
+    free(c->http.tls.cert_file);
+    free(c->http.tls.key_file);
+    free(c->http.tls.server_name);
+    free(c->http.proxy_url);
+    kv_free(c->external_labels, c->n_external_labels);
+    memset(c, 0, sizeof(*c));
+}
+
+/* Deep copy; global external labels are merged under the endpoint's own. */
+static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
+                           const struct cfg *top)
+{
+    unsigned n_ext = 0;
+
+    *d = *s;
+    d->name = xstrdup(s->name);
+    d->url = xstrdup(s->url);
+    d->headers = kv_dup(s->headers, s->n_headers);
+    d->tenant_id = xstrdup(s->tenant_id);
+    d->http.basic_auth = NULL;
+    if (s->http.basic_auth) {
+        d->http.basic_auth = calloc(1, sizeof(*d->http.basic_auth));
+        if (d->http.basic_auth) {
+            d->http.basic_auth->username = xstrdup(s->http.basic_auth->username);
+            d->http.basic_auth->password = xstrdup(s->http.basic_auth->password);
+            d->http.basic_auth->password_file = xstrdup(s->http.basic_auth->password_file);
+        }
+    }
+    d->http.bearer_token = xstrdup(s->http.bearer_token);
+    d->http.bearer_token_file = xstrdup(s->http.bearer_token_file);
+    d->http.tls.ca_file = xstrdup(s->http.tls.ca_file);
+    d->http.tls.cert_file = xstrdup(s->http.tls.cert_file);
+    d->http.tls.key_file = xstrdup(s->http.tls.key_file);
+    d->http.tls.server_name = xstrdup(s->http.tls.server_name);
+    d->http.proxy_url = xstrdup(s->http.proxy_url);
+    d->external_labels = calloc(s->n_external_labels + (top ? top->n_external_labels : 0) + 1,
+                                sizeof(*d->external_labels));
+    if (d->external_labels) {
+        for (unsigned i = 0; top && i < top->n_external_labels; i++) {
+            d->external_labels[n_ext].key = xstrdup(top->external_labels[i].key);
+            d->external_labels[n_ext++].value = xstrdup(top->external_labels[i].value);
+        }
+        for (unsigned i = 0; i < s->n_external_labels; i++) {
+            d->external_labels[n_ext].key = xstrdup(s->external_labels[i].key);
+            d->external_labels[n_ext++].value = xstrdup(s->external_labels[i].value);
+        }
+    }
+    d->n_external_labels = n_ext;
+    if (!d->url || !d->headers || !d->external_labels ||
+        (s->http.basic_auth && !d->http.basic_auth))
+        return -ENOMEM;
+    return 0;
+}
+
+static void spool_cfg_done(struct cfg_spool *s)
+{
+    free(s->dir);
+    free(s->fsync);
+    memset(s, 0, sizeof(*s));
+}
+
+static void sig_str(struct buf *b, const char *k, const char *v)
+{
+    buf_printf(b, "%s=%zu:%s;", k, v ? strlen(v) : 0, v ? v : "");
+}
+
+static char *signature(const struct cfg_remote *r, const struct cfg_spool *s)
+{
+    struct buf b;
+    size_t n;
+
+    buf_init(&b, 1 << 20);
+    sig_str(&b, "name", r->name);
+    sig_str(&b, "url", r->url);
+    buf_printf(&b, "proto=%d;", (int)r->protocol);
+    for (unsigned i = 0; i < r->n_headers; i++) {
+        sig_str(&b, "hk", r->headers[i].key);
+        sig_str(&b, "hv", r->headers[i].value);
+    }
+    sig_str(&b, "tenant", r->tenant_id);
+    if (r->http.basic_auth) {
+        sig_str(&b, "user", r->http.basic_auth->username);
+        sig_str(&b, "pass", r->http.basic_auth->password);
+        sig_str(&b, "passfile", r->http.basic_auth->password_file);
+    }
+    sig_str(&b, "bearer", r->http.bearer_token);
+    sig_str(&b, "bearerfile", r->http.bearer_token_file);
+    sig_str(&b, "ca", r->http.tls.ca_file);
+    sig_str(&b, "cert", r->http.tls.cert_file);
+    sig_str(&b, "key", r->http.tls.key_file);
+    sig_str(&b, "sni", r->http.tls.server_name);
+    sig_str(&b, "proxy", r->http.proxy_url);
+    buf_printf(&b, "b=%d%d%d;", r->http.tls.insecure_skip_verify, r->http.enable_http2,
+               r->gzip_request);
+    buf_printf(&b, "n=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64
+               ",%u,%" PRIu64 ";",
+               r->remote_timeout_ms, r->min_backoff_ms, r->max_backoff_ms, r->max_retries,
+               r->batch_max_profiles, r->batch_max_bytes, r->batch_max_wait_ms,
+               r->queue_max_profiles, r->queue_max_bytes, r->max_inflight, r->dir_max_bytes);
+    for (unsigned i = 0; i < r->n_external_labels; i++) {
+        sig_str(&b, "ek", r->external_labels[i].key);
+        sig_str(&b, "ev", r->external_labels[i].value);
+    }
+    sig_str(&b, "spool", s->dir);
+    sig_str(&b, "fsync", s->fsync);
+    buf_printf(&b, "s=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ";", s->max_bytes, s->max_age_ms,
+               s->segment_bytes);
+    return buf_steal(&b, &n);
+}
+
+/* --------------------------------------------------------------- endpoint */
+
+static void ep_free(struct fwd_ep *ep)
+{
+    if (!ep)
+        return;
+    if (ep->ops && ep->sink)
+        ep->ops->free(ep);
+    remote_cfg_done(&ep->cfg);
+    spool_cfg_done(&ep->spool);
+    free(ep->name);
+    free(ep->signature);
+    free(ep);
+}
+
+static void fill_defaults(struct cfg_remote *c)
+{
+    if (!c->remote_timeout_ms)
+        c->remote_timeout_ms = 10000;
+    if (!c->min_backoff_ms)
+        c->min_backoff_ms = 500;
+    if (!c->max_backoff_ms)
+        c->max_backoff_ms = 300000;
+    if (c->max_backoff_ms < c->min_backoff_ms)
+        c->max_backoff_ms = c->min_backoff_ms;
+    if (!c->batch_max_profiles)
+        c->batch_max_profiles = 64;
+    if (!c->batch_max_bytes)
+        c->batch_max_bytes = 4u << 20;
+    if (!c->queue_max_profiles)
+        c->queue_max_profiles = 10000;
+    if (!c->queue_max_bytes)
+        c->queue_max_bytes = 256u << 20;
+    if (!c->max_inflight)
+        c->max_inflight = 4;
+    if (!c->dir_max_bytes)
+        c->dir_max_bytes = 1ull << 30;
+}
+
+static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc, const struct cfg *top,
+                             char *err, size_t errlen)
+{
+    struct fwd_ep *ep = calloc(1, sizeof(*ep));
+
+    if (!ep) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    ep->f = f;
+    ep->loop = f->loop;
+    if (remote_cfg_copy(&ep->cfg, rc, top) < 0)
+        goto oom;
+    fill_defaults(&ep->cfg);
+    ep->spool = top->spool;
+    ep->spool.dir = xstrdup(top->spool.dir);
+    ep->spool.fsync = xstrdup(top->spool.fsync ? top->spool.fsync : "batch");
+    if (!ep->spool.max_bytes)
+        ep->spool.max_bytes = 1ull << 30;
+    if (!ep->spool.max_age_ms)
+        ep->spool.max_age_ms = 24ull * 3600 * 1000;
+    if (!ep->spool.segment_bytes)
+        ep->spool.segment_bytes = 16u << 20;
+    if (ep->spool.fsync && strcmp(ep->spool.fsync, "always") && strcmp(ep->spool.fsync, "batch") &&
+        strcmp(ep->spool.fsync, "never")) {
+        snprintf(err, errlen, "spool fsync must be always, batch or never, not %s",
+                 ep->spool.fsync);
+        ep_free(ep);
+        return NULL;
+    }
+    if (rc->name && *rc->name) {
+        ep->name = strdup(rc->name);
+    } else {
+        ep->name = strdup(rc->protocol == CFG_PROTO_DIR ? "dir" : rc->url ? rc->url : "remote");
+    }
+    ep->signature = signature(&ep->cfg, &ep->spool);
+    if (!ep->name || !ep->signature)
+        goto oom;
+    ep->ops = rc->protocol == CFG_PROTO_DIR ? &fwd__dir_ops : &fwd__remote_ops;
+    return ep;
+oom:
+    snprintf(err, errlen, "out of memory");
+    ep_free(ep);
+    return NULL;
+}
+
+void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(ep->last_error, sizeof(ep->last_error), fmt, ap);
+    va_end(ap);
+    snprintf(ep->f->last_error, sizeof(ep->f->last_error), "%s: %s", ep->name, ep->last_error);
+    if (ep->f->err_cb)
+        ep->f->err_cb(ep->name, ep->last_error, ep->f->err_ud);
+}
+
+void fwd__ep_drop(struct fwd_ep *ep, enum fwd__drop r, uint64_t profiles, uint64_t bytes)
+{
+    ep->st.dropped_profiles[r] += profiles;
+    ep->st.dropped_bytes[r] += bytes;
+}
+
+void fwd__ep_latency(struct fwd_ep *ep, uint64_t us)
+{
+    double s = (double)us / 1e6;
+
+    for (int i = 0; i < FWD__LAT_N; i++) {
+        if (s <= fwd__lat_bounds[i])
+            ep->st.lat_buckets[i]++;
+    }
+    ep->st.lat_count++;
+    ep->st.lat_sum += s;
+}
+
+/* ---------------------------------------------------------------- public */
+
+struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http)
+{
+    struct fwd *f = calloc(1, sizeof(*f));
+
+    if (!f)
+        return NULL;
+    f->loop = loop;
+    f->http = http;
+    return f;
+}
+
+void fwd_set_error_cb(struct fwd *f, void (*cb)(const char *endpoint, const char *msg, void *ud),
+                      void *ud)
+{
+    f->err_cb = cb;
+    f->err_ud = ud;
+}
+
+const char *fwd_last_error(const struct fwd *f)
+{
+    return f->last_error;
+}
+
+static void retire(struct fwd *f, struct fwd_ep *ep, uint64_t deadline_ms)
+{
+    ep->closing = true;
+    ep->next = f->retired;
+    f->retired = ep;
+    ep->ops->close(ep, uv_now(f->loop) + deadline_ms);
+}
+
+int fwd_apply(struct fwd *f, const struct cfg *cfg, char *err, size_t errlen)
+{
+    struct fwd_ep *fresh = NULL, **tail = &fresh, *ep, *old, **pp;
+    int r = 0;
+
+    if (f->closing) {
+        snprintf(err, errlen, "forwarder is closing");
+        return -ESHUTDOWN;
+    }
+    for (unsigned i = 0; i < cfg->n_remote; i++) {
+        const struct cfg_remote *rc = &cfg->remote[i];
+
+        if (!rc->url || !*rc->url) {
+            snprintf(err, errlen, "remote-write[%u]: url is required", i);
+            r = -EINVAL;
+            goto fail;
+        }
+        if (rc->protocol != CFG_PROTO_DIR && !f->http) {
+            snprintf(err, errlen, "remote-write[%u]: no HTTP client", i);
+            r = -EINVAL;
+            goto fail;
+        }
+        ep = ep_new(f, rc, cfg, err, errlen);
+        if (!ep) {
+            r = -EINVAL;
+            goto fail;
+        }
+        for (struct fwd_ep *o = fresh; o; o = o->next) {
+            if (strcmp(o->name, ep->name) == 0) {
+                snprintf(err, errlen, "remote-write: duplicate endpoint name %s", ep->name);
+                ep_free(ep);
+                r = -EINVAL;
+                goto fail;
+            }
+        }
+        *tail = ep;
+        tail = &ep->next;
+    }
+    /* Keep unchanged endpoints; start the new ones. */
+    for (ep = fresh; ep; ep = ep->next) {
+        for (old = f->eps; old; old = old->next) {
+            if (strcmp(old->signature, ep->signature) == 0)
+                break;
+        }
+        if (old)
+            continue;
+        r = ep->ops->start(ep, err, errlen);
+        if (r < 0)
+            goto fail_started;
+    }
+    /* Swap: unchanged endpoints keep their running objects (and queues). */
+    {
+        struct fwd_ep *result = NULL, **rt = &result;
+
+        while (fresh) {
+            ep = fresh;
+            fresh = ep->next;
+            ep->next = NULL;
+            for (pp = &f->eps; *pp && strcmp((*pp)->signature, ep->signature) != 0;)
+                pp = &(*pp)->next;
+            if (*pp) {
+                old = *pp;
+                *pp = old->next;
+                ep_free(ep);
+                ep = old;
+                ep->next = NULL;
+            }
+            *rt = ep;
+            rt = &ep->next;
+        }
+        /* Whatever is left in the old list is gone from the config. */
+        while (f->eps) {
+            old = f->eps;
+            f->eps = old->next;
+            retire(f, old, old->cfg.remote_timeout_ms);
+        }
+        f->eps = result;
+    }
+    return 0;
+
+fail_started:
+    /* Stop the ones already started synchronously: they hold no profiles. */
+    while (fresh) {
+        ep = fresh;
+        fresh = ep->next;
+        for (old = f->eps; old; old = old->next) {
+            if (strcmp(old->signature, ep->signature) == 0)
+                break;
+        }
+        if (!old && ep->sink) {
+            retire(f, ep, 0);
+            continue;
+        }
+        ep_free(ep);
+    }
+    return r;
+fail:
+    while (fresh) {
+        ep = fresh;
+        fresh = ep->next;
+        ep_free(ep);
+    }
+    return r;
+}
+
+void fwd_submit(struct fwd *f, struct fwd_profile *p)
+{
+    if (!p || f->closing)
+        return;
+    for (struct fwd_ep *ep = f->eps; ep; ep = ep->next)
+        ep->ops->submit(ep, p);
+}
+
+static void finish_close(struct fwd *f)
+{
+    void (*cb)(void *) = f->close_cb;
+    void *ud = f->close_ud;
+
+    free(f);
+    if (cb)
+        cb(ud);
+}
+
+void fwd__ep_closed(struct fwd_ep *ep)
+{
+    struct fwd *f = ep->f;
+
+    for (struct fwd_ep **pp = &f->retired; *pp; pp = &(*pp)->next) {
+        if (*pp == ep) {
+            *pp = ep->next;
+            break;
+        }
+    }
+    ep_free(ep);
+    if (f->closing && --f->close_pending == 0)
+        finish_close(f);
+}
+
+void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *ud)
+{
+    struct fwd_ep *ep;
+
+    if (!f) {
+        if (cb)
+            cb(ud);
+        return;
+    }
+    f->closing = true;
+    f->close_cb = cb;
+    f->close_ud = ud;
+    f->close_pending = 1; /* held until every close has been started */
+    for (ep = f->retired; ep; ep = ep->next)
+        f->close_pending++;
+    while (f->eps) {
+        ep = f->eps;
+        f->eps = ep->next;
+        f->close_pending++;
+        ep->closing = true;
+        ep->next = f->retired;
+        f->retired = ep;
+        ep->ops->close(ep, uv_now(f->loop) + deadline_ms);
+    }
+    if (--f->close_pending == 0)
+        finish_close(f);
+}
+
+/* --------------------------------------------------------------- metrics */
+
+static void esc(struct buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\\' || *s == '"')
+            buf_printf(b, "\\%c", *s);
+        else if (*s == '\n')
+            buf_puts(b, "\\n");
+        else
+            buf_append(b, s, 1);
+    }
+}
+
+static void head(struct buf *b, const char *name, const char *type, const char *help)
+{
+    buf_printf(b, "# HELP proflet_remote_%s %s\n# TYPE proflet_remote_%s %s\n", name, help, name,
+               type);
+}
+
+static void line(struct buf *b, const char *name, const struct fwd_ep *ep, const char *extra_k,
+                 const char *extra_v, double v)
+{
+    buf_printf(b, "proflet_remote_%s{endpoint=\"", name);
+    esc(b, ep->name);
+    buf_printf(b, "\",kind=\"%s\"", ep->ops->kind);
+    if (extra_k) {
+        buf_printf(b, ",%s=\"", extra_k);
+        esc(b, extra_v);
+        buf_puts(b, "\"");
+    }
+    buf_printf(b, "} %.17g\n", v);
+}
+
+#define SIMPLE(name, type, help, field)                                                           \
+    do {                                                                                          \
+        head(out, name, type, help);                                                              \
+        for (ep = f->eps; ep; ep = ep->next)                                                      \
+            line(out, name, ep, NULL, NULL, (double)ep->st.field);                                \
+    } while (0)
+
+void fwd_metrics(const struct fwd *f, struct buf *out)
+{
+    const struct fwd_ep *ep;
+    char le[32];
+
+    if (!f->eps)
+        return;
+    SIMPLE("sent_profiles_total", "counter", "Profiles accepted by the endpoint.", sent_profiles);
+    SIMPLE("sent_bytes_total", "counter", "Profile bytes accepted by the endpoint.", sent_bytes);
+    SIMPLE("retried_profiles_total", "counter", "Profiles sent again after a retryable failure.",
+           retried_profiles);
+    SIMPLE("retried_bytes_total", "counter", "Profile bytes sent again after a retryable failure.",
+           retried_bytes);
+    SIMPLE("requests_total", "counter", "Requests (or file writes) attempted.", requests);
+    SIMPLE("failed_requests_total", "counter", "Requests that did not fully succeed.",
+           failed_requests);
+    SIMPLE("ambiguous_profiles_total", "counter",
+           "Profiles resent after an outcome the server did not report (timeout, reset).",
+           ambiguous_profiles);
+    head(out, "dropped_profiles_total", "counter", "Profiles dropped, by reason.");
+    for (ep = f->eps; ep; ep = ep->next) {
+        for (int r = 0; r < FWD_DROP__N; r++)
+            line(out, "dropped_profiles_total", ep, "reason", drop_names[r],
+                 (double)ep->st.dropped_profiles[r]);
+    }
+    head(out, "dropped_bytes_total", "counter", "Profile bytes dropped, by reason.");
+    for (ep = f->eps; ep; ep = ep->next) {
+        for (int r = 0; r < FWD_DROP__N; r++)
+            line(out, "dropped_bytes_total", ep, "reason", drop_names[r],
+                 (double)ep->st.dropped_bytes[r]);
+    }
+    SIMPLE("failed_profiles_total", "counter",
+           "Profiles refused by the endpoint with a non-retryable error.",
+           dropped_profiles[FWD_DROP_REJECTED]);
+    SIMPLE("queue_profiles", "gauge", "Profiles queued in memory.", queue_len);
+    SIMPLE("queue_bytes", "gauge", "Profile bytes queued in memory.", queue_bytes);
+    SIMPLE("spool_bytes", "gauge", "Bytes in the disk spool.", spool_bytes);
+    SIMPLE("spool_segments", "gauge", "Segment files in the disk spool.", spool_segments);
+    SIMPLE("spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",
+           spool_records);
+    SIMPLE("spool_written_profiles_total", "counter", "Profiles written to the spool.",
+           spool_written_profiles);
+    SIMPLE("spool_replayed_profiles_total", "counter", "Profiles read back from the spool.",
+           spool_replayed_profiles);
+    head(out, "spool_oldest_age_seconds", "gauge", "Age of the oldest spooled profile.");
+    for (ep = f->eps; ep; ep = ep->next) {
+        double age = 0;
+
+        if (ep->st.spool_oldest_ms) {
+            struct timespec ts;
+            uint64_t wall;
+
+            clock_gettime(CLOCK_REALTIME, &ts);
+            wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+            age = wall > ep->st.spool_oldest_ms ? (double)(wall - ep->st.spool_oldest_ms) / 1e3
+                                                : 0;
+        }
+        line(out, "spool_oldest_age_seconds", ep, NULL, NULL, age);
+    }
+    SIMPLE("dir_files", "gauge", "Profiles in the directory sink's index.", files);
+    SIMPLE("dir_deleted_files_total", "counter",
+           "Profiles deleted from the directory sink by its size cap.", files_deleted);
+    head(out, "push_duration_seconds", "histogram", "Latency of requests to the endpoint.");
+    for (ep = f->eps; ep; ep = ep->next) {
+        for (int i = 0; i < FWD__LAT_N; i++) {
+            snprintf(le, sizeof(le), "%g", fwd__lat_bounds[i]);
+            line(out, "push_duration_seconds_bucket", ep, "le", le,
+                 (double)ep->st.lat_buckets[i]);
+        }
+        line(out, "push_duration_seconds_bucket", ep, "le", "+Inf", (double)ep->st.lat_count);
+        line(out, "push_duration_seconds_sum", ep, NULL, NULL, ep->st.lat_sum);
+        line(out, "push_duration_seconds_count", ep, NULL, NULL, (double)ep->st.lat_count);
+    }
+}

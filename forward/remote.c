@@ -1,0 +1,1003 @@
+/* Remote sink: Pyroscope push (batched PushRequest) or the legacy /ingest
+ * API (one profile per request), with a bounded queue, an in-flight window,
+ * retries with jittered exponential backoff, and the disk spool.
+ *
+ * Queue model (docs/forwarding.md): the logical FIFO of an endpoint is the
+ * memory queue followed by the spool. A fresh profile goes to memory only if
+ * the endpoint is healthy, the queue has room and its series has nothing
+ * waiting in the spool; otherwise it is appended to the spool. Profiles of
+ * one series are never in two requests at once, and a refused profile goes
+ * back to the queue in submission order, so each series is delivered in
+ * order. Replayed spool records join the memory queue when it runs low,
+ * beside fresh profiles of other series.
+ *
+ * What is resent is decided by fwd__classify(): accepted profiles are never
+ * resent; refused retryable ones are; an unattributed whole-request refusal
+ * is resent (or split when not retryable); an outcome nobody reported
+ * (timeout, reset) is resent one profile per request and counted.
+ *
+ * Threading: loop thread; PushRequest encoding and gzip run in the pool,
+ * each job owning its references and its output buffer. */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "forward/internal.h"
+#include "net/net.h"
+
+struct net_client *fwd__http(const struct fwd *f);
+
+#define SECRET_MAX (64 * 1024)
+#define ERRBODY_MAX (64 * 1024)
+
+struct qent {
+    struct qent *prev, *next;
+    struct fwd_profile *p;
+    uint64_t seq;
+    uint64_t series;
+    uint64_t token; /* spool record, 0 if fresh */
+    uint64_t queued_at;
+    unsigned attempts;
+    unsigned max_batch; /* after a split: at most this many per request */
+    bool keep;          /* spill(): stays in memory */
+};
+
+struct remote;
+
+struct req {
+    uv_work_t work;
+    struct remote *rm;
+    struct net_request *nr;
+    struct qent **e;
+    size_t n;
+    uint64_t bytes;
+    uint8_t *body; /* owned (push); ingest points at the profile */
+    size_t body_len;
+    const uint8_t *send;
+    size_t send_len;
+    char *url; /* ingest */
+    bool gzip;
+    int enc_err;
+    bool encoding;
+    struct fwd_profile **ps; /* encode input (refs held by the entries) */
+};
+
+struct secret_job {
+    uv_work_t work;
+    struct remote *rm;
+    char *pass_file, *bearer_file;
+    char *pass, *bearer; /* out */
+};
+
+struct remote {
+    struct fwd_ep *ep;
+    struct net_client *http;
+    char *push_url;
+    char **hdr;
+    size_t n_hdr;
+    char *password, *bearer;
+    struct net_tls tls;
+    /* queue */
+    struct qent *head, *tail;
+    uint64_t next_seq;
+    struct req **inflight;
+    unsigned n_inflight;
+    /* health */
+    bool healthy;
+    unsigned fails;
+    uint64_t backoff_until;
+    /* spool */
+    struct fwd__spool *spool;
+    bool loading;
+    /* handles */
+    uv_timer_t timer; /* batch wait, backoff, close deadline */
+    uv_timer_t tick;  /* 1 s: spool age, secrets */
+    unsigned handles;
+    unsigned jobs;
+    uint64_t tick_n;
+    /* close */
+    bool closing, close_spooled, spool_closing;
+    uint64_t deadline;
+};
+
+static void pump(struct remote *rm);
+static void maybe_closed(struct remote *rm);
+
+/* ------------------------------------------------------------- the queue */
+
+static void q_unlink(struct remote *rm, struct qent *e)
+{
+    if (e->prev)
+        e->prev->next = e->next;
+    else
+        rm->head = e->next;
+    if (e->next)
+        e->next->prev = e->prev;
+    else
+        rm->tail = e->prev;
+    e->prev = e->next = NULL;
+    rm->ep->st.queue_len--;
+    rm->ep->st.queue_bytes -= e->p->len;
+}
+
+static void q_append(struct remote *rm, struct qent *e)
+{
+    e->next = NULL;
+    e->prev = rm->tail;
+    if (rm->tail)
+        rm->tail->next = e;
+    else
+        rm->head = e;
+    rm->tail = e;
+    rm->ep->st.queue_len++;
+    rm->ep->st.queue_bytes += e->p->len;
+}
+
+/* Puts a refused entry back in submission order. */
+static void q_insert_sorted(struct remote *rm, struct qent *e)
+{
+    struct qent *at = rm->head;
+
+    while (at && at->seq < e->seq)
+        at = at->next;
+    if (!at) {
+        q_append(rm, e);
+        return;
+    }
+    e->next = at;
+    e->prev = at->prev;
+    if (at->prev)
+        at->prev->next = e;
+    else
+        rm->head = e;
+    at->prev = e;
+    rm->ep->st.queue_len++;
+    rm->ep->st.queue_bytes += e->p->len;
+}
+
+static void ent_free(struct remote *rm, struct qent *e, bool ack)
+{
+    if (ack && e->token && rm->spool)
+        fwd__spool_ack(rm->spool, e->token);
+    fwd_profile_unref(e->p);
+    free(e);
+}
+
+static bool queue_full(const struct remote *rm, size_t add)
+{
+    const struct fwd_ep *ep = rm->ep;
+
+    return ep->st.queue_len >= ep->cfg.queue_max_profiles ||
+           ep->st.queue_bytes + add > ep->cfg.queue_max_bytes;
+}
+
+/* ------------------------------------------------------------- the spool */
+
+static void to_spool(struct remote *rm, struct fwd_profile *p)
+{
+    fwd__spool_append(rm->spool, p);
+}
+
+/* Moves fresh entries that are not in flight to the spool (the endpoint is
+ * down): they then survive a restart. Replayed entries stay in memory; they
+ * are still on disk. */
+static void spill(struct remote *rm)
+{
+    struct qent *e, *next;
+
+    if (!rm->spool)
+        return;
+    /* Replayed entries are on disk already. A series with profiles in the
+     * spool keeps its memory entries (older) ahead of them; decided before
+     * moving anything, so a series is moved whole or not at all. */
+    for (e = rm->head; e; e = e->next)
+        e->keep = e->token || fwd__spool_series_count(rm->spool, e->series) > 0;
+    for (e = rm->head; e; e = next) {
+        next = e->next;
+        if (e->keep)
+            continue;
+        q_unlink(rm, e);
+        to_spool(rm, e->p);
+        ent_free(rm, e, false);
+    }
+}
+
+static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, size_t n)
+{
+    struct remote *rm = ud;
+    uint64_t now = uv_now(rm->ep->loop);
+
+    rm->loading = false;
+    for (size_t i = 0; i < n; i++) {
+        struct qent *e = calloc(1, sizeof(*e));
+
+        if (!e) {
+            fwd__ep_drop(rm->ep, FWD_DROP_IO, 1, p[i]->len);
+            fwd__spool_ack(rm->spool, tokens[i]);
+            fwd_profile_unref(p[i]);
+            continue;
+        }
+        e->p = p[i];
+        e->token = tokens[i];
+        e->seq = rm->next_seq++;
+        e->series = fwd__series_hash(&p[i]->labels);
+        e->queued_at = now;
+        q_append(rm, e);
+    }
+    pump(rm);
+    maybe_closed(rm);
+}
+
+static void spool_changed(void *ud)
+{
+    struct remote *rm = ud;
+
+    pump(rm);
+    maybe_closed(rm);
+}
+
+static const struct fwd__spool_ops_cb spool_cb = {spool_loaded, spool_changed};
+
+/* ------------------------------------------------------------- requests */
+
+static bool series_busy(const struct remote *rm, uint64_t series)
+{
+    for (unsigned i = 0; i < rm->n_inflight; i++) {
+        const struct req *q = rm->inflight[i];
+
+        for (size_t k = 0; k < q->n; k++) {
+            if (q->e[k]->series == series)
+                return true;
+        }
+    }
+    return false;
+}
+
+static uint64_t backoff_ms(struct remote *rm)
+{
+    const struct cfg_remote *c = &rm->ep->cfg;
+    uint64_t b = c->min_backoff_ms, r = 0;
+
+    for (unsigned i = 1; i < rm->fails && b < c->max_backoff_ms; i++)
+        b *= 2;
+    if (b > c->max_backoff_ms)
+        b = c->max_backoff_ms;
+    if (getrandom(&r, sizeof(r), 0) != sizeof(r))
+        r = (uint64_t)uv_hrtime();
+    b += r % (b ? b : 1); /* [b, 2b) */
+    return b > c->max_backoff_ms ? c->max_backoff_ms : b;
+}
+
+static void req_free(struct req *q)
+{
+    free(q->e);
+    free(q->ps);
+    free(q->body);
+    free(q->url);
+    free(q);
+}
+
+static void inflight_remove(struct remote *rm, struct req *q)
+{
+    for (unsigned i = 0; i < rm->n_inflight; i++) {
+        if (rm->inflight[i] == q) {
+            rm->inflight[i] = rm->inflight[--rm->n_inflight];
+            break;
+        }
+    }
+}
+
+static void mark_failure(struct remote *rm)
+{
+    bool was = rm->healthy;
+
+    rm->fails++;
+    rm->healthy = false;
+    rm->backoff_until = uv_now(rm->ep->loop) + backoff_ms(rm);
+    if (was)
+        spill(rm);
+}
+
+static void mark_success(struct remote *rm)
+{
+    rm->fails = 0;
+    rm->healthy = true;
+    rm->backoff_until = 0;
+}
+
+/* A refused entry: back to the queue, or out when its retries are spent. */
+static void requeue(struct remote *rm, struct qent *e, bool retry)
+{
+    struct fwd_ep *ep = rm->ep;
+
+    if (retry) {
+        e->attempts++;
+        ep->st.retried_profiles++;
+        ep->st.retried_bytes += e->p->len;
+    }
+    if (ep->cfg.max_retries && e->attempts > ep->cfg.max_retries) {
+        if (rm->spool && !e->token) {
+            to_spool(rm, e->p);
+            ent_free(rm, e, false);
+            return;
+        }
+        if (!rm->spool || rm->closing) {
+            fwd__ep_drop(ep, FWD_DROP_RETRIES, 1, e->p->len);
+            ent_free(rm, e, true);
+            return;
+        }
+        e->attempts = 0; /* a spooled record stays until delivered or aged out */
+    }
+    q_insert_sorted(rm, e);
+}
+
+static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
+{
+    struct req *q = ud;
+    struct remote *rm = q->rm;
+    struct fwd_ep *ep = rm->ep;
+    const char **ids = calloc(q->n, sizeof(*ids));
+    uint8_t *states = calloc(q->n, 1);
+    char msg[FWD__ERRLEN];
+    enum fwd__verdict v;
+    bool any_retry = false;
+
+    inflight_remove(rm, q);
+    fwd__ep_latency(ep, resp->duration_us);
+    for (size_t i = 0; ids && i < q->n; i++)
+        ids[i] = q->e[i]->p->id;
+    if (!ids || !states) {
+        v = FWD_V_AMBIGUOUS;
+        snprintf(msg, sizeof(msg), "out of memory");
+    } else {
+        v = fwd__classify(resp->result, resp->status, resp->body.data, resp->body.len, ids, q->n,
+                          states, msg, sizeof(msg));
+    }
+    if (v != FWD_V_OK) {
+        ep->st.failed_requests++;
+        fwd__ep_error(ep, "%s (%zu profiles)", msg, q->n);
+    }
+    for (size_t i = 0; i < q->n; i++) {
+        struct qent *e = q->e[i];
+
+        switch (v) {
+        case FWD_V_OK:
+            ep->st.sent_profiles++;
+            ep->st.sent_bytes += e->p->len;
+            ent_free(rm, e, true);
+            break;
+        case FWD_V_PARTIAL:
+            if (states[i] == FWD_P_OK) {
+                ep->st.sent_profiles++;
+                ep->st.sent_bytes += e->p->len;
+                ent_free(rm, e, true);
+            } else if (states[i] == FWD_P_DROP) {
+                fwd__ep_drop(ep, FWD_DROP_REJECTED, 1, e->p->len);
+                ent_free(rm, e, true);
+            } else {
+                any_retry = true;
+                requeue(rm, e, true);
+            }
+            break;
+        case FWD_V_SPLIT:
+        case FWD_V_TOO_LARGE:
+            if (q->n == 1) {
+                fwd__ep_drop(ep, v == FWD_V_SPLIT ? FWD_DROP_REJECTED : FWD_DROP_TOO_LARGE, 1,
+                             e->p->len);
+                ent_free(rm, e, true);
+            } else {
+                e->max_batch = (unsigned)(q->n / 2);
+                requeue(rm, e, false);
+            }
+            break;
+        case FWD_V_AMBIGUOUS:
+            if (q->n > 1) {
+                ep->st.ambiguous_profiles++;
+                e->max_batch = 1;
+            }
+            any_retry = true;
+            requeue(rm, e, true);
+            break;
+        case FWD_V_RETRY:
+        case FWD_V_UNREACHED:
+            any_retry = true;
+            requeue(rm, e, true);
+            break;
+        }
+    }
+    if (any_retry)
+        mark_failure(rm);
+    else
+        mark_success(rm);
+    free(ids);
+    free(states);
+    req_free(q);
+    pump(rm);
+    maybe_closed(rm);
+}
+
+static void send_req(struct remote *rm, struct req *q)
+{
+    struct fwd_ep *ep = rm->ep;
+    const char *h[64];
+    size_t nh = 0;
+    char tmo[64];
+    struct net_request_opts o = {0};
+    int r;
+
+    for (size_t i = 0; i < rm->n_hdr && nh < 60; i++)
+        h[nh++] = rm->hdr[i];
+    snprintf(tmo, sizeof(tmo), "Connect-Timeout-Ms: %" PRIu64, ep->cfg.remote_timeout_ms);
+    if (ep->cfg.protocol == CFG_PROTO_PUSH) {
+        h[nh++] = "Content-Type: application/proto";
+        h[nh++] = "Connect-Protocol-Version: 1";
+        h[nh++] = tmo;
+        if (q->gzip)
+            h[nh++] = "Content-Encoding: gzip";
+    } else {
+        h[nh++] = "Content-Type: application/octet-stream";
+    }
+    o.method = "POST";
+    o.url = ep->cfg.protocol == CFG_PROTO_PUSH ? rm->push_url : q->url;
+    o.headers = h;
+    o.n_headers = nh;
+    o.body = q->send;
+    o.body_len = q->send_len;
+    o.max_response = ERRBODY_MAX;
+    o.timeout_ms = ep->cfg.remote_timeout_ms;
+    o.connect_timeout_ms = ep->cfg.remote_timeout_ms < 10000 ? ep->cfg.remote_timeout_ms : 10000;
+    o.bearer_token = rm->bearer;
+    if (ep->cfg.http.basic_auth) {
+        o.username = ep->cfg.http.basic_auth->username ? ep->cfg.http.basic_auth->username : "";
+        o.password = rm->password ? rm->password : "";
+    }
+    o.tls = &rm->tls;
+    o.proxy_url = ep->cfg.http.proxy_url;
+    o.http2 = ep->cfg.http.enable_http2;
+    ep->st.requests++;
+    r = net_request_start(rm->http, &o, on_done, q, &q->nr);
+    if (r < 0) {
+        struct net_response resp = {.result = NET_ECONNECT, .error = "could not start"};
+
+        buf_init(&resp.body, 1);
+        rm->inflight[rm->n_inflight++] = q; /* on_done removes it */
+        on_done(NULL, &resp, q);
+        return;
+    }
+    rm->inflight[rm->n_inflight++] = q;
+}
+
+static void enc_work(uv_work_t *w)
+{
+    struct req *q = container_of(w, struct req, work);
+    const struct cfg_remote *c = &q->rm->ep->cfg;
+    uint8_t *gz;
+    size_t gzlen;
+
+    q->enc_err = fwd__push_encode(q->ps, q->n, c->external_labels, c->n_external_labels, &q->body,
+                                  &q->body_len);
+    if (q->enc_err == 0 && q->gzip) {
+        q->enc_err = fwd__gzip(q->body, q->body_len, 1, &gz, &gzlen);
+        if (q->enc_err == 0) {
+            free(q->body);
+            q->body = gz;
+            q->body_len = gzlen;
+        }
+    }
+    q->send = q->body;
+    q->send_len = q->body_len;
+}
+
+static void enc_done(uv_work_t *w, int status)
+{
+    struct req *q = container_of(w, struct req, work);
+    struct remote *rm = q->rm;
+
+    rm->jobs--;
+    inflight_remove(rm, q);
+    q->encoding = false;
+    if (rm->closing && uv_now(rm->ep->loop) >= rm->deadline) {
+        for (size_t i = 0; i < q->n; i++)
+            q_insert_sorted(rm, q->e[i]);
+        req_free(q);
+    } else if (status < 0 || q->enc_err < 0) {
+        /* Out of memory: put everything back and retry later. */
+        for (size_t i = 0; i < q->n; i++)
+            requeue(rm, q->e[i], false);
+        mark_failure(rm);
+        req_free(q);
+    } else {
+        send_req(rm, q);
+    }
+    pump(rm);
+    maybe_closed(rm);
+}
+
+static void start_req(struct remote *rm, struct qent **batch, size_t n, uint64_t bytes)
+{
+    struct fwd_ep *ep = rm->ep;
+    struct req *q = calloc(1, sizeof(*q));
+    int r;
+
+    if (!q || !(q->e = malloc(n * sizeof(*q->e))) || !(q->ps = malloc(n * sizeof(*q->ps)))) {
+        if (q)
+            req_free(q);
+        for (size_t i = 0; i < n; i++)
+            q_insert_sorted(rm, batch[i]);
+        return;
+    }
+    q->rm = rm;
+    q->n = n;
+    q->bytes = bytes;
+    memcpy(q->e, batch, n * sizeof(*batch));
+    for (size_t i = 0; i < n; i++)
+        q->ps[i] = batch[i]->p;
+    if (ep->cfg.protocol == CFG_PROTO_INGEST) {
+        struct labels merged = LABELS_INIT;
+
+        if (fwd__labels_merge(&merged, &batch[0]->p->labels, ep->cfg.external_labels,
+                              ep->cfg.n_external_labels) == 0)
+            q->url = fwd__ingest_url(ep->cfg.url, &merged, batch[0]->p->start_ns,
+                                     batch[0]->p->end_ns);
+        labels_done(&merged);
+        q->send = batch[0]->p->data;
+        q->send_len = batch[0]->p->len;
+        if (!q->url) {
+            q_insert_sorted(rm, batch[0]);
+            req_free(q);
+            return;
+        }
+        send_req(rm, q);
+        return;
+    }
+    q->gzip = ep->cfg.gzip_request;
+    q->encoding = true;
+    rm->inflight[rm->n_inflight++] = q; /* counts against the window; series busy */
+    r = uv_queue_work(ep->loop, &q->work, enc_work, enc_done);
+    if (r < 0) {
+        inflight_remove(rm, q);
+        for (size_t i = 0; i < n; i++)
+            q_insert_sorted(rm, batch[i]);
+        req_free(q);
+        return;
+    }
+    rm->jobs++;
+}
+
+static void on_timer(uv_timer_t *t);
+
+static void arm_at(struct remote *rm, uint64_t at)
+{
+    uint64_t now = uv_now(rm->ep->loop);
+    uint64_t due = uv_timer_get_due_in(&rm->timer);
+
+    if (uv_is_closing((uv_handle_t *)&rm->timer))
+        return;
+    if (at <= now)
+        at = now + 1;
+    if (uv_is_active((uv_handle_t *)&rm->timer) && now + due <= at)
+        return;
+    uv_timer_start(&rm->timer, on_timer, at - now, 0);
+}
+
+static void pump(struct remote *rm)
+{
+    struct fwd_ep *ep = rm->ep;
+    uint64_t now = uv_now(ep->loop);
+    unsigned window = rm->healthy ? ep->cfg.max_inflight : 1;
+    unsigned max_n = ep->cfg.protocol == CFG_PROTO_INGEST ? 1 : ep->cfg.batch_max_profiles;
+    struct qent **batch;
+
+    if (rm->close_spooled)
+        return;
+    if (!rm->healthy && now < rm->backoff_until) {
+        arm_at(rm, rm->backoff_until);
+        return;
+    }
+    if (!rm->healthy)
+        max_n = 1;
+    batch = malloc(max_n * sizeof(*batch));
+    if (!batch)
+        return;
+    while (rm->n_inflight < window && rm->head) {
+        struct qent *e, *next;
+        size_t n = 0;
+        uint64_t bytes = 0, limit = max_n;
+        bool full = false;
+
+        for (e = rm->head; e && n < limit; e = next) {
+            next = e->next;
+            if (series_busy(rm, e->series))
+                continue;
+            /* One profile per series per request: if the server refuses it,
+             * no later profile of its series can have been accepted. */
+            {
+                bool dup = false;
+
+                for (size_t i = 0; i < n && !dup; i++)
+                    dup = batch[i]->series == e->series;
+                if (dup)
+                    continue;
+            }
+            if (n > 0 && bytes + e->p->len > ep->cfg.batch_max_bytes) {
+                full = true;
+                break;
+            }
+            if (e->max_batch && e->max_batch < limit) {
+                limit = e->max_batch;
+                if (n >= limit) {
+                    full = true;
+                    break;
+                }
+            }
+            batch[n++] = e;
+            bytes += e->p->len;
+        }
+        if (n >= limit)
+            full = true;
+        if (n == 0)
+            break;
+        if (!full && !rm->closing && ep->cfg.batch_max_wait_ms > 0 &&
+            now < batch[0]->queued_at + ep->cfg.batch_max_wait_ms) {
+            bool shrunk = false;
+
+            for (size_t i = 0; i < n; i++)
+                shrunk |= batch[i]->max_batch != 0;
+            if (!shrunk && rm->healthy) {
+                arm_at(rm, batch[0]->queued_at + ep->cfg.batch_max_wait_ms);
+                break;
+            }
+        }
+        for (size_t i = 0; i < n; i++)
+            q_unlink(rm, batch[i]);
+        start_req(rm, batch, n, bytes);
+    }
+    free(batch);
+    /* Replay when the queue runs low; an unhealthy endpoint with nothing in
+     * memory loads records to probe with. */
+    if (rm->spool && (rm->healthy || !rm->head) && !rm->loading && !rm->closing &&
+        ep->st.queue_len < (uint64_t)max_n * window &&
+        fwd__spool_load(rm->spool, (size_t)ep->cfg.batch_max_profiles * ep->cfg.max_inflight,
+                        ep->cfg.queue_max_bytes / 4))
+        rm->loading = true;
+}
+
+static void on_timer(uv_timer_t *t)
+{
+    struct remote *rm = container_of(t, struct remote, timer);
+
+    if (rm->closing && uv_now(rm->ep->loop) >= rm->deadline) {
+        maybe_closed(rm);
+        return;
+    }
+    pump(rm);
+    maybe_closed(rm);
+}
+
+/* ------------------------------------------------------------- secrets */
+
+static char *read_secret(const char *path)
+{
+    char buf[SECRET_MAX + 1];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n, got = 0;
+
+    if (fd < 0)
+        return NULL;
+    while (got < SECRET_MAX && (n = read(fd, buf + got, (size_t)(SECRET_MAX - got))) > 0)
+        got += n;
+    close(fd);
+    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
+        got--;
+    buf[got] = '\0';
+    return strdup(buf);
+}
+
+static void secret_work(uv_work_t *w)
+{
+    struct secret_job *j = container_of(w, struct secret_job, work);
+
+    if (j->pass_file)
+        j->pass = read_secret(j->pass_file);
+    if (j->bearer_file)
+        j->bearer = read_secret(j->bearer_file);
+}
+
+static void secret_done(uv_work_t *w, int status)
+{
+    struct secret_job *j = container_of(w, struct secret_job, work);
+    struct remote *rm = j->rm;
+
+    rm->jobs--;
+    if (j->pass) {
+        free(rm->password);
+        rm->password = j->pass;
+    }
+    if (j->bearer) {
+        free(rm->bearer);
+        rm->bearer = j->bearer;
+    }
+    free(j);
+    maybe_closed(rm);
+}
+
+static void refresh_secrets(struct remote *rm)
+{
+    const struct cfg_http *h = &rm->ep->cfg.http;
+    struct secret_job *j;
+
+    if (!(h->basic_auth && h->basic_auth->password_file) && !h->bearer_token_file)
+        return;
+    j = calloc(1, sizeof(*j));
+    if (!j)
+        return;
+    j->rm = rm;
+    j->pass_file = h->basic_auth ? h->basic_auth->password_file : NULL;
+    j->bearer_file = h->bearer_token_file;
+    if (uv_queue_work(rm->ep->loop, &j->work, secret_work, secret_done) < 0) {
+        free(j);
+        return;
+    }
+    rm->jobs++;
+}
+
+static void on_tick(uv_timer_t *t)
+{
+    struct remote *rm = container_of(t, struct remote, tick);
+
+    rm->tick_n++;
+    if (rm->spool && !rm->closing)
+        fwd__spool_expire(rm->spool);
+    if (rm->tick_n % 5 == 0 && !rm->closing)
+        refresh_secrets(rm);
+    pump(rm);
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static int add_hdr(struct remote *rm, const char *k, const char *v)
+{
+    char **n = realloc(rm->hdr, (rm->n_hdr + 1) * sizeof(*n));
+
+    if (!n)
+        return -ENOMEM;
+    rm->hdr = n;
+    if (asprintf(&rm->hdr[rm->n_hdr], "%s: %s", k, v) < 0)
+        return -ENOMEM;
+    rm->n_hdr++;
+    return 0;
+}
+
+static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
+{
+    struct remote *rm = calloc(1, sizeof(*rm));
+    const struct cfg_remote *c = &ep->cfg;
+    int r;
+
+    if (!rm)
+        goto oom;
+    ep->sink = rm;
+    rm->ep = ep;
+    rm->http = fwd__http(ep->f);
+    rm->healthy = true;
+    if (strncmp(c->url, "http://", 7) != 0 && strncmp(c->url, "https://", 8) != 0) {
+        snprintf(err, errlen, "%s: url must be http:// or https://, not %s", ep->name, c->url);
+        return -EINVAL;
+    }
+    rm->push_url = fwd__push_url(c->url);
+    rm->inflight = calloc(c->max_inflight + 1, sizeof(*rm->inflight));
+    if (!rm->push_url || !rm->inflight)
+        goto oom;
+    for (unsigned i = 0; i < c->n_headers; i++) {
+        if (add_hdr(rm, c->headers[i].key, c->headers[i].value) < 0)
+            goto oom;
+    }
+    if (c->tenant_id && *c->tenant_id && add_hdr(rm, "X-Scope-OrgID", c->tenant_id) < 0)
+        goto oom;
+    rm->tls.ca_file = c->http.tls.ca_file;
+    rm->tls.cert_file = c->http.tls.cert_file;
+    rm->tls.key_file = c->http.tls.key_file;
+    rm->tls.server_name = c->http.tls.server_name;
+    rm->tls.insecure_skip_verify = c->http.tls.insecure_skip_verify;
+    if (c->http.bearer_token)
+        rm->bearer = strdup(c->http.bearer_token);
+    if (c->http.basic_auth && c->http.basic_auth->password)
+        rm->password = strdup(c->http.basic_auth->password);
+    /* First read of secret files at start (config time); later re-reads run
+     * in the pool every 5 s so a rotated token is picked up. */
+    if (c->http.bearer_token_file) {
+        free(rm->bearer);
+        rm->bearer = read_secret(c->http.bearer_token_file);
+        if (!rm->bearer) {
+            snprintf(err, errlen, "%s: cannot read bearer-token-file %s", ep->name,
+                     c->http.bearer_token_file);
+            return -ENOENT;
+        }
+    }
+    if (c->http.basic_auth && c->http.basic_auth->password_file) {
+        free(rm->password);
+        rm->password = read_secret(c->http.basic_auth->password_file);
+        if (!rm->password) {
+            snprintf(err, errlen, "%s: cannot read password-file %s", ep->name,
+                     c->http.basic_auth->password_file);
+            return -ENOENT;
+        }
+    }
+    if (ep->spool.dir) {
+        r = fwd__spool_open(ep, &spool_cb, rm, &rm->spool, err, errlen);
+        if (r < 0)
+            return r;
+    }
+    uv_timer_init(ep->loop, &rm->timer);
+    uv_timer_init(ep->loop, &rm->tick);
+    rm->handles = 2;
+    uv_timer_start(&rm->tick, on_tick, 1000, 1000);
+    return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    return -ENOMEM;
+}
+
+static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
+{
+    struct remote *rm = ep->sink;
+    struct labels merged = LABELS_INIT;
+    char why[FWD__ERRLEN];
+    uint64_t series;
+    struct qent *e;
+
+    if (rm->closing)
+        return;
+    if (fwd__labels_merge(&merged, &p->labels, ep->cfg.external_labels,
+                          ep->cfg.n_external_labels) < 0 ||
+        fwd__labels_validate(&merged, why, sizeof(why)) < 0) {
+        labels_done(&merged);
+        fwd__ep_drop(ep, FWD_DROP_INVALID, 1, p->len);
+        return;
+    }
+    labels_done(&merged);
+    series = fwd__series_hash(&p->labels);
+    if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) || queue_full(rm, p->len) ||
+                      fwd__spool_series_count(rm->spool, series) > 0)) {
+        to_spool(rm, p);
+        return;
+    }
+    if (queue_full(rm, p->len)) {
+        fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
+        return;
+    }
+    e = calloc(1, sizeof(*e));
+    if (!e) {
+        fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
+        return;
+    }
+    e->p = fwd_profile_ref(p);
+    e->seq = rm->next_seq++;
+    e->series = series;
+    e->queued_at = uv_now(ep->loop);
+    q_append(rm, e);
+    pump(rm);
+}
+
+static void handle_closed(uv_handle_t *h)
+{
+    struct remote *rm = h->data;
+
+    if (--rm->handles == 0)
+        fwd__ep_closed(rm->ep);
+}
+
+static void spool_closed(void *ud)
+{
+    struct remote *rm = ud;
+
+    rm->spool_closing = false;
+    rm->timer.data = rm;
+    rm->tick.data = rm;
+    uv_close((uv_handle_t *)&rm->timer, handle_closed);
+    uv_close((uv_handle_t *)&rm->tick, handle_closed);
+}
+
+/* Close: deliver until the deadline, then spool (or drop) what is left. */
+static void maybe_closed(struct remote *rm)
+{
+    bool expired;
+
+    if (!rm->closing || rm->spool_closing || rm->close_spooled)
+        return;
+    expired = uv_now(rm->ep->loop) >= rm->deadline;
+    if (!expired && (rm->head || rm->n_inflight > 0))
+        return;
+    if (expired) {
+        /* Cancel what is on the wire; the profiles go back to the queue. */
+        for (unsigned i = 0; i < rm->n_inflight;) {
+            struct req *q = rm->inflight[i];
+
+            if (q->encoding && !q->nr) {
+                i++; /* a pool job cannot be cancelled once running */
+                continue;
+            }
+            net_request_cancel(q->nr);
+            rm->inflight[i] = rm->inflight[--rm->n_inflight];
+            for (size_t k = 0; k < q->n; k++)
+                q_insert_sorted(rm, q->e[k]);
+            req_free(q);
+        }
+    }
+    if (rm->jobs > 0 || rm->n_inflight > 0 || rm->loading)
+        return; /* a job will call back */
+    rm->close_spooled = true;
+    uv_timer_stop(&rm->timer);
+    while (rm->head) {
+        struct qent *e = rm->head;
+
+        q_unlink(rm, e);
+        if (rm->spool && !e->token)
+            to_spool(rm, e->p);
+        else if (!rm->spool)
+            fwd__ep_drop(rm->ep, FWD_DROP_SHUTDOWN, 1, e->p->len);
+        ent_free(rm, e, false);
+    }
+    if (rm->spool) {
+        rm->spool_closing = true;
+        fwd__spool_close(rm->spool, spool_closed, rm);
+    } else {
+        spool_closed(rm);
+    }
+}
+
+static void remote_close(struct fwd_ep *ep, uint64_t deadline)
+{
+    struct remote *rm = ep->sink;
+
+    if (!rm || rm->handles == 0) {
+        /* start failed before any handle existed (and before the spool) */
+        fwd__ep_closed(ep);
+        return;
+    }
+    rm->closing = true;
+    rm->deadline = deadline;
+    uv_timer_stop(&rm->tick);
+    if (rm->healthy || uv_now(ep->loop) >= rm->backoff_until)
+        pump(rm);
+    arm_at(rm, deadline);
+    maybe_closed(rm);
+}
+
+static void remote_free(struct fwd_ep *ep)
+{
+    struct remote *rm = ep->sink;
+
+    if (!rm)
+        return;
+    while (rm->head) {
+        struct qent *e = rm->head;
+
+        q_unlink(rm, e);
+        ent_free(rm, e, false);
+    }
+    fwd__spool_free(rm->spool);
+    for (size_t i = 0; i < rm->n_hdr; i++)
+        free(rm->hdr[i]);
+    free(rm->hdr);
+    free(rm->push_url);
+    free(rm->inflight);
+    free(rm->password);
+    free(rm->bearer);
+    free(rm);
+    ep->sink = NULL;
+}
+
+const struct fwd__sink_ops fwd__remote_ops = {
+    .kind = "remote",
+    .start = remote_start,
+    .submit = remote_submit,
+    .close = remote_close,
+    .free = remote_free,
+};

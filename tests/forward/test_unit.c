@@ -1,0 +1,240 @@
+/* forward/ pure parts: label limits, PushRequest encoding, URLs, response
+ * classification (what is resent), spool records and torn-tail recovery. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "forward/forward.h"
+#include "forward/internal.h"
+#include "net/net.h"
+#include "push.pb-c.h"
+#include "test.h"
+
+static struct fwd_profile *mk(const char *svc, size_t len, int seed)
+{
+    struct labels ls = LABELS_INIT;
+    uint8_t *d = malloc(len);
+
+    for (size_t i = 0; i < len; i++)
+        d[i] = (uint8_t)(i ^ (size_t)seed);
+    labels_set(&ls, "service_name", svc);
+    labels_set(&ls, "__name__", "memory");
+    labels_set(&ls, "env", "x");
+    return fwd_profile_new(&ls, d, len, 11, 22);
+}
+
+TEST(uuid_v4_format_and_unique)
+{
+    char a[37], b[37];
+
+    fwd__uuid(a);
+    fwd__uuid(b);
+    ASSERT_EQ(strlen(a), 36);
+    ASSERT_EQ(a[8], '-');
+    ASSERT_EQ(a[14], '4');
+    ASSERT(strchr("89ab", a[19]) != NULL);
+    ASSERT(strcmp(a, b) != 0);
+}
+
+TEST(labels_validated_against_server_limits)
+{
+    struct labels ls = LABELS_INIT;
+    char err[256], name[16], big[2100];
+
+    labels_set(&ls, "service_name", "a");
+    ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), -EINVAL); /* no __name__ */
+    labels_set(&ls, "__name__", "cpu");
+    ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), 0);
+    memset(big, 'v', sizeof(big) - 1);
+    big[sizeof(big) - 1] = 0;
+    labels_set(&ls, "long", big);
+    ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), -EINVAL);
+    labels_del(&ls, "long");
+    labels_set(&ls, "bad", "\xff\xfe");
+    ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), -EINVAL);
+    ASSERT(strstr(err, "UTF-8") != NULL);
+    labels_del(&ls, "bad");
+    for (int i = 0; i < 28; i++) {
+        snprintf(name, sizeof(name), "l%02d", i);
+        labels_set(&ls, name, "v");
+    }
+    ASSERT_EQ(ls.n, 30);
+    ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), 0);
+    labels_set(&ls, "one_more", "v");
+    ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), -EINVAL);
+    labels_done(&ls);
+    ASSERT(fwd__utf8_valid("h\xc3\xa9", 3));
+    ASSERT(!fwd__utf8_valid("\xc0\xaf", 2)); /* overlong */
+    ASSERT(!fwd__utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
+}
+
+TEST(push_request_round_trips)
+{
+    struct fwd_profile *p[2] = {mk("a", 100, 1), mk("b", 50, 2)};
+    struct cfg_kv ext[2] = {{(char *)"cluster", (char *)"c1"}, {(char *)"env", (char *)"prod"}};
+    uint8_t *body;
+    size_t len;
+    Push__V1__PushRequest *req;
+
+    ASSERT_EQ(fwd__push_encode(p, 2, ext, 2, &body, &len), 0);
+    req = push__v1__push_request__unpack(NULL, len, body);
+    ASSERT_NOT_NULL(req);
+    ASSERT_EQ(req->n_series, 2);
+    ASSERT_EQ(req->series[1]->n_samples, 1);
+    ASSERT_STR_EQ(req->series[1]->samples[0]->id, p[1]->id);
+    ASSERT_EQ(req->series[1]->samples[0]->raw_profile.len, 50);
+    ASSERT_EQ(memcmp(req->series[1]->samples[0]->raw_profile.data, p[1]->data, 50), 0);
+    /* sorted labels; the external env overrides the profile's */
+    ASSERT_EQ(req->series[0]->n_labels, 4);
+    ASSERT_STR_EQ(req->series[0]->labels[0]->name, "__name__");
+    ASSERT_STR_EQ(req->series[0]->labels[1]->name, "cluster");
+    ASSERT_STR_EQ(req->series[0]->labels[2]->name, "env");
+    ASSERT_STR_EQ(req->series[0]->labels[2]->value, "prod");
+    push__v1__push_request__free_unpacked(req, NULL);
+    free(body);
+    fwd_profile_unref(p[0]);
+    fwd_profile_unref(p[1]);
+}
+
+TEST(urls)
+{
+    char *u = fwd__push_url("https://h/profile/");
+    struct labels ls = LABELS_INIT;
+
+    ASSERT_STR_EQ(u, "https://h/profile/push.v1.PusherService/Push");
+    free(u);
+    u = fwd__push_url("http://h:4040");
+    ASSERT_STR_EQ(u, "http://h:4040/push.v1.PusherService/Push");
+    free(u);
+    labels_set(&ls, "service_name", "my app");
+    labels_set(&ls, "__name__", "process_cpu");
+    labels_set(&ls, "env", "a,b");
+    labels_set(&ls, "pyroscope_spy", "gospy");
+    u = fwd__ingest_url("http://h/", &ls, 1700000000000000000LL, 1700000010000000000LL);
+    ASSERT_STR_EQ(u, "http://h/ingest?name=my_app%7Benv%3Da_b%7D&from=1700000000&until="
+                     "1700000010&format=pprof&spyName=gospy");
+    free(u);
+    labels_done(&ls);
+}
+
+TEST(classify_outcomes)
+{
+    const char *ids[3] = {"11111111-1111-4111-8111-111111111111",
+                          "22222222-2222-4222-8222-222222222222",
+                          "33333333-3333-4333-8333-333333333333"};
+    uint8_t st[3];
+    char msg[256];
+    const char *partial = "{\"code\":\"unavailable\",\"message\":\"series 1 (id "
+                          "22222222-2222-4222-8222-222222222222): ingester down\"}";
+    const char *bad = "{\"code\":\"invalid_argument\",\"message\":\"series 2 (id "
+                      "33333333-3333-4333-8333-333333333333): invalid labels\"}";
+    const char *big = "{\"code\":\"resource_exhausted\",\"message\":\"message size 9 is "
+                      "larger than configured max 5\"}";
+    const char *rl = "{\"code\":\"resource_exhausted\",\"message\":\"rate limit\"}";
+
+    ASSERT_EQ(fwd__classify(0, 200, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_OK);
+    ASSERT_EQ(fwd__classify(NET_ECONNECT, 0, NULL, 0, ids, 3, st, msg, sizeof(msg)),
+              FWD_V_UNREACHED);
+    ASSERT_EQ(fwd__classify(NET_ETIMEDOUT, 0, NULL, 0, ids, 3, st, msg, sizeof(msg)),
+              FWD_V_AMBIGUOUS);
+    ASSERT_EQ(fwd__classify(NET_EIO, 0, NULL, 0, ids, 3, st, msg, sizeof(msg)), FWD_V_AMBIGUOUS);
+    ASSERT_EQ(fwd__classify(0, 503, partial, strlen(partial), ids, 3, st, msg, sizeof(msg)),
+              FWD_V_PARTIAL);
+    ASSERT_EQ(st[0], FWD_P_OK);
+    ASSERT_EQ(st[1], FWD_P_RETRY);
+    ASSERT_EQ(st[2], FWD_P_OK);
+    ASSERT_EQ(fwd__classify(0, 400, bad, strlen(bad), ids, 3, st, msg, sizeof(msg)),
+              FWD_V_PARTIAL);
+    ASSERT_EQ(st[2], FWD_P_DROP);
+    ASSERT_EQ(st[0], FWD_P_OK);
+    ASSERT_EQ(fwd__classify(0, 429, big, strlen(big), ids, 3, st, msg, sizeof(msg)),
+              FWD_V_TOO_LARGE);
+    ASSERT_EQ(fwd__classify(0, 429, rl, strlen(rl), ids, 3, st, msg, sizeof(msg)),
+              FWD_V_RETRY);
+    ASSERT_EQ(fwd__classify(0, 408, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_RETRY);
+    ASSERT_EQ(fwd__classify(0, 503, "<html>", 6, ids, 3, st, msg, sizeof(msg)),
+              FWD_V_UNREACHED);
+    ASSERT_EQ(fwd__classify(0, 504, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_AMBIGUOUS);
+    ASSERT_EQ(fwd__classify(0, 500, rl, strlen(rl), ids, 3, st, msg, sizeof(msg)),
+              FWD_V_AMBIGUOUS);
+    ASSERT_EQ(fwd__classify(0, 400, "{\"code\":\"invalid_argument\",\"message\":\"x\"}", 42,
+                            ids, 3, st, msg, sizeof(msg)),
+              FWD_V_SPLIT);
+    /* 401/404/501: the endpoint is wrong, not a profile: drop all, no retry */
+    ASSERT_EQ(fwd__classify(0, 401, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_PARTIAL);
+    ASSERT_EQ(st[0], FWD_P_DROP);
+    ASSERT_EQ(st[2], FWD_P_DROP);
+    ASSERT_EQ(fwd__classify(0, 501, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_PARTIAL);
+    ASSERT(fwd__status_retryable(503));
+    ASSERT(!fwd__status_retryable(501));
+    ASSERT(!fwd__status_retryable(404));
+    ASSERT(fwd__status_retryable(408));
+}
+
+TEST(spool_record_round_trip_and_corruption)
+{
+    struct fwd_profile *p = mk("svc", 5000, 7), *q = NULL;
+    struct fwd__rec_hdr h;
+    uint8_t *rec;
+    size_t len;
+
+    ASSERT_EQ(fwd__spool_encode(p, 1234, 1, &rec, &len), 0);
+    ASSERT_EQ(fwd__spool_hdr_parse(rec, &h), 0);
+    ASSERT_EQ(h.len + FWD_SPOOL_HDR, len);
+    ASSERT_U64_EQ(h.wall_ms, 1234);
+    ASSERT(fwd__spool_hdr_check(&h, rec + FWD_SPOOL_HDR));
+    ASSERT_EQ(fwd__spool_decode(rec + FWD_SPOOL_HDR, h.len, &q), 0);
+    ASSERT_STR_EQ(q->id, p->id);
+    ASSERT_EQ(q->len, p->len);
+    ASSERT_EQ(memcmp(q->data, p->data, p->len), 0);
+    ASSERT(labels_equal(&q->labels, &p->labels));
+    ASSERT_EQ(q->start_ns, 11);
+    ASSERT_EQ(q->end_ns, 22);
+    fwd_profile_unref(q);
+    rec[FWD_SPOOL_HDR + h.len / 2] ^= 1;
+    ASSERT(!fwd__spool_hdr_check(&h, rec + FWD_SPOOL_HDR));
+    free(rec);
+    fwd_profile_unref(p);
+}
+
+TEST(spool_scan_truncates_torn_tail)
+{
+    char path[] = "/tmp/fwd-seg-XXXXXX";
+    int fd = mkstemp(path);
+    uint8_t hdr[16] = "PFLSPL01";
+    uint64_t recs, bytes, corrupt, oldest, good = 16;
+
+    ASSERT(fd >= 0);
+    ASSERT_EQ(write(fd, hdr, 16), 16);
+    for (int i = 0; i < 3; i++) {
+        struct fwd_profile *p = mk("s", 300, i);
+        uint8_t *rec;
+        size_t len;
+
+        ASSERT_EQ(fwd__spool_encode(p, 1000 + (uint64_t)i, 1, &rec, &len), 0);
+        ASSERT_EQ(write(fd, rec, len), (ssize_t)len);
+        if (i < 2)
+            good += len;
+        else
+            ASSERT_EQ(ftruncate(fd, (off_t)(good + len - 5)), 0); /* torn last record */
+        free(rec);
+        fwd_profile_unref(p);
+    }
+    close(fd);
+    ASSERT_EQ(fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
+    ASSERT_U64_EQ(bytes, good);
+    ASSERT_U64_EQ(corrupt, 1);
+    ASSERT_U64_EQ(oldest, 1000);
+    /* the file was truncated; a second scan is clean */
+    ASSERT_EQ(fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
+    ASSERT_U64_EQ(corrupt, 0);
+    unlink(path);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv);
+}
