@@ -103,8 +103,38 @@ static void size_threadpool(const struct cfg *cfg)
 
     if (getenv("UV_THREADPOOL_SIZE"))
         return;
-    snprintf(n, sizeof(n), "%u", workers + 2);
+    /* workers for deltas, plus room for the forwarder's encode, spool and
+     * directory jobs and libuv's own file-system work. */
+    snprintf(n, sizeof(n), "%u", workers + 3);
     setenv("UV_THREADPOOL_SIZE", n, 1);
+}
+
+/* Library errors reach the log here, rate limited so a dead endpoint or a
+ * flapping API server cannot flood it. */
+static struct log_ratelimit disc_rl, fwd_rl;
+
+static void on_disc_error(const char *job, const char *provider, const char *msg, void *ud)
+{
+    unsigned suppressed = 0;
+    char sup[24];
+
+    (void)ud;
+    if (!log_ratelimit_allow(&disc_rl, agent__now_ms(), 10, 60000, &suppressed))
+        return;
+    snprintf(sup, sizeof(sup), "%u", suppressed);
+    log_warn("discovery error", "job", job, "provider", provider, "err", msg, "suppressed", sup);
+}
+
+static void on_fwd_error(const char *endpoint, const char *msg, void *ud)
+{
+    unsigned suppressed = 0;
+    char sup[24];
+
+    (void)ud;
+    if (!log_ratelimit_allow(&fwd_rl, agent__now_ms(), 10, 60000, &suppressed))
+        return;
+    snprintf(sup, sizeof(sup), "%u", suppressed);
+    log_warn("remote-write error", "endpoint", endpoint, "err", msg, "suppressed", sup);
 }
 
 /* ------------------------------------------------------------- shutdown */
@@ -334,6 +364,12 @@ static int run(const char *config_path, const char *log_level, bool targets_mode
     a.fwd = fwd_new(&loop, a.http);
     a.disc = disc_manager_new(&loop, a.http, targets_mode ? 0 : cfg->discovery_coalesce_ms,
                               targets_mode ? targets_update : agent__on_discovery, &a);
+    if (!a.fwd || !a.disc) {
+        fprintf(stderr, "proflet: out of memory\n");
+        return 1;
+    }
+    fwd_set_error_cb(a.fwd, on_fwd_error, &a);
+    disc_manager_set_error_cb(a.disc, on_disc_error, &a);
     uv_timer_init(&loop, &a.shutdown_timer);
     uv_signal_init(&loop, &a.sig_term);
     uv_signal_init(&loop, &a.sig_int);

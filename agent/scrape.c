@@ -421,6 +421,7 @@ static void start_scrape(struct agent *a, struct scrape_pair *p)
     o.tls = &tls;
     o.proxy_url = sc->http.proxy_url;
     o.http2 = false;
+    o.follow_redirects = sc->http.follow_redirects;
     p->req_start_ns = agent__now_ns();
     r = net_request_start(a->http, &o, scrape_done, p, &p->req);
     if (r < 0) {
