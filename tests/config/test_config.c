@@ -1,0 +1,1072 @@
+/* Unit tests for the configuration loader (agent/config.c): defaults, both
+ * key spellings, env expansion, profile-type resolution, every class of
+ * error with its FILE:LINE:COL message, and the seed examples. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "agent/config.h"
+#include "test.h"
+
+static struct cfg *load_ok_at(const char *file, int line, const char *yaml)
+{
+    char err[1024] = "";
+    struct cfg *c = NULL;
+    int rc = cfg_load_string(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
+
+    if (rc != 0 || !c)
+        test__fail(file, line, "load failed (%d): %s", rc, err);
+    return c;
+}
+#define LOAD_OK(y) load_ok_at(__FILE__, __LINE__, (y))
+
+/* Loading must fail and the message must be exactly `want`. */
+static void err_is_at(const char *file, int line, const char *yaml, const char *want)
+{
+    char err[1024] = "";
+    struct cfg *c = (struct cfg *)1;
+    int rc = cfg_load_string(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
+
+    if (rc >= 0 || c != NULL)
+        test__fail(file, line, "load succeeded, wanted error: %s", want);
+    if (strcmp(err, want) != 0)
+        test__fail(file, line, "error \"%s\", wanted \"%s\"", err, want);
+}
+#define ERR_IS(y, w) err_is_at(__FILE__, __LINE__, (y), (w))
+
+/* Loading must fail and the message must start with `want`. */
+static void err_starts_at(const char *file, int line, const char *yaml, const char *want)
+{
+    char err[1024] = "";
+    struct cfg *c = NULL;
+    int rc = cfg_load_string(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
+
+    if (rc >= 0 || c != NULL)
+        test__fail(file, line, "load succeeded, wanted error: %s", want);
+    if (strncmp(err, want, strlen(want)) != 0)
+        test__fail(file, line, "error \"%s\", wanted prefix \"%s\"", err, want);
+}
+#define ERR_STARTS(y, w) err_starts_at(__FILE__, __LINE__, (y), (w))
+
+static const struct cfg_profile *prof(const struct cfg_scrape *s, const char *name)
+{
+    for (unsigned i = 0; i < s->n_profiles; i++) {
+        if (strcmp(s->profiles[i].name, name) == 0)
+            return &s->profiles[i];
+    }
+    return NULL;
+}
+
+static unsigned n_enabled(const struct cfg_scrape *s)
+{
+    unsigned n = 0;
+
+    for (unsigned i = 0; i < s->n_profiles; i++)
+        n += s->profiles[i].enabled;
+    return n;
+}
+
+#define MINIMAL "scrape-configs:\n  - job-name: a\n    static-configs: [{targets: [h:6060]}]\n"
+
+TEST(defaults)
+{
+    struct cfg *c = LOAD_OK(MINIMAL);
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_STR_EQ(c->source, "t.yaml");
+    ASSERT_STR_EQ(c->log_level, "info");
+    ASSERT_STR_EQ(c->listen_address, "127.0.0.1:4100");
+    ASSERT_EQ(c->n_remote, 0);
+    ASSERT_EQ(c->name_validation, RELABEL_SCHEME_UTF8);
+    ASSERT_U64_EQ(c->discovery_coalesce_ms, 1000);
+    ASSERT_NULL(c->spool.dir);
+    ASSERT_U64_EQ(c->spool.max_bytes, 1ull << 30);
+    ASSERT_U64_EQ(c->spool.max_age_ms, 24ull * 3600 * 1000);
+    ASSERT_U64_EQ(c->spool.segment_bytes, 16ull << 20);
+    ASSERT_STR_EQ(c->spool.fsync, "batch");
+    ASSERT_U64_EQ(c->limits.max_body_bytes, 64ull << 20);
+    ASSERT_U64_EQ(c->limits.max_decompressed, 256ull << 20);
+    ASSERT_U64_EQ(c->limits.max_samples, 1000000);
+    ASSERT_U64_EQ(c->limits.max_stack_depth, 4096);
+    ASSERT_U64_EQ(c->limits.max_watch_line, 16ull << 20);
+    ASSERT_EQ(c->limits.workers, 2);
+    ASSERT_EQ(c->limits.max_jobs_backlog, 1024);
+    ASSERT_EQ(c->limits.gzip_level, 1);
+
+    ASSERT_EQ(c->n_scrape, 1);
+    ASSERT_STR_EQ(s->job_name, "a");
+    ASSERT_U64_EQ(s->interval_ms, 15000);
+    ASSERT_U64_EQ(s->timeout_ms, 10000);
+    ASSERT_STR_EQ(s->scheme, "http");
+    ASSERT_STR_EQ(s->path_prefix, "");
+    ASSERT_FALSE(s->use_delta_profiles);
+    ASSERT_EQ(s->name_validation, RELABEL_SCHEME_UNSET);
+    ASSERT_U64_EQ(s->body_size_limit, 64ull << 20);
+    ASSERT_TRUE(s->http.enable_http2);
+    ASSERT_TRUE(s->http.follow_redirects);
+    ASSERT_NULL(s->http.basic_auth);
+    ASSERT_EQ(s->n_static, 1);
+    ASSERT_EQ(s->static_configs[0].n_targets, 1);
+    ASSERT_STR_EQ(s->static_configs[0].targets[0], "h:6060");
+    ASSERT_NULL(s->static_configs[0].application);
+    ASSERT_EQ(s->n_relabel, 0);
+    /* Every built-in type is listed; the five Go defaults are on. */
+    ASSERT_EQ(s->n_profiles, 9);
+    ASSERT_EQ(n_enabled(s), 5);
+    ASSERT_TRUE(prof(s, "process_cpu")->enabled);
+    ASSERT_TRUE(prof(s, "memory")->enabled);
+    ASSERT_TRUE(prof(s, "goroutine")->enabled);
+    ASSERT_TRUE(prof(s, "mutex")->enabled);
+    ASSERT_TRUE(prof(s, "block")->enabled);
+    ASSERT_FALSE(prof(s, "fgprof")->enabled);
+    ASSERT_FALSE(prof(s, "godeltaprof_memory")->enabled);
+    cfg_free(c);
+}
+
+TEST(empty_document_is_valid)
+{
+    struct cfg *c = LOAD_OK("");
+
+    ASSERT_EQ(c->n_scrape, 0);
+    ASSERT_STR_EQ(c->listen_address, "127.0.0.1:4100");
+    cfg_free(c);
+    c = LOAD_OK("# only a comment\n");
+    ASSERT_EQ(c->limits.workers, 2);
+    cfg_free(c);
+    cfg_free(NULL);
+}
+
+TEST(embedded_default)
+{
+    struct cfg *c = LOAD_OK(cfg_default_yaml);
+
+    ASSERT_STR_EQ(c->listen_address, "127.0.0.1:4100");
+    ASSERT_EQ(c->n_scrape, 1);
+    ASSERT_STR_EQ(c->scrape[0].job_name, "default");
+    ASSERT_U64_EQ(c->scrape[0].interval_ms, 15000);
+    ASSERT_STR_EQ(c->scrape[0].static_configs[0].targets[0], "127.0.0.1:6060");
+    ASSERT_STR_EQ(c->scrape[0].static_configs[0].application, "demoapp");
+    ASSERT_EQ(n_enabled(&c->scrape[0]), 5);
+    ASSERT_EQ(c->n_remote, 1);
+    ASSERT_STR_EQ(c->remote[0].url, "file://./proflet-data");
+    ASSERT_EQ(c->remote[0].protocol, CFG_PROTO_DIR);
+    ASSERT_STR_EQ(c->remote[0].name, "dir");
+    cfg_free(c);
+}
+
+TEST(all_scrape_keys_both_spellings)
+{
+    static const char *const kebab =
+        "scrape-configs:\n"
+        "  - job-name: j\n"
+        "    scrape-interval: 1m30s\n"
+        "    scrape-timeout: 20s\n"
+        "    scheme: https\n"
+        "    path-prefix: /app\n"
+        "    params: {debug: ['1'], x: y}\n"
+        "    use-delta-profiles: yes\n"
+        "    static-configs:\n"
+        "      - application: shop\n"
+        "        spy-name: gospy\n"
+        "        targets: [a:1, b:2]\n"
+        "        labels: {env: dev, team: ~}\n"
+        "    file-sd-configs: [{files: [/etc/t/*.json], refresh-interval: 30s}]\n"
+        "    relabel-configs:\n"
+        "      - source-labels: [a, b]\n"
+        "        separator: ''\n"
+        "        target-label: t\n"
+        "        replacement: r\n"
+        "        action: Replace\n"
+        "      - {action: hashmod, source-labels: [__address__], modulus: 3, "
+        "target-label: __tmp}\n"
+        "    name-validation-scheme: legacy\n"
+        "    basic-auth: {username: u, password-file: /p}\n"
+        "    tls-config: {ca-file: /ca, cert-file: /c, key-file: /k, server-name: s, "
+        "insecure-skip-verify: true}\n"
+        "    proxy-url: http://proxy:3128\n"
+        "    enable-http2: false\n"
+        "    follow-redirects: off\n"
+        "    body-size-limit: 1MiB\n";
+    char snake[4096];
+    struct cfg *c[2];
+
+    /* The same document with every key in snake_case. */
+    snprintf(snake, sizeof(snake), "%s", kebab);
+    for (char *p = snake; *p; p++) {
+        if (*p == '-' && p[1] != ' ' && p[-1] != ' ' && p[-1] != '/')
+            *p = '_';
+    }
+    ASSERT_NOT_NULL(strstr(snake, "scrape_timeout: 20s"));
+    ASSERT_NOT_NULL(strstr(snake, "insecure_skip_verify"));
+    c[0] = LOAD_OK(kebab);
+    c[1] = LOAD_OK(snake);
+    for (int i = 0; i < 2; i++) {
+        const struct cfg_scrape *s = &c[i]->scrape[0];
+
+        ASSERT_U64_EQ(s->interval_ms, 90000);
+        ASSERT_U64_EQ(s->timeout_ms, 20000);
+        ASSERT_STR_EQ(s->scheme, "https");
+        ASSERT_STR_EQ(s->path_prefix, "/app");
+        ASSERT_EQ(s->n_params, 2);
+        ASSERT_STR_EQ(s->params[0].key, "debug");
+        ASSERT_EQ(s->params[0].n_values, 1);
+        ASSERT_STR_EQ(s->params[0].values[0], "1");
+        ASSERT_STR_EQ(s->params[1].key, "x");
+        ASSERT_STR_EQ(s->params[1].values[0], "y");
+        ASSERT_TRUE(s->use_delta_profiles);
+        ASSERT_STR_EQ(s->static_configs[0].application, "shop");
+        ASSERT_STR_EQ(s->static_configs[0].spy_name, "gospy");
+        ASSERT_EQ(s->static_configs[0].n_targets, 2);
+        ASSERT_EQ(s->static_configs[0].n_labels, 2);
+        ASSERT_STR_EQ(s->static_configs[0].labels[0].key, "env");
+        ASSERT_STR_EQ(s->static_configs[0].labels[0].value, "dev");
+        ASSERT_STR_EQ(s->static_configs[0].labels[1].value, "");
+        ASSERT_EQ(s->n_file_sd, 1);
+        ASSERT_STR_EQ(s->file_sd[0].files[0], "/etc/t/*.json");
+        ASSERT_U64_EQ(s->file_sd[0].refresh_interval_ms, 30000);
+        ASSERT_EQ(s->n_relabel, 2);
+        ASSERT_EQ(s->relabel[0].n_source_labels, 2);
+        ASSERT_STR_EQ(s->relabel[0].separator, "");
+        ASSERT_NULL(s->relabel[0].regex);
+        ASSERT_FALSE(s->relabel[0].regex_null);
+        ASSERT_STR_EQ(s->relabel[0].target_label, "t");
+        ASSERT_STR_EQ(s->relabel[0].replacement, "r");
+        ASSERT_STR_EQ(s->relabel[0].action, "Replace");
+        ASSERT_U64_EQ(s->relabel[1].modulus, 3);
+        ASSERT_EQ(s->name_validation, RELABEL_SCHEME_LEGACY);
+        ASSERT_NOT_NULL(s->http.basic_auth);
+        ASSERT_STR_EQ(s->http.basic_auth->username, "u");
+        ASSERT_NULL(s->http.basic_auth->password);
+        ASSERT_STR_EQ(s->http.basic_auth->password_file, "/p");
+        ASSERT_STR_EQ(s->http.tls.ca_file, "/ca");
+        ASSERT_STR_EQ(s->http.tls.cert_file, "/c");
+        ASSERT_STR_EQ(s->http.tls.key_file, "/k");
+        ASSERT_STR_EQ(s->http.tls.server_name, "s");
+        ASSERT_TRUE(s->http.tls.insecure_skip_verify);
+        ASSERT_STR_EQ(s->http.proxy_url, "http://proxy:3128");
+        ASSERT_FALSE(s->http.enable_http2);
+        ASSERT_FALSE(s->http.follow_redirects);
+        ASSERT_U64_EQ(s->body_size_limit, 1u << 20);
+    }
+    cfg_free(c[0]);
+    cfg_free(c[1]);
+}
+
+TEST(top_level_keys)
+{
+    struct cfg *c = LOAD_OK("log_level: debug\n"
+                            "server: {listen_address: '0.0.0.0:4100'}\n"
+                            "external_labels: {cluster: prod, region: eu}\n"
+                            "name-validation-scheme: legacy\n"
+                            "discovery: {coalesce-delay: 250ms}\n"
+                            "workers: 4\n"
+                            "spool: {dir: /var/spool, max-bytes: 2GB, max-age: 1h, "
+                            "segment_bytes: 1024, fsync: always}\n"
+                            "limits: {max-body-bytes: 1KiB, max-samples: 10, max-locations: 11, "
+                            "max-functions: 12, max-strings: 13, max-stack-depth: 14, "
+                            "max-watch-line: 15, max-jobs-backlog: 16, gzip-level: 6, "
+                            "max-decompressed: 2MiB}\n");
+
+    ASSERT_STR_EQ(c->log_level, "debug");
+    ASSERT_STR_EQ(c->listen_address, "0.0.0.0:4100");
+    ASSERT_EQ(c->n_external_labels, 2);
+    ASSERT_STR_EQ(c->external_labels[1].key, "region");
+    ASSERT_STR_EQ(c->external_labels[1].value, "eu");
+    ASSERT_EQ(c->name_validation, RELABEL_SCHEME_LEGACY);
+    ASSERT_U64_EQ(c->discovery_coalesce_ms, 250);
+    ASSERT_EQ(c->limits.workers, 4);
+    ASSERT_STR_EQ(c->spool.dir, "/var/spool");
+    ASSERT_U64_EQ(c->spool.max_bytes, 2ull << 30);
+    ASSERT_U64_EQ(c->spool.max_age_ms, 3600000);
+    ASSERT_U64_EQ(c->spool.segment_bytes, 1024);
+    ASSERT_STR_EQ(c->spool.fsync, "always");
+    ASSERT_U64_EQ(c->limits.max_body_bytes, 1024);
+    ASSERT_U64_EQ(c->limits.max_decompressed, 2u << 20);
+    ASSERT_U64_EQ(c->limits.max_samples, 10);
+    ASSERT_U64_EQ(c->limits.max_locations, 11);
+    ASSERT_U64_EQ(c->limits.max_functions, 12);
+    ASSERT_U64_EQ(c->limits.max_strings, 13);
+    ASSERT_U64_EQ(c->limits.max_stack_depth, 14);
+    ASSERT_U64_EQ(c->limits.max_watch_line, 15);
+    ASSERT_EQ(c->limits.max_jobs_backlog, 16);
+    ASSERT_EQ(c->limits.gzip_level, 6);
+    cfg_free(c);
+
+    c = LOAD_OK("limits: {workers: 3}\n");
+    ASSERT_EQ(c->limits.workers, 3);
+    ASSERT_U64_EQ(c->limits.max_body_bytes, 64ull << 20);
+    cfg_free(c);
+}
+
+TEST(remote_write)
+{
+    struct cfg *c = LOAD_OK("remote-write:\n"
+                            "  - url: https://user@pyro.example:4040/base\n"
+                            "    protocol: ingest\n"
+                            "    headers: {X-Scope-OrgID: team-a}\n"
+                            "    tenant_id: t1\n"
+                            "    bearer-token-file: /tok\n"
+                            "    tls-config: {insecure-skip-verify: true}\n"
+                            "    remote-timeout: 30s\n"
+                            "    min-backoff: 1s\n"
+                            "    max-backoff: 1m\n"
+                            "    max-retries: 0\n"
+                            "    gzip: true\n"
+                            "    external-labels: {k: v}\n"
+                            "    batch: {max-profiles: 8, max-bytes: 1MiB, max-wait: 2s}\n"
+                            "    queue: {max-profiles: 100, max_bytes: 8MiB}\n"
+                            "    max-inflight: 2\n"
+                            "  - url: http://localhost:4040\n"
+                            "  - url: file:///var/lib/proflet/profiles\n"
+                            "    max-dir-bytes: 10MiB\n"
+                            "    name: disk\n");
+    const struct cfg_remote *r = &c->remote[0];
+
+    ASSERT_EQ(c->n_remote, 3);
+    ASSERT_STR_EQ(r->name, "pyro.example:4040");
+    ASSERT_EQ(r->protocol, CFG_PROTO_INGEST);
+    ASSERT_EQ(r->n_headers, 1);
+    ASSERT_STR_EQ(r->headers[0].key, "X-Scope-OrgID");
+    ASSERT_STR_EQ(r->headers[0].value, "team-a");
+    ASSERT_STR_EQ(r->tenant_id, "t1");
+    ASSERT_STR_EQ(r->http.bearer_token_file, "/tok");
+    ASSERT_TRUE(r->http.tls.insecure_skip_verify);
+    ASSERT_U64_EQ(r->remote_timeout_ms, 30000);
+    ASSERT_U64_EQ(r->min_backoff_ms, 1000);
+    ASSERT_U64_EQ(r->max_backoff_ms, 60000);
+    ASSERT_EQ(r->max_retries, 0);
+    ASSERT_TRUE(r->gzip_request);
+    ASSERT_STR_EQ(r->external_labels[0].key, "k");
+    ASSERT_EQ(r->batch_max_profiles, 8);
+    ASSERT_U64_EQ(r->batch_max_bytes, 1u << 20);
+    ASSERT_U64_EQ(r->batch_max_wait_ms, 2000);
+    ASSERT_EQ(r->queue_max_profiles, 100);
+    ASSERT_U64_EQ(r->queue_max_bytes, 8u << 20);
+    ASSERT_EQ(r->max_inflight, 2);
+
+    r = &c->remote[1];
+    ASSERT_STR_EQ(r->name, "localhost:4040");
+    ASSERT_EQ(r->protocol, CFG_PROTO_PUSH);
+    ASSERT_U64_EQ(r->remote_timeout_ms, 10000);
+    ASSERT_U64_EQ(r->min_backoff_ms, 500);
+    ASSERT_U64_EQ(r->max_backoff_ms, 300000);
+    ASSERT_EQ(r->max_retries, 10);
+    ASSERT_FALSE(r->gzip_request);
+    ASSERT_EQ(r->batch_max_profiles, 64);
+    ASSERT_U64_EQ(r->batch_max_bytes, 4u << 20);
+    ASSERT_U64_EQ(r->batch_max_wait_ms, 1000);
+    ASSERT_EQ(r->queue_max_profiles, 10000);
+    ASSERT_U64_EQ(r->queue_max_bytes, 256u << 20);
+    ASSERT_EQ(r->max_inflight, 4);
+    ASSERT_U64_EQ(r->dir_max_bytes, 1ull << 30);
+
+    r = &c->remote[2];
+    ASSERT_EQ(r->protocol, CFG_PROTO_DIR);
+    ASSERT_STR_EQ(r->name, "disk");
+    ASSERT_U64_EQ(r->dir_max_bytes, 10u << 20);
+    cfg_free(c);
+}
+
+TEST(remote_write_errors)
+{
+    ERR_IS("remote-write:\n  - url: ftp://x\n",
+           "t.yaml:2:10: expected a URL starting with http://, https:// or file://, got "
+           "\"ftp://x\"");
+    ERR_IS("remote-write:\n  - url: http://\n",
+           "t.yaml:2:10: expected a URL starting with http://, https:// or file://, got "
+           "\"http://\"");
+    ERR_IS("remote-write:\n  - url: file://host/dir\n",
+           "t.yaml:2:10: expected file:///absolute/dir or file://./relative/dir, got "
+           "\"file://host/dir\"");
+    ERR_IS("remote-write:\n  - url: file:///d\n    protocol: ingest\n",
+           "t.yaml:3:15: protocol ingest does not apply to a file:// url");
+    ERR_IS("remote-write:\n  - name: x\n",
+           "t.yaml:2:5: missing required key \"url\" in remote-write");
+    ERR_IS("remote-write:\n  - url: http://a\n    protocol: grpc\n",
+           "t.yaml:3:15: expected one of push, ingest, got \"grpc\"");
+    ERR_IS("remote-write:\n  - url: http://a\n  - url: http://a/b\n",
+           "t.yaml:3:5: duplicate remote-write name \"a\"; set name: to tell them apart");
+    ERR_IS("remote-write:\n  - url: http://a\n    min-backoff: 10m\n",
+           "t.yaml:3:18: min-backoff cannot be greater than max-backoff");
+    /* `.dir` is internal: a user cannot select it by name. */
+    ERR_IS("remote-write:\n  - url: http://a\n    protocol: .dir\n",
+           "t.yaml:3:15: expected one of push, ingest, got \".dir\"");
+}
+
+TEST(yaml_syntax_error)
+{
+    ERR_STARTS("scrape-configs:\n  - job-name: a\n   bad: [\n", "t.yaml:3:");
+    ERR_IS("a: b: c\n", "t.yaml:1:5: YAML syntax error: mapping values are not allowed in this "
+                        "context");
+    ERR_IS("x: [1, 2\n", "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' while "
+                         "parsing a flow sequence");
+    ERR_IS("a: &x 1\nb: *x\n", "t.yaml:2:4: YAML aliases (*x) are not supported");
+    ERR_IS("a: 1\n---\nb: 2\n", "t.yaml:2:1: only one YAML document is allowed");
+    ERR_IS("- 1\n", "t.yaml:1:1: expected a mapping, got a list");
+    ERR_IS("? [a]\n: 1\n", "t.yaml:1:3: mapping keys must be plain strings");
+}
+
+TEST(unknown_keys)
+{
+    ERR_IS("bogus: 1\n", "t.yaml:1:1: unknown key \"bogus\" in top level");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    foo: 1\n",
+           "t.yaml:3:5: unknown key \"foo\" in scrape config");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      - targets: []\n"
+           "        lables: {a: b}\n",
+           "t.yaml:5:9: unknown key \"lables\" in static config");
+    ERR_IS("remote-write:\n  - url: http://a\n    tls-config: {ca: x}\n",
+           "t.yaml:3:18: unknown key \"ca\" in tls-config");
+    ERR_IS("spool: {dirr: /x}\n", "t.yaml:1:9: unknown key \"dirr\" in spool");
+    /* Internal keys of the schema are not user keys. */
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles: {cpu: {.kind: gauge}}\n",
+           "t.yaml:3:22: unknown key \".kind\" in profile");
+}
+
+TEST(wrong_types)
+{
+    ERR_IS("scrape-configs: foo\n", "t.yaml:1:17: expected a list, got \"foo\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs: [{targets: {a: b}}]\n",
+           "t.yaml:3:32: expected a list, got a mapping");
+    ERR_IS("scrape-configs:\n  - job-name: [a]\n",
+           "t.yaml:2:15: expected a string, got a list");
+    ERR_IS("server: 4100\n", "t.yaml:1:9: expected a mapping, got \"4100\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    use-delta-profiles: maybe\n",
+           "t.yaml:3:25: expected true or false, got \"maybe\"");
+    ERR_IS("remote-write:\n  - url: http://a\n    max-retries: -1\n",
+           "t.yaml:3:18: expected a non-negative integer, got \"-1\"");
+    ERR_IS("limits: {workers: 99999999999}\n",
+           "t.yaml:1:19: expected a non-negative integer, got \"99999999999\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs: [{targets: [a], labels: [x]}]\n",
+           "t.yaml:3:45: expected a mapping, got a list");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      -\n",
+           "t.yaml:4:8: expected a mapping, got null");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    body-size-limit: lots\n",
+           "t.yaml:3:22: expected a size like 64MiB, got \"lots\"");
+}
+
+TEST(bad_duration)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: abc\n",
+           "t.yaml:3:22: expected a duration like 15s, got \"abc\"");
+    ERR_IS("discovery: {coalesce_delay: 5}\n",
+           "t.yaml:1:29: expected a duration like 15s, got \"5\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 0s\n",
+           "t.yaml:3:22: scrape-interval must be greater than 0");
+}
+
+TEST(bad_enum_values)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scheme: ftp\n",
+           "t.yaml:3:13: expected one of http, https, got \"ftp\"");
+    ERR_IS("log-level: loud\n", "t.yaml:1:12: expected one of debug, info, warn, error, got "
+                                "\"loud\"");
+    ERR_IS("spool: {fsync: sometimes}\n",
+           "t.yaml:1:16: expected one of always, batch, never, got \"sometimes\"");
+    ERR_IS("name_validation_scheme: ascii\n",
+           "t.yaml:1:25: expected one of utf8, legacy, got \"ascii\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    kubernetes-sd-configs: [{role: service}]\n",
+           "t.yaml:3:36: expected one of pod, got \"service\"");
+    ERR_IS("limits: {gzip-level: 13}\n",
+           "t.yaml:1:22: gzip-level must be between 0 and 12, got 13");
+    ERR_IS("workers: 0\n", "t.yaml:1:10: workers must be at least 1");
+}
+
+TEST(missing_required)
+{
+    ERR_IS("scrape-configs:\n  - scrape-interval: 10s\n",
+           "t.yaml:2:5: missing required key \"job-name\" in scrape config");
+    ERR_IS("scrape-configs:\n  - job-name:\n",
+           "t.yaml:2:5: missing required key \"job-name\" in scrape config");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      - labels: {a: b}\n",
+           "t.yaml:4:9: missing required key \"targets\" in static config");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    file-sd-configs: [{refresh-interval: 1m}]\n",
+           "t.yaml:3:23: missing required key \"files\" in file-sd config");
+}
+
+TEST(both_spellings_and_duplicates)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n    job_name: b\n",
+           "t.yaml:3:5: both \"job-name\" and \"job_name\" given in scrape config (they are the "
+           "same key)");
+    ERR_IS("scrape_configs: []\nscrape-configs: []\n",
+           "t.yaml:2:1: both \"scrape_configs\" and \"scrape-configs\" given in top level (they "
+           "are the same key)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    use-delta-profiles: true\n"
+           "    use-delta-endpoints: true\n",
+           "t.yaml:4:5: both \"use-delta-profiles\" and \"use-delta-endpoints\" given in scrape "
+           "config (they are the same key)");
+    ERR_IS("log-level: info\nlog-level: debug\n",
+           "t.yaml:2:1: key \"log-level\" given twice in top level");
+    ERR_IS("external-labels: {a: 1, a: 2}\n", "t.yaml:1:25: key \"a\" given twice");
+    ERR_IS("workers: 2\nlimits: {workers: 3}\n",
+           "t.yaml:1:1: workers given both at the top level and under limits");
+}
+
+TEST(scrape_timeout_rules)
+{
+    struct cfg *c;
+
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 30s\n    scrape-timeout: 1m\n",
+           "t.yaml:4:21: scrape-timeout (1m) cannot be greater than scrape-interval (30s)");
+    /* Without a timeout, Prometheus' default 10s is capped at the interval. */
+    c = LOAD_OK("scrape-configs:\n  - job-name: a\n    scrape-interval: 5s\n");
+    ASSERT_U64_EQ(c->scrape[0].timeout_ms, 5000);
+    cfg_free(c);
+    c = LOAD_OK("scrape-configs:\n  - job-name: a\n    scrape-interval: 1m\n"
+                "    scrape-timeout: 1m\n");
+    ASSERT_U64_EQ(c->scrape[0].timeout_ms, 60000);
+    cfg_free(c);
+}
+
+TEST(duplicate_job_name)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n  - job-name: b\n  - job_name: a\n",
+           "t.yaml:4:15: duplicate job-name \"a\" (also at line 2)");
+}
+
+TEST(profile_canonical_names)
+{
+    ASSERT_STR_EQ(cfg_profile_canonical("cpu"), "process_cpu");
+    ASSERT_STR_EQ(cfg_profile_canonical("process_cpu"), "process_cpu");
+    ASSERT_STR_EQ(cfg_profile_canonical("mem"), "memory");
+    ASSERT_STR_EQ(cfg_profile_canonical("heap"), "memory");
+    ASSERT_STR_EQ(cfg_profile_canonical("goroutines"), "goroutine");
+    ASSERT_STR_EQ(cfg_profile_canonical("mutex"), "mutex");
+    ASSERT_STR_EQ(cfg_profile_canonical("block"), "block");
+    ASSERT_STR_EQ(cfg_profile_canonical("fgprof"), "fgprof");
+    ASSERT_STR_EQ(cfg_profile_canonical("godeltaprof_memory"), "godeltaprof_memory");
+    ASSERT_NULL(cfg_profile_canonical("wall"));
+    ASSERT_NULL(cfg_profile_canonical(NULL));
+}
+
+TEST(profile_resolution)
+{
+    struct cfg *c = LOAD_OK("scrape-configs:\n"
+                            "  - job-name: a\n"
+                            "    enabled-profiles: [cpu, mem, my_custom, fgprof]\n"
+                            "    profiles:\n"
+                            "      cpu: {params: {seconds: ['30']}}\n"
+                            "      my_custom: {path: /debug/custom, delta: true}\n"
+                            "      other: {path: /debug/other, enabled: false}\n"
+                            "      heap: {path: /debug/pprof/heap}\n"
+                            "      goroutines: {enabled: true}\n");
+    const struct cfg_scrape *s = &c->scrape[0];
+    const struct cfg_profile *p;
+
+    ASSERT_EQ(s->n_profiles, 11);
+    p = prof(s, "process_cpu");
+    ASSERT_TRUE(p->enabled);
+    ASSERT_TRUE(p->delta);
+    ASSERT_EQ(p->kind, CFG_KIND_DURATION);
+    ASSERT_STR_EQ(p->path, "/debug/pprof/profile");
+    ASSERT_STR_EQ(p->send_name, "process_cpu");
+    ASSERT_EQ(p->n_params, 1);
+    ASSERT_STR_EQ(p->params[0].key, "seconds");
+    ASSERT_STR_EQ(p->params[0].values[0], "30");
+    p = prof(s, "memory");
+    ASSERT_TRUE(p->enabled);
+    ASSERT_FALSE(p->delta);
+    ASSERT_EQ(p->kind, CFG_KIND_CUMULATIVE_MEMORY);
+    ASSERT_STR_EQ(p->path, "/debug/pprof/heap");
+    ASSERT_TRUE(prof(s, "goroutine")->enabled); /* profiles.<name>.enabled wins */
+    ASSERT_EQ(prof(s, "goroutine")->kind, CFG_KIND_GAUGE);
+    ASSERT_FALSE(prof(s, "mutex")->enabled);
+    ASSERT_EQ(prof(s, "mutex")->kind, CFG_KIND_CUMULATIVE_CONTENTION);
+    ASSERT_STR_EQ(prof(s, "mutex")->path, "/debug/pprof/mutex");
+    ASSERT_FALSE(prof(s, "block")->enabled);
+    ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/block");
+    p = prof(s, "fgprof");
+    ASSERT_TRUE(p->enabled);
+    ASSERT_TRUE(p->delta);
+    ASSERT_EQ(p->kind, CFG_KIND_DURATION);
+    ASSERT_STR_EQ(p->path, "/debug/fgprof");
+    p = prof(s, "my_custom");
+    ASSERT_TRUE(p->enabled);
+    ASSERT_TRUE(p->delta);
+    ASSERT_EQ(p->kind, CFG_KIND_CUSTOM);
+    ASSERT_STR_EQ(p->path, "/debug/custom");
+    ASSERT_STR_EQ(p->send_name, "my_custom");
+    p = prof(s, "other");
+    ASSERT_FALSE(p->enabled);
+    ASSERT_STR_EQ(p->path, "/debug/other");
+    ASSERT_EQ(n_enabled(s), 5);
+    cfg_free(c);
+}
+
+TEST(use_delta_profiles)
+{
+    static const char *const docs[] = {
+        "scrape-configs:\n  - job-name: a\n    use-delta-profiles: true\n",
+        "scrape-configs:\n  - job-name: a\n    use_delta_endpoints: true\n",
+    };
+
+    for (int i = 0; i < 2; i++) {
+        struct cfg *c = LOAD_OK(docs[i]);
+        const struct cfg_scrape *s = &c->scrape[0];
+        const struct cfg_profile *p = prof(s, "memory");
+
+        ASSERT_TRUE(s->use_delta_profiles);
+        ASSERT_TRUE(p->enabled);
+        ASSERT_EQ(p->kind, CFG_KIND_DELTA);
+        ASSERT_STR_EQ(p->path, "/debug/pprof/delta_heap");
+        ASSERT_STR_EQ(p->send_name, "memory");
+        ASSERT_STR_EQ(prof(s, "mutex")->path, "/debug/pprof/delta_mutex");
+        ASSERT_EQ(prof(s, "mutex")->kind, CFG_KIND_DELTA);
+        ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/delta_block");
+        ASSERT_STR_EQ(prof(s, "block")->send_name, "block");
+        ASSERT_STR_EQ(prof(s, "process_cpu")->path, "/debug/pprof/profile");
+        ASSERT_EQ(prof(s, "goroutine")->kind, CFG_KIND_GAUGE);
+        cfg_free(c);
+    }
+}
+
+TEST(godeltaprof_types)
+{
+    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
+                            "      godeltaprof_memory: {enabled: true}\n"
+                            "      memory: {enabled: false}\n");
+    const struct cfg_profile *p = prof(&c->scrape[0], "godeltaprof_memory");
+
+    ASSERT_TRUE(p->enabled);
+    ASSERT_EQ(p->kind, CFG_KIND_DELTA);
+    ASSERT_STR_EQ(p->path, "/debug/pprof/delta_heap");
+    ASSERT_STR_EQ(p->send_name, "memory");
+    ASSERT_FALSE(prof(&c->scrape[0], "memory")->enabled);
+    ASSERT_STR_EQ(prof(&c->scrape[0], "godeltaprof_mutex")->send_name, "mutex");
+    ASSERT_STR_EQ(prof(&c->scrape[0], "godeltaprof_block")->path, "/debug/pprof/delta_block");
+    cfg_free(c);
+}
+
+TEST(profile_errors)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n    enabled-profiles: [cpu, wall]\n",
+           "t.yaml:3:29: unknown profile type \"wall\" in enabled-profiles (not a built-in type "
+           "and not declared under profiles)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      wall: {enabled: true}\n",
+           "t.yaml:4:7: profile \"wall\" is not a built-in type and needs a path");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      wall:\n",
+           "t.yaml:4:7: profile \"wall\" is not a built-in type and needs a path");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      cpu: {}\n"
+           "      process_cpu: {}\n",
+           "t.yaml:5:7: profile \"process_cpu\" declared twice (as \"cpu\" and \"process_cpu\")");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      my-prof: {path: /x}\n",
+           "t.yaml:4:7: custom profile name \"my-prof\" must match [a-zA-Z_][a-zA-Z0-9_]*");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles: [cpu]\n",
+           "t.yaml:3:15: expected a mapping, got a list");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles: {cpu: 1}\n",
+           "t.yaml:3:21: expected a mapping, got \"1\"");
+}
+
+TEST(relabel_rules)
+{
+    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: a\n    relabel-configs:\n"
+                            "      - action: keep\n        source-labels: [x]\n        regex:\n"
+                            "      - {action: keep, source-labels: [x], regex: ''}\n"
+                            "      - {action: keep, source-labels: [x], regex: a.*}\n"
+                            "      - {action: labelmap, regex: __meta_(.+), replacement: "
+                            "'${1}_x'}\n");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_EQ(s->n_relabel, 4);
+    ASSERT_TRUE(s->relabel[0].regex_null);
+    ASSERT_NULL(s->relabel[0].separator);
+    ASSERT_FALSE(s->relabel[1].regex_null);
+    ASSERT_STR_EQ(s->relabel[1].regex, "");
+    ASSERT_STR_EQ(s->relabel[2].regex, "a.*");
+    ASSERT_FALSE(s->relabel[2].regex_null);
+    ASSERT_NULL(s->relabel[3].source_labels);
+    ASSERT_NULL(s->relabel[3].target_label);
+    /* ${1} is a regex group, not an environment variable. */
+    ASSERT_STR_EQ(s->relabel[3].replacement, "${1}_x");
+    cfg_free(c);
+
+    ERR_IS("scrape-configs:\n  - job-name: a\n    relabel-configs:\n"
+           "      - {action: keep, regex: x}\n"
+           "      - action: hashmod\n        source-labels: [__address__]\n"
+           "        target-label: __tmp_hash\n",
+           "t.yaml:5:9: relabel config 2 of job \"a\": relabel configuration for hashmod requires "
+           "non-zero modulus");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    relabel-configs:\n      - action: explode\n",
+           "t.yaml:4:9: relabel config 1 of job \"a\": unknown relabel action \"explode\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    relabel-configs:\n      - sourcelabels: [a]\n",
+           "t.yaml:4:9: unknown key \"sourcelabels\" in relabel config");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    relabel-configs:\n      - {modulus: x}\n",
+           "t.yaml:4:19: expected a non-negative integer, got \"x\"");
+}
+
+TEST(conflicting_auth)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n    basic-auth: {username: u}\n"
+           "    bearer-token: t\n",
+           "t.yaml:4:5: at most one of basic-auth, bearer-token and bearer-token-file may be "
+           "given in scrape config (\"bearer-token\" conflicts with \"basic-auth\")");
+    ERR_IS("remote-write:\n  - url: http://a\n    bearer_token: t\n    bearer-token-file: /f\n",
+           "t.yaml:4:5: at most one of basic-auth, bearer-token and bearer-token-file may be "
+           "given in remote-write (\"bearer-token-file\" conflicts with \"bearer-token\")");
+    ERR_IS("remote-write:\n  - url: http://a\n    basic-auth: {username: u, password: p,\n"
+           "                 password-file: /f}\n",
+           "t.yaml:4:18: basic-auth takes password or password-file, not both");
+}
+
+TEST(kubernetes_sd)
+{
+    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+                            "      - role: pod\n"
+                            "        namespaces: {own-namespace: true, names: [a, b]}\n"
+                            "        selectors: [{role: pod, field: spec.nodeName=n1}, "
+                            "{role: node, label: x=y}]\n"
+                            "        attach-metadata: {node: true, namespace: true}\n"
+                            "      - api-server: https://k8s:6443\n"
+                            "        bearer-token-file: /t\n"
+                            "        tls-config: {ca-file: /ca}\n"
+                            "      - kubeconfig_file: /k\n"
+                            "        service-account-dir: /sa\n");
+    const struct cfg_scrape *s = &c->scrape[0];
+    const struct cfg_k8s_sd *k = &s->k8s_sd[0];
+
+    ASSERT_EQ(s->n_k8s_sd, 3);
+    ASSERT_STR_EQ(k->role, "pod");
+    ASSERT_TRUE(k->own_namespace);
+    ASSERT_EQ(k->n_namespaces, 2);
+    ASSERT_STR_EQ(k->namespaces[1], "b");
+    ASSERT_EQ(k->n_selectors, 2);
+    ASSERT_STR_EQ(k->selectors[0].field, "spec.nodeName=n1");
+    ASSERT_STR_EQ(k->selectors[1].role, "node");
+    ASSERT_STR_EQ(k->selectors[1].label, "x=y");
+    ASSERT_TRUE(k->attach_node);
+    ASSERT_TRUE(k->attach_namespace);
+    ASSERT_FALSE(k->http_set);
+    ASSERT_TRUE(k->http.enable_http2);
+    ASSERT_STR_EQ(k->service_account_dir, "/var/run/secrets/kubernetes.io/serviceaccount");
+    k = &s->k8s_sd[1];
+    ASSERT_STR_EQ(k->role, "pod");
+    ASSERT_STR_EQ(k->api_server, "https://k8s:6443");
+    ASSERT_TRUE(k->http_set);
+    ASSERT_STR_EQ(k->http.bearer_token_file, "/t");
+    ASSERT_STR_EQ(k->http.tls.ca_file, "/ca");
+    ASSERT_FALSE(k->own_namespace);
+    k = &s->k8s_sd[2];
+    ASSERT_STR_EQ(k->kubeconfig_file, "/k");
+    ASSERT_STR_EQ(k->service_account_dir, "/sa");
+    ASSERT_FALSE(k->http_set);
+    cfg_free(c);
+}
+
+TEST(kubernetes_sd_errors)
+{
+#define K8S "scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+    ERR_IS(K8S "      - api-server: https://k:6443\n        kubeconfig-file: /k\n",
+           "t.yaml:5:9: api-server and kubeconfig-file cannot both be given in kubernetes-sd "
+           "config");
+    ERR_IS(K8S "      - api-server: https://k:6443\n        namespaces: {own-namespace: true}\n",
+           "t.yaml:5:22: namespaces.own-namespace needs in-cluster access and cannot be used "
+           "with api-server");
+    ERR_IS(K8S "      - kubeconfig-file: /k\n        namespaces:\n          own_namespace: true\n",
+           "t.yaml:6:11: namespaces.own-namespace needs in-cluster access and cannot be used "
+           "with kubeconfig-file");
+    ERR_IS(K8S "      - role: pod\n        tls-config: {ca-file: /ca}\n",
+           "t.yaml:5:9: \"tls-config\" needs api-server in kubernetes-sd config (in-cluster "
+           "access uses the service account)");
+    ERR_IS(K8S "      - role: pod\n        follow-redirects: false\n",
+           "t.yaml:5:9: \"follow-redirects\" needs api-server in kubernetes-sd config "
+           "(in-cluster access uses the service account)");
+    ERR_IS(K8S "      - kubeconfig-file: /k\n        bearer-token: x\n",
+           "t.yaml:5:9: \"bearer-token\" cannot be combined with kubeconfig-file (the kubeconfig "
+           "holds the client settings)");
+    ERR_IS(K8S "      - api-server: k8s:6443\n",
+           "t.yaml:4:21: expected a URL like https://host:6443, got \"k8s:6443\"");
+    ERR_IS(K8S "      - selectors: [{role: service}]\n",
+           "t.yaml:4:28: expected one of pod, node, got \"service\"");
+#undef K8S
+}
+
+TEST(env_expansion)
+{
+    struct cfg *c;
+
+    setenv("PROFLET_T_NODE", "node-7", 1);
+    setenv("PROFLET_T_IV", "30s", 1);
+    setenv("PROFLET_T_EMPTY", "", 1);
+    unsetenv("PROFLET_T_UNSET");
+    c = LOAD_OK("external-labels:\n"
+                "  a: ${PROFLET_T_NODE}\n"
+                "  b: \"x-${PROFLET_T_UNSET}-y\"\n"
+                "  c: ${PROFLET_T_UNSET:-dflt}\n"
+                "  d: ${PROFLET_T_EMPTY:-e}\n"
+                "  e: cost $$5 and $1 and ${1} and $\n"
+                "  ${PROFLET_T_NODE}: key-not-expanded\n"
+                "scrape-configs:\n"
+                "  - job-name: a\n"
+                "    scrape-interval: ${PROFLET_T_IV}\n"
+                "    kubernetes-sd-configs:\n"
+                "      - selectors:\n"
+                "          - role: pod\n"
+                "            field: \"spec.nodeName=${PROFLET_T_NODE}\"\n");
+    ASSERT_STR_EQ(c->external_labels[0].value, "node-7");
+    ASSERT_STR_EQ(c->external_labels[1].value, "x--y");
+    ASSERT_STR_EQ(c->external_labels[2].value, "dflt");
+    ASSERT_STR_EQ(c->external_labels[3].value, "e");
+    ASSERT_STR_EQ(c->external_labels[4].value, "cost $5 and $1 and ${1} and $");
+    ASSERT_STR_EQ(c->external_labels[5].key, "${PROFLET_T_NODE}");
+    ASSERT_U64_EQ(c->scrape[0].interval_ms, 30000);
+    ASSERT_STR_EQ(c->scrape[0].k8s_sd[0].selectors[0].field, "spec.nodeName=node-7");
+    cfg_free(c);
+
+    ERR_IS("log-level: ${PROFLET_T_NODE\n",
+           "t.yaml:1:12: malformed \"${...}\" in value \"${PROFLET_T_NODE\": expected ${NAME} or "
+           "${NAME:-default}");
+    ERR_IS("log-level: ${X:-abc\n",
+           "t.yaml:1:12: unterminated \"${\" in value \"${X:-abc\"");
+    /* A value that expands to something invalid is reported where it was written. */
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: ${PROFLET_T_NODE}\n",
+           "t.yaml:3:22: expected a duration like 15s, got \"node-7\"");
+}
+
+TEST(env_expansion_keeps_positions)
+{
+    /* A long multi-line expansion must not shift later line/column numbers. */
+    setenv("PROFLET_T_LONG", "line one\nline two\nline three, quite a bit longer than before", 1);
+    ERR_IS("external-labels: {a: \"${PROFLET_T_LONG}\", b: \"${PROFLET_T_LONG}\"}\n"
+           "scrape-configs:\n  - job-name: \"${PROFLET_T_LONG}\"\n    oops: 1\n",
+           "t.yaml:4:5: unknown key \"oops\" in scrape config");
+}
+
+TEST(pyroscope_configs_wrapper)
+{
+    struct cfg *c = LOAD_OK("pyroscopeConfigs:\n  log-level: warn\n  scrape-configs:\n"
+                            "    - job-name: a\n");
+
+    ASSERT_STR_EQ(c->log_level, "warn");
+    ASSERT_EQ(c->n_scrape, 1);
+    cfg_free(c);
+    ERR_IS("pyroscopeConfigs: {}\nlog-level: info\n",
+           "t.yaml:2:1: pyroscopeConfigs must be the only top-level key, but \"log-level\" is "
+           "also given");
+    ERR_IS("pyroscopeConfigs:\n  bogus: 1\n", "t.yaml:2:3: unknown key \"bogus\" in top level");
+}
+
+TEST(load_file)
+{
+    char path[] = "/tmp/proflet-cfg-XXXXXX", err[512];
+    struct cfg *c = (struct cfg *)1;
+    FILE *f;
+    int fd = mkstemp(path), rc;
+
+    ASSERT_GE(fd, 0);
+    f = fdopen(fd, "w");
+    fputs("scrape-configs:\n  - job-name: f\n    bogus: 1\n", f);
+    fclose(f);
+    rc = cfg_load_file(path, &c, err, sizeof(err));
+    ASSERT_LT(rc, 0);
+    ASSERT_NULL(c);
+    ASSERT_NOT_NULL(strstr(err, ":3:5: unknown key \"bogus\" in scrape config"));
+    ASSERT_EQ(strncmp(err, path, strlen(path)), 0);
+
+    f = fopen(path, "w");
+    fputs("scrape-configs:\n  - job-name: f\n", f);
+    fclose(f);
+    ASSERT_EQ(cfg_load_file(path, &c, err, sizeof(err)), 0);
+    ASSERT_STR_EQ(c->source, path);
+    ASSERT_STR_EQ(c->scrape[0].job_name, "f");
+    cfg_free(c);
+
+    /* Over the 16 MiB cap: refused before parsing. */
+    f = fopen(path, "w");
+    for (int i = 0; i < (16 << 10) + 1; i++)
+        fprintf(f, "#%01022d\n", 0);
+    fclose(f);
+    rc = cfg_load_file(path, &c, err, sizeof(err));
+    ASSERT_LT(rc, 0);
+    ASSERT_NOT_NULL(strstr(err, "larger than 16 MiB"));
+    unlink(path);
+
+    rc = cfg_load_file("/nonexistent/proflet.yaml", &c, err, sizeof(err));
+    ASSERT_EQ(rc, -ENOENT);
+    ASSERT_STR_EQ(err, "/nonexistent/proflet.yaml: cannot open: No such file or directory");
+}
+
+static struct cfg *load_seed(const char *name)
+{
+    char err[1024] = "", rel[256];
+    struct cfg *c = NULL;
+
+    snprintf(rel, sizeof(rel), "seeds/%s", name);
+    if (cfg_load_file(test_data_path(rel), &c, err, sizeof(err)) != 0)
+        test__fail(__FILE__, __LINE__, "seed %s: %s", name, err);
+    return c;
+}
+
+TEST(seed_001_static)
+{
+    struct cfg *c = load_seed("001_static.yaml");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_EQ(c->n_scrape, 1);
+    ASSERT_STR_EQ(s->job_name, "pyroscope");
+    ASSERT_U64_EQ(s->interval_ms, 10000);
+    ASSERT_U64_EQ(s->timeout_ms, 10000);
+    ASSERT_EQ(n_enabled(s), 5);
+    ASSERT_STR_EQ(s->static_configs[0].application, "my-application-name");
+    ASSERT_STR_EQ(s->static_configs[0].spy_name, "gospy");
+    ASSERT_STR_EQ(s->static_configs[0].targets[0], "hostname:6060");
+    ASSERT_STR_EQ(s->static_configs[0].labels[0].key, "env");
+    ASSERT_STR_EQ(s->static_configs[0].labels[0].value, "dev");
+    cfg_free(c);
+
+    c = load_seed("001_interval.yaml");
+    ASSERT_U64_EQ(c->scrape[0].interval_ms, 60000);
+    ASSERT_U64_EQ(c->scrape[0].timeout_ms, 10000);
+    cfg_free(c);
+}
+
+TEST(seed_001_delta_params)
+{
+    struct cfg *c = load_seed("001_delta_params.yaml");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_U64_EQ(s->interval_ms, 60000);
+    ASSERT_U64_EQ(s->timeout_ms, 60000);
+    ASSERT_TRUE(s->use_delta_profiles);
+    ASSERT_EQ(n_enabled(s), 5);
+    ASSERT_STR_EQ(prof(s, "process_cpu")->params[0].key, "seconds");
+    ASSERT_STR_EQ(prof(s, "process_cpu")->params[0].values[0], "30");
+    ASSERT_STR_EQ(prof(s, "block")->params[0].values[0], "30");
+    ASSERT_STR_EQ(prof(s, "mutex")->params[0].values[0], "30");
+    ASSERT_STR_EQ(prof(s, "memory")->path, "/debug/pprof/delta_heap");
+    ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/delta_block");
+    ASSERT_EQ(prof(s, "mutex")->kind, CFG_KIND_DELTA);
+    cfg_free(c);
+}
+
+TEST(seed_001_godeltaprof)
+{
+    struct cfg *c = load_seed("001_godeltaprof.yaml");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_STR_EQ(s->job_name, "pyroscope1");
+    ASSERT_EQ(n_enabled(s), 4);
+    ASSERT_FALSE(prof(s, "goroutine")->enabled);
+    ASSERT_STR_EQ(prof(s, "memory")->path, "/debug/pprof/delta_heap");
+    ASSERT_STR_EQ(prof(s, "mutex")->path, "/debug/pprof/delta_mutex");
+    ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/delta_block");
+    cfg_free(c);
+}
+
+TEST(seed_001_kubernetes_wrapped)
+{
+    struct cfg *c = load_seed("001_kubernetes_wrapped.yaml");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_STR_EQ(c->log_level, "debug");
+    ASSERT_STR_EQ(s->job_name, "kubernetes-pods");
+    ASSERT_EQ(n_enabled(s), 2);
+    ASSERT_TRUE(prof(s, "process_cpu")->enabled);
+    ASSERT_TRUE(prof(s, "memory")->enabled);
+    ASSERT_EQ(s->n_k8s_sd, 1);
+    ASSERT_STR_EQ(s->k8s_sd[0].role, "pod");
+    ASSERT_EQ(s->n_relabel, 9);
+    ASSERT_STR_EQ(s->relabel[0].action, "keep");
+    ASSERT_STR_EQ(s->relabel[0].regex, "true");
+    ASSERT_STR_EQ(s->relabel[3].regex, "([^:]+)(?::\\d+)?;(\\d+)");
+    ASSERT_STR_EQ(s->relabel[3].replacement, "$1:$2");
+    ASSERT_EQ(s->relabel[3].n_source_labels, 2);
+    ASSERT_STR_EQ(s->relabel[8].replacement, "__profile_$1");
+    cfg_free(c);
+}
+
+TEST(seed_002)
+{
+    struct cfg *c = load_seed("002_static_two_apps.yaml");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_STR_EQ(s->job_name, "Pyroscope");
+    ASSERT_EQ(s->n_static, 2);
+    ASSERT_STR_EQ(s->static_configs[1].application, "checkoutService.otel-demo");
+    ASSERT_STR_EQ(s->static_configs[1].targets[0], "example-checkoutservice.otel-demo.svc:6060");
+    ASSERT_EQ(n_enabled(s), 5);
+    cfg_free(c);
+
+    c = load_seed("002_kubernetes_pods.yaml");
+    s = &c->scrape[0];
+    ASSERT_EQ(s->n_relabel, 9);
+    ASSERT_STR_EQ(s->relabel[0].source_labels[0],
+                  "__meta_kubernetes_pod_annotation_Pyroscope_io_scrape");
+    ASSERT_EQ(n_enabled(s), 2);
+    cfg_free(c);
+}
+
+TEST(seed_004_alloy)
+{
+    struct cfg *c = load_seed("004_alloy_kubernetes.yaml");
+    const struct cfg_scrape *s = &c->scrape[0];
+
+    ASSERT_EQ(s->n_relabel, 10);
+    ASSERT_STR_EQ(s->relabel[5].target_label, "service_name");
+    ASSERT_STR_EQ(s->relabel[6].target_label, "__spy_name__");
+    ASSERT_STR_EQ(s->relabel[8].regex, "(.+?)(?::\\d+)?;(\\d+)");
+    ASSERT_EQ(n_enabled(s), 3);
+    ASSERT_TRUE(prof(s, "process_cpu")->enabled);
+    ASSERT_TRUE(prof(s, "memory")->enabled);
+    ASSERT_TRUE(prof(s, "goroutine")->enabled);
+    ASSERT_FALSE(prof(s, "block")->enabled);
+    ASSERT_EQ(c->n_remote, 1);
+    ASSERT_STR_EQ(c->remote[0].url, "https://example.invalid/profile");
+    ASSERT_EQ(c->remote[0].protocol, CFG_PROTO_PUSH);
+    ASSERT_STR_EQ(c->remote[0].name, "example.invalid");
+    cfg_free(c);
+}
+
+TEST(error_buffer_truncation)
+{
+    char err[16];
+    struct cfg *c;
+
+    ASSERT_LT(cfg_load_string("bogus: 1\n", 9, "a-long-file-name.yaml", &c, err, sizeof(err)), 0);
+    ASSERT_EQ(strlen(err), sizeof(err) - 1);
+    ASSERT_LT(cfg_load_string("bogus: 1\n", 9, "x", &c, NULL, 0), 0);
+}
+
+/* The complete examples of docs/config.md (each follows a marker comment)
+ * must load, and the documented default must be the embedded one. */
+TEST(docs_examples_load)
+{
+    static const char marker[] = "<!-- loaded by tests/config/test_config.c -->\n```yaml\n";
+    char path[4096], *doc, *p;
+    FILE *f;
+    long n;
+    int found = 0;
+
+    snprintf(path, sizeof(path), "%s", test_data_path("../../docs/config.md"));
+    f = fopen(path, "rb");
+    ASSERT_NOT_NULL(f);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    doc = calloc(1, (size_t)n + 1);
+    ASSERT_EQ(fread(doc, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    setenv("NODE_NAME", "node-1", 1);
+    for (p = strstr(doc, marker); p; p = strstr(p, marker)) {
+        char *body = p + strlen(marker), *end = strstr(body, "```");
+        struct cfg *c;
+
+        ASSERT_NOT_NULL(end);
+        *end = '\0';
+        c = LOAD_OK(body);
+        ASSERT_GE(c->n_scrape, 1);
+        if (found == 0) /* the embedded default, minus its comment line */
+            ASSERT_STR_EQ(body, strchr(cfg_default_yaml, '\n') + 1);
+        cfg_free(c);
+        found++;
+        p = end + 1;
+    }
+    ASSERT_EQ(found, 3);
+    free(doc);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv);
+}

@@ -1,0 +1,25 @@
+/* libFuzzer target: arbitrary bytes as a configuration file. The loader must
+ * either return a config (then freed) or an error with a message, never
+ * crash, leak or read out of bounds. The corpus holds the test fixtures. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[512];
+    struct cfg *c = NULL;
+    int rc;
+
+    rc = cfg_load_string((const char *)data, size, "fuzz.yaml", &c, err, sizeof(err));
+    if (rc == 0 && !c)
+        abort();
+    if (rc < 0 && (c || err[0] == '\0'))
+        abort();
+    cfg_free(c);
+    return 0;
+}
