@@ -170,8 +170,10 @@ int agent__apply_config(struct agent *a, struct agent_cfg *acfg, char *err, size
         hashmap_init(&job->sources);
         job->acfg = agent__cfg_ref(acfg);
         job->sc = sc;
-        r = relabel_rules_new(sc->relabel, sc->n_relabel, sc->name_validation, &job->rules, rerr,
-                              sizeof(rerr));
+        /* A job without its own scheme inherits the global one. */
+        r = relabel_rules_new(sc->relabel, sc->n_relabel,
+                              sc->name_validation ? sc->name_validation : cfg->name_validation,
+                              &job->rules, rerr, sizeof(rerr));
         if (r < 0) {
             snprintf(err, errlen, "job %s: %s", sc->job_name, rerr);
             goto fail;
