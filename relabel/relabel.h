@@ -74,4 +74,11 @@ char *relabel_sanitize_label_name(const char *s, size_t len);
 /** Parses "utf8" / "legacy" (NULL or "" gives UNSET). Returns -1 on anything else. */
 int relabel_parse_scheme(const char *s);
 
+/** Short text for a RELABEL_E* code or a negative errno. Static string. */
+const char *relabel_strerror(int code);
+/** Frees the calling thread's cached PCRE2 match state (match data, JIT
+ * stack). Optional: a pthread key destructor does it at thread exit; call it
+ * on the main thread before exit to leave nothing behind. */
+void relabel_thread_cleanup(void);
+
 #endif
