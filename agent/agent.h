@@ -145,6 +145,7 @@ struct agent {
     uv_timer_t shutdown_timer;
     bool stopping;
     uint64_t shutdown_deadline_ms;
+    bool log_level_fixed;              /**< --log-level (or `targets`) overrides the file */
     bool targets_mode;                 /**< `proflet targets`: discover, print, exit */
     bool targets_printed;
     uint64_t last_update_ms;

@@ -326,6 +326,7 @@ static int run(const char *config_path, const char *log_level, bool targets_mode
     a.loop = &loop;
     a.config_path = (char *)config_path;
     a.targets_mode = targets_mode;
+    a.log_level_fixed = log_level || targets_mode;
     a.start_time_ns = agent__now_ns();
     hashmap_init(&a.pairs);
     labels_init(&a.external);

@@ -51,7 +51,7 @@ int agent__reload(struct agent *a, const char *why)
     for (unsigned i = 0; i < acfg->cfg->n_external_labels; i++)
         labels_set(&a->external, acfg->cfg->external_labels[i].key,
                    acfg->cfg->external_labels[i].value);
-    if (acfg->cfg->log_level && log_parse_level(acfg->cfg->log_level) >= 0)
+    if (!a->log_level_fixed && acfg->cfg->log_level && log_parse_level(acfg->cfg->log_level) >= 0)
         log_set_level((enum log_level)log_parse_level(acfg->cfg->log_level));
     a->reloads_ok++;
     a->last_reload_ok = true;
