@@ -79,4 +79,11 @@ int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, si
 int pprof_validate(const uint8_t *in, size_t in_len, const struct pprof_limits *lim, char *err,
                    size_t errlen);
 
+/** Number of keys (unique stacks with their labels) the state holds. */
+size_t pprof_delta_keys(const struct pprof_delta *d);
+
+/** Gzips `in` (borrowed) at libdeflate level 1..12 into a malloc'd buffer
+ * that the caller frees. Returns 0, -EINVAL for a bad level, or -ENOMEM. */
+int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
+
 #endif

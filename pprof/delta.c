@@ -1,0 +1,1362 @@
+/* Delta of cumulative pprof profiles (Go allocs, mutex, block), straight
+ * from the wire format.
+ *
+ * Design. A delta changes only sample values, so nothing else is decoded
+ * into structs: one pass over the top-level fields records where every
+ * sample, location, function, mapping and string record lies; samples are
+ * parsed just enough to hash their key and read their values; the output is
+ * written by copying the referenced location, function, mapping and string
+ * records as raw bytes, each sample as its raw location and label fields
+ * plus freshly encoded values. Ids and string indices therefore never
+ * change; unreferenced strings are written empty so indices hold, and the
+ * table is cut after the last referenced one.
+ *
+ * Key of a sample: its location addresses in stack order (a hash of the
+ * function name, file and line of each line instead, for locations whose
+ * address is 0 as non-Go producers write them) plus an order-independent
+ * sum of its label hashes, labels compared by content (the heap `bytes`
+ * label included, which makes Go's per-sample heap scaling constant per key
+ * so differencing scaled values is exact). A key is a 63-bit hash: a
+ * polynomial over the mixed per-location keys, finished with the labels'
+ * hash; strings are hashed with xxh3, once per string per profile.
+ *
+ * State. One open-addressing table per (target, profile type): a slot is
+ * the key plus the previous value of each cumulative column, nothing else.
+ * During a call, a slot already met in this profile has bit 0 of its key
+ * set and holds the index of its entry in place of its first value, so one
+ * probe per sample finds both the previous values and any duplicate of the
+ * same key in the current profile. At the end every met slot receives the
+ * new cumulative sums; slots not met (stacks that vanished) are pruned by
+ * rebuilding the table from the current keys.
+ *
+ * Threading: a `struct pprof_delta` is used by one call at a time (the agent
+ * serialises jobs of a pair); calls on different states may run in
+ * parallel. Ownership: input borrowed; output malloc'd for the caller; all
+ * per-call memory is freed before returning. */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "pprof/pprof_internal.h"
+
+/* Table sizing, in percent of slots used: tables are built at 70% and grow
+ * past 85%, so the state stays within 1.2x-1.45x of its keys and values
+ * (DESIGN.md: at most 2x). Any size works: slots are found by a multiply,
+ * not a mask. */
+#define LOAD_BUILD 70
+#define LOAD_MAX 85
+#define SEEN_BIT 1ULL
+
+__extension__ typedef unsigned __int128 u128;
+
+/* A restart is declared when more than this fraction of the keys found in
+ * both profiles went down. */
+#define RESET_DECREASE_NUM 1
+#define RESET_DECREASE_DEN 2
+
+enum { F_SAMPLE_TYPE = 1, F_SAMPLE, F_MAPPING, F_LOCATION, F_FUNCTION, F_STRING,
+       F_DROP_FRAMES, F_KEEP_FRAMES, F_TIME, F_DURATION, F_PERIOD_TYPE, F_PERIOD,
+       F_COMMENT, F_DEFAULT_SAMPLE_TYPE, F_DOC_URL };
+
+struct pprof_delta {
+    enum pprof_delta_kind kind;
+    bool seeded;
+    int64_t prev_time;
+    uint64_t types_fp;
+    uint64_t mapping_fp;
+    unsigned ncum;   /* cumulative columns kept per key */
+    unsigned stride; /* uint64 words per slot: key + max(ncum, 1) */
+    uint64_t *slots;
+    size_t cap; /* slots; 0 or a power of two */
+    size_t n;   /* keys in the table */
+};
+
+/* Content span of a length-delimited record inside the raw profile. */
+struct span {
+    uint32_t off, len;
+};
+
+/* One unique key of the current profile. */
+struct ent {
+    uint32_t sample; /* first sample with this key: its fields are emitted */
+    uint32_t vbytes; /* bytes of that sample's value fields, tags included */
+    size_t slot;
+    uint32_t out_vlen; /* encode(): bytes of its output values, 0 = dropped */
+    bool matched;      /* the key was in the state */
+};
+
+struct ctx {
+    struct pprof_delta *d;
+    const uint8_t *raw;
+    size_t len;
+    const struct pprof_limits *lim;
+    char *err;
+    size_t errlen;
+
+    size_t n[F_STRING + 1];
+    struct span *spans[F_STRING + 1];
+    int64_t *comments;
+    size_t n_comments;
+    int64_t drop_frames, keep_frames, time_nanos, duration_nanos, period, default_sample_type,
+        doc_url;
+    bool has_period_type;
+    struct span period_type;
+
+    uint64_t *strhash; /* lazy; 0 = not computed yet */
+    uint8_t *str_used;
+    size_t max_str_used;
+
+    struct pprof__idmap mapmap, fnmap, locmap;
+    uint32_t *fn_name, *fn_sys, *fn_file;
+    uint8_t *fn_used;
+    uint64_t *lockey;
+    uint32_t *loc_refs; /* samples (first of their key) referencing each location */
+
+    size_t ncols;
+    int *cum_of_col; /* column -> cumulative index, or -1 */
+    unsigned ncum;
+    uint64_t types_fp, mapping_fp;
+
+    int64_t *row;
+    struct ent *ents;
+    size_t n_ents, matched, decreased;
+    int64_t *sums;  /* n_ents x ncols */
+    int64_t *prevs; /* n_ents x ncum */
+
+    uint8_t *out;
+    size_t out_len;
+
+    /* Most samples repeat the label bytes of the previous one (Go's heap
+     * `bytes` label): the last label parsed and its hash. */
+    const uint8_t *last_label;
+    size_t last_label_len;
+    uint64_t last_label_hash;
+};
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int corrupt(struct ctx *c, const char *what)
+{
+    return pprof__err(c->err, c->errlen, PPROF_ECORRUPT, "malformed profile: %s", what);
+}
+
+static uint64_t mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ULL;
+    x ^= x >> 33;
+    return x;
+}
+
+/* True when field `f` is one of the scalar fields 1..`last` of its message
+ * but not varint-encoded. protobuf-c refuses those, and so must we, or the
+ * output could be something the decoder rejects. */
+static bool bad_scalar(const struct pprof__field *f, uint32_t last)
+{
+    return f->num <= last && f->wt != PPROF__WT_VARINT;
+}
+
+static bool str_ok(const struct ctx *c, int64_t i)
+{
+    return i >= 0 && (uint64_t)i < c->n[F_STRING];
+}
+
+static uint64_t str_hash(struct ctx *c, uint64_t i)
+{
+    uint64_t h = c->strhash[i];
+
+    if (h == 0) {
+        const struct span *s = &c->spans[F_STRING][i];
+        h = XXH3_64bits(c->raw + s->off, s->len) | 1;
+        c->strhash[i] = h;
+    }
+    return h;
+}
+
+static bool str_eq(const struct ctx *c, uint64_t i, const char *lit)
+{
+    const struct span *s = &c->spans[F_STRING][i];
+    size_t n = strlen(lit);
+
+    return s->len == n && memcmp(c->raw + s->off, lit, n) == 0;
+}
+
+static void mark_str(struct ctx *c, uint64_t i)
+{
+    c->str_used[i] = 1;
+    if (i > c->max_str_used)
+        c->max_str_used = i;
+}
+
+/* ---- state table ---- */
+
+static size_t fit_cap(size_t keys)
+{
+    return (size_t)((u128)keys * 100 / LOAD_BUILD) + 16;
+}
+
+static bool overloaded(size_t keys, size_t cap)
+{
+    return (u128)keys * 100 > (u128)cap * LOAD_MAX;
+}
+
+/* Home slot of a key: its hash scaled onto [0, cap). */
+static size_t home(uint64_t key, size_t cap)
+{
+    return (size_t)(((u128)(key & ~SEEN_BIT) * cap) >> 64);
+}
+
+static size_t next_slot(size_t s, size_t cap)
+{
+    return s + 1 == cap ? 0 : s + 1;
+}
+
+static uint64_t *slot_at(const struct pprof_delta *d, size_t s)
+{
+    return d->slots + s * d->stride;
+}
+
+static void state_clear(struct pprof_delta *d)
+{
+    free(d->slots);
+    d->slots = NULL;
+    d->cap = 0;
+    d->n = 0;
+    d->seeded = false;
+}
+
+/* Moves every slot into a table of `cap` slots; slots met in this call
+ * carry their entry index, which learns the new position. */
+static int state_rehash(struct pprof_delta *d, size_t cap, struct ent *ents)
+{
+    uint64_t *ns = calloc(cap, d->stride * sizeof(uint64_t));
+    if (!ns)
+        return -ENOMEM;
+    for (size_t i = 0; i < d->cap; i++) {
+        uint64_t *o = slot_at(d, i);
+        size_t s;
+
+        if (o[0] == 0)
+            continue;
+        for (s = home(o[0], cap); ns[s * d->stride] != 0; s = next_slot(s, cap))
+            ;
+        memcpy(ns + s * d->stride, o, d->stride * sizeof(uint64_t));
+        if (o[0] & SEEN_BIT)
+            ents[o[1]].slot = s;
+    }
+    free(d->slots);
+    d->slots = ns;
+    d->cap = cap;
+    return 0;
+}
+
+/* ---- pass 1: top-level records ---- */
+
+static int scan_top(struct ctx *c)
+{
+    const uint8_t *p, *end = c->raw + c->len;
+    struct pprof__field f;
+    size_t idx[F_STRING + 1] = {0};
+    int r;
+
+    /* Count first so every array is allocated once, after the caps. */
+    p = c->raw;
+    while ((r = pprof__next_field(&p, end, &f)) > 0) {
+        if (f.num <= F_STRING) {
+            if (f.wt != PPROF__WT_LEN)
+                return corrupt(c, "wrong wire type for a repeated message");
+            c->n[f.num]++;
+        } else if (f.num == F_COMMENT) {
+            if (f.wt == PPROF__WT_LEN)
+                c->n_comments += f.len; /* upper bound: a varint takes >= 1 byte */
+            else
+                c->n_comments++;
+        }
+    }
+    if (r < 0)
+        return corrupt(c, "bad protobuf encoding");
+    if (c->n[F_SAMPLE] > c->lim->max_samples)
+        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                          "profile too large: %zu samples > cap %zu", c->n[F_SAMPLE],
+                          c->lim->max_samples);
+    if (c->n[F_LOCATION] > c->lim->max_locations)
+        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                          "profile too large: %zu locations > cap %zu", c->n[F_LOCATION],
+                          c->lim->max_locations);
+    if (c->n[F_FUNCTION] > c->lim->max_functions)
+        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                          "profile too large: %zu functions > cap %zu", c->n[F_FUNCTION],
+                          c->lim->max_functions);
+    if (c->n[F_STRING] > c->lim->max_strings)
+        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                          "profile too large: %zu strings > cap %zu", c->n[F_STRING],
+                          c->lim->max_strings);
+    if (c->n_comments > c->lim->max_strings)
+        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                          "profile too large: %zu comments > cap %zu", c->n_comments,
+                          c->lim->max_strings);
+    if (c->len > UINT32_MAX)
+        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                          "profile too large: %zu bytes > 4 GiB", c->len);
+    for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++) {
+        c->spans[k] = malloc((c->n[k] ? c->n[k] : 1) * sizeof(struct span));
+        if (!c->spans[k])
+            return -ENOMEM;
+    }
+    c->comments = malloc((c->n_comments ? c->n_comments : 1) * sizeof(int64_t));
+    if (!c->comments)
+        return -ENOMEM;
+    c->n_comments = 0;
+
+    p = c->raw;
+    while (pprof__next_field(&p, end, &f) > 0) {
+        if (f.num <= F_STRING) {
+            struct span *s = &c->spans[f.num][idx[f.num]++];
+            s->off = (uint32_t)(f.data - c->raw);
+            s->len = (uint32_t)f.len;
+            continue;
+        }
+        if (f.num == F_PERIOD_TYPE) {
+            if (f.wt != PPROF__WT_LEN)
+                return corrupt(c, "wrong wire type for period_type");
+            c->has_period_type = true;
+            c->period_type.off = (uint32_t)(f.data - c->raw);
+            c->period_type.len = (uint32_t)f.len;
+            continue;
+        }
+        if (f.num == F_COMMENT) {
+            if (f.wt == PPROF__WT_LEN) {
+                const uint8_t *q = f.data, *qe = f.data + f.len;
+                uint64_t v;
+                while (q < qe) {
+                    if (pprof__varint(&q, qe, &v) < 0)
+                        return corrupt(c, "bad packed comment");
+                    c->comments[c->n_comments++] = (int64_t)v;
+                }
+            } else if (f.wt == PPROF__WT_VARINT) {
+                c->comments[c->n_comments++] = (int64_t)f.val;
+            } else {
+                return corrupt(c, "wrong wire type for comment");
+            }
+            continue;
+        }
+        if (f.num > F_DOC_URL)
+            continue; /* unknown field: dropped from the output */
+        if (f.wt != PPROF__WT_VARINT)
+            return corrupt(c, "wrong wire type for a scalar field");
+        switch (f.num) {
+        case F_DROP_FRAMES: c->drop_frames = (int64_t)f.val; break;
+        case F_KEEP_FRAMES: c->keep_frames = (int64_t)f.val; break;
+        case F_TIME: c->time_nanos = (int64_t)f.val; break;
+        case F_DURATION: c->duration_nanos = (int64_t)f.val; break;
+        case F_PERIOD: c->period = (int64_t)f.val; break;
+        case F_DEFAULT_SAMPLE_TYPE: c->default_sample_type = (int64_t)f.val; break;
+        case F_DOC_URL: c->doc_url = (int64_t)f.val; break;
+        }
+    }
+    return 0;
+}
+
+/* ---- strings, sample types, mappings, functions, locations ---- */
+
+static int scan_strings(struct ctx *c)
+{
+    size_t n = c->n[F_STRING];
+
+    if (n == 0 || c->spans[F_STRING][0].len != 0)
+        return corrupt(c, "string_table[0] must be empty");
+    c->strhash = calloc(n, sizeof(uint64_t));
+    c->str_used = calloc(n, 1);
+    if (!c->strhash || !c->str_used)
+        return -ENOMEM;
+    mark_str(c, 0);
+    for (size_t i = 0; i < c->n_comments; i++) {
+        if (!str_ok(c, c->comments[i]))
+            return corrupt(c, "bad comment string");
+        mark_str(c, (uint64_t)c->comments[i]);
+    }
+    if (!str_ok(c, c->drop_frames) || !str_ok(c, c->keep_frames) ||
+        !str_ok(c, c->default_sample_type) || !str_ok(c, c->doc_url))
+        return corrupt(c, "bad string index");
+    mark_str(c, (uint64_t)c->drop_frames);
+    mark_str(c, (uint64_t)c->keep_frames);
+    mark_str(c, (uint64_t)c->default_sample_type);
+    mark_str(c, (uint64_t)c->doc_url);
+    return 0;
+}
+
+/* Reads a ValueType (sample_type, period_type) and marks its strings. */
+static int value_type(struct ctx *c, const struct span *s, uint64_t *type, uint64_t *unit)
+{
+    const uint8_t *p = c->raw + s->off, *end = p + s->len;
+    struct pprof__field f;
+    int r;
+
+    *type = *unit = 0;
+    while ((r = pprof__next_field(&p, end, &f)) > 0) {
+        if (bad_scalar(&f, 2))
+            return corrupt(c, "bad value type");
+        if (f.num == 1)
+            *type = f.val;
+        else if (f.num == 2)
+            *unit = f.val;
+    }
+    if (r < 0 || !str_ok(c, (int64_t)*type) || !str_ok(c, (int64_t)*unit))
+        return corrupt(c, "bad value type");
+    mark_str(c, *type);
+    mark_str(c, *unit);
+    return 0;
+}
+
+static bool is_cumulative(struct ctx *c, enum pprof_delta_kind kind, uint64_t type, uint64_t unit)
+{
+    if (kind == PPROF_DELTA_MEMORY)
+        return (str_eq(c, type, "alloc_objects") && str_eq(c, unit, "count")) ||
+               (str_eq(c, type, "alloc_space") && str_eq(c, unit, "bytes"));
+    return (str_eq(c, type, "contentions") && str_eq(c, unit, "count")) ||
+           (str_eq(c, type, "delay") && str_eq(c, unit, "nanoseconds"));
+}
+
+static int scan_types(struct ctx *c)
+{
+    uint64_t type, unit;
+    int rc;
+
+    c->ncols = c->n[F_SAMPLE_TYPE];
+    c->cum_of_col = malloc((c->ncols ? c->ncols : 1) * sizeof(int));
+    c->row = malloc((c->ncols ? c->ncols : 1) * sizeof(int64_t));
+    if (!c->cum_of_col || !c->row)
+        return -ENOMEM;
+    c->types_fp = 0x51ed27;
+    for (size_t i = 0; i < c->ncols; i++) {
+        if ((rc = value_type(c, &c->spans[F_SAMPLE_TYPE][i], &type, &unit)) < 0)
+            return rc;
+        c->types_fp = mix64(c->types_fp ^ str_hash(c, type)) + str_hash(c, unit);
+        c->cum_of_col[i] = is_cumulative(c, c->d->kind, type, unit) ? (int)c->ncum++ : -1;
+    }
+    if (c->has_period_type && (rc = value_type(c, &c->period_type, &type, &unit)) < 0)
+        return rc;
+    return 0;
+}
+
+static int scan_mappings(struct ctx *c)
+{
+    size_t n = c->n[F_MAPPING];
+    uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+    int rc = 0;
+
+    if (!ids)
+        return -ENOMEM;
+    c->mapping_fp = 0;
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct span *s = &c->spans[F_MAPPING][i];
+        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        uint64_t v[7] = {0}; /* by field number 1..6 */
+        struct pprof__field f;
+        int r;
+
+        while ((r = pprof__next_field(&p, end, &f)) > 0) {
+            if (bad_scalar(&f, 10)) {
+                r = -1;
+                break;
+            }
+            if (f.num <= 6)
+                v[f.num] = f.val;
+        }
+        if (r < 0 || !str_ok(c, (int64_t)v[5]) || !str_ok(c, (int64_t)v[6])) {
+            rc = corrupt(c, "bad mapping");
+            break;
+        }
+        mark_str(c, v[5]);
+        mark_str(c, v[6]);
+        ids[i] = v[1];
+        if (i == 0) /* the main binary: a restart with ASLR or a new build changes it */
+            c->mapping_fp = mix64(mix64(mix64(v[2] ^ 0x9e37) ^ v[3]) ^ v[4]) ^
+                            str_hash(c, v[5]) ^ mix64(str_hash(c, v[6]));
+    }
+    if (rc == 0 && (rc = pprof__idmap_init(&c->mapmap, ids, n)) < 0 && rc != -ENOMEM)
+        rc = corrupt(c, "mapping id 0 or repeated");
+    free(ids);
+    return rc;
+}
+
+static int scan_functions(struct ctx *c)
+{
+    size_t n = c->n[F_FUNCTION];
+    uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+    int rc = 0;
+
+    c->fn_name = malloc((n ? n : 1) * sizeof(uint32_t));
+    c->fn_sys = malloc((n ? n : 1) * sizeof(uint32_t));
+    c->fn_file = malloc((n ? n : 1) * sizeof(uint32_t));
+    c->fn_used = calloc(n ? n : 1, 1);
+    if (!ids || !c->fn_name || !c->fn_sys || !c->fn_file || !c->fn_used) {
+        free(ids);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const struct span *s = &c->spans[F_FUNCTION][i];
+        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        uint64_t v[5] = {0};
+        struct pprof__field f;
+        int r;
+
+        while ((r = pprof__next_field(&p, end, &f)) > 0) {
+            if (bad_scalar(&f, 5)) {
+                r = -1;
+                break;
+            }
+            if (f.num <= 4)
+                v[f.num] = f.val;
+        }
+        if (r < 0 || !str_ok(c, (int64_t)v[2]) || !str_ok(c, (int64_t)v[3]) ||
+            !str_ok(c, (int64_t)v[4])) {
+            rc = corrupt(c, "bad function");
+            break;
+        }
+        ids[i] = v[1];
+        c->fn_name[i] = (uint32_t)v[2];
+        c->fn_sys[i] = (uint32_t)v[3];
+        c->fn_file[i] = (uint32_t)v[4];
+    }
+    if (rc == 0 && (rc = pprof__idmap_init(&c->fnmap, ids, n)) < 0 && rc != -ENOMEM)
+        rc = corrupt(c, "function id 0 or repeated");
+    free(ids);
+    return rc;
+}
+
+static int scan_locations(struct ctx *c)
+{
+    size_t n = c->n[F_LOCATION];
+    uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+    int rc = 0;
+
+    c->lockey = malloc((n ? n : 1) * sizeof(uint64_t));
+    c->loc_refs = calloc(n ? n : 1, sizeof(uint32_t));
+    if (!ids || !c->lockey || !c->loc_refs) {
+        free(ids);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        const struct span *s = &c->spans[F_LOCATION][i];
+        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        uint64_t id = 0, mapping = 0, addr = 0;
+        uint64_t fallback = 0x10ca7e;
+        struct pprof__field f;
+        int r;
+
+        while ((r = pprof__next_field(&p, end, &f)) > 0) {
+            if (f.num == 4 && f.wt == PPROF__WT_LEN) {
+                const uint8_t *q = f.data, *qe = f.data + f.len;
+                struct pprof__field g;
+                uint64_t fid = 0, line = 0;
+                uint32_t fi;
+                int r2;
+
+                while ((r2 = pprof__next_field(&q, qe, &g)) > 0) {
+                    if (bad_scalar(&g, 3)) {
+                        r2 = -1;
+                        break;
+                    }
+                    if (g.num == 1)
+                        fid = g.val;
+                    else if (g.num == 2)
+                        line = g.val;
+                }
+                if (r2 < 0)
+                    return free(ids), corrupt(c, "bad line");
+                if (fid == 0) {
+                    fallback = mix64(fallback ^ line);
+                    continue;
+                }
+                if ((fi = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)
+                    return free(ids), corrupt(c, "line references unknown function");
+                fallback = mix64(fallback ^ str_hash(c, c->fn_name[fi])) +
+                           mix64(str_hash(c, c->fn_file[fi]) ^ line);
+            } else if (f.num == 4 || (f.num <= 5 && f.wt != PPROF__WT_VARINT)) {
+                r = -1;
+                break;
+            } else {
+                if (f.num == 1)
+                    id = f.val;
+                else if (f.num == 2)
+                    mapping = f.val;
+                else if (f.num == 3)
+                    addr = f.val;
+            }
+        }
+        if (r < 0)
+            rc = corrupt(c, "bad location");
+        else if (mapping && pprof__idmap_get(&c->mapmap, mapping) == UINT32_MAX)
+            rc = corrupt(c, "location references unknown mapping");
+        ids[i] = id;
+        /* Addresses identify a frame in a process; without them (non-Go
+         * producers) the symbolic frame does. */
+        c->lockey[i] = addr ? mix64(addr ^ 0xadd7) : fallback;
+    }
+    if (rc == 0 && (rc = pprof__idmap_init(&c->locmap, ids, n)) < 0 && rc != -ENOMEM)
+        rc = corrupt(c, "location id 0 or repeated");
+    free(ids);
+    return rc;
+}
+
+/* ---- samples ---- */
+
+/* Adds with saturation: a hostile profile must not cause signed overflow. */
+static int64_t sat_add(int64_t a, int64_t b)
+{
+    int64_t r;
+
+    if (__builtin_add_overflow(a, b, &r))
+        return b > 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int64_t sat_sub(int64_t a, int64_t b)
+{
+    int64_t r;
+
+    if (__builtin_sub_overflow(a, b, &r))
+        return b < 0 ? INT64_MAX : INT64_MIN;
+    return r;
+}
+
+static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h);
+
+static inline int label_hash(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h)
+{
+    int rc;
+
+    if (len == c->last_label_len && c->last_label && memcmp(p, c->last_label, len) == 0) {
+        *h = c->last_label_hash;
+        return 0;
+    }
+    if ((rc = label_hash_slow(c, p, len, h)) < 0)
+        return rc;
+    c->last_label = p;
+    c->last_label_len = len;
+    c->last_label_hash = *h;
+    return 0;
+}
+
+static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h)
+{
+    const uint8_t *end = p + len;
+    uint64_t v[5] = {0};
+    struct pprof__field f;
+    int r;
+
+    while ((r = pprof__next_field(&p, end, &f)) > 0) {
+        if (bad_scalar(&f, 4)) {
+            r = -1;
+            break;
+        }
+        if (f.num <= 4)
+            v[f.num] = f.val;
+    }
+    if (r < 0 || !str_ok(c, (int64_t)v[1]) || !str_ok(c, (int64_t)v[2]) ||
+        !str_ok(c, (int64_t)v[4]))
+        return corrupt(c, "bad label");
+    *h = mix64(str_hash(c, v[1]) ^ mix64(str_hash(c, v[2]) + v[3]) ^
+               (str_hash(c, v[4]) << 1));
+    return 0;
+}
+
+static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
+{
+    if (li == UINT32_MAX)
+        return pprof__err(c->err, c->errlen, PPROF_ECORRUPT,
+                          "malformed profile: sample references unknown location %" PRIu64, id);
+    return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                      "profile too large: stack depth > cap %zu", c->lim->max_stack_depth);
+}
+
+/* The innermost loop of a delta: the location ids of one sample, folded
+ * into the stack hash `*h` (a polynomial over per-location keys that are
+ * already well mixed). Every sample counts its references; encode() takes
+ * back those of samples it does not emit, which leaves the locations to
+ * keep. Locals, not ctx fields, so the compiler keeps them in registers. */
+static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const uint8_t *q, const uint8_t *qe, size_t *depth,
+                           uint64_t *h)
+{
+    const uint32_t *dense = c->locmap.dense;
+    const size_t dense_len = c->locmap.dense_len, cap = c->lim->max_stack_depth;
+    const uint64_t *lockey = c->lockey;
+    uint32_t *refs = c->loc_refs;
+    size_t dep = *depth;
+    uint64_t hh = *h;
+
+    while (q < qe) {
+        uint64_t id;
+        uint32_t li;
+
+        if (*q < 0x80)
+            id = *q++;
+        else if (pprof__varint(&q, qe, &id) < 0)
+            return corrupt(c, "bad packed location_id");
+        if (dense)
+            li = id < dense_len ? dense[id] : UINT32_MAX;
+        else
+            li = pprof__idmap_get(&c->locmap, id);
+        if (__builtin_expect(li == UINT32_MAX || dep == cap, 0))
+            return add_loc_error(c, li, id);
+        hh = (hh + lockey[li]) * 0x9E3779B97F4A7C15ULL;
+        refs[li]++;
+        dep++;
+    }
+    *depth = dep;
+    *h = hh;
+    return 0;
+}
+
+/* Finds or inserts `key`; returns the slot. */
+static int lookup(struct ctx *c, uint64_t key, size_t *slot, bool *inserted)
+{
+    struct pprof_delta *d = c->d;
+    size_t s;
+
+    if (overloaded(d->n + 1, d->cap)) {
+        int rc = state_rehash(d, fit_cap(2 * d->n), c->ents);
+        if (rc < 0)
+            return rc;
+    }
+    for (s = home(key, d->cap);; s = next_slot(s, d->cap)) {
+        uint64_t k = d->slots[s * d->stride];
+        if (k == 0) {
+            d->slots[s * d->stride] = key;
+            d->n++;
+            *inserted = true;
+            break;
+        }
+        if ((k & ~SEEN_BIT) == key) {
+            *inserted = false;
+            break;
+        }
+    }
+    *slot = s;
+    return 0;
+}
+
+/* Parses sample `i`: its key, its values into `row`, and the bytes its
+ * value fields take. */
+static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out,
+                        uint32_t *vbytes_out)
+{
+    const struct span *s = &c->spans[F_SAMPLE][i];
+    const uint8_t *p = c->raw + s->off, *end = p + s->len;
+    size_t depth = 0, nv = 0, nlabels = 0, vbytes = 0;
+    uint64_t labels = 0, stack = 0x5eed, key;
+    struct pprof__field f;
+    int r = 0, rc;
+
+    for (;;) {
+        /* Fast path: a length-delimited field 1-3 with a one-byte length,
+         * which is how Go writes nearly every sample. */
+        if (end - p >= 2 && (p[0] == 0x0a || p[0] == 0x12 || p[0] == 0x1a) && p[1] < 0x80 &&
+            p[1] <= end - p - 2) {
+            f.start = p;
+            f.num = p[0] >> 3;
+            f.wt = PPROF__WT_LEN;
+            f.data = p + 2;
+            f.len = p[1];
+            p += 2 + p[1];
+        } else if ((r = pprof__next_field(&p, end, &f)) <= 0) {
+            break;
+        }
+        switch (f.num) {
+        case 1:
+            if (f.wt == PPROF__WT_LEN) {
+                if ((rc = add_locs(c, f.data, f.data + f.len, &depth, &stack)) < 0)
+                    return rc;
+            } else if (f.wt == PPROF__WT_VARINT) {
+                /* Unpacked (rare): re-encode the id for the same loop. */
+                uint8_t one[10];
+                uint8_t *one_end = pprof__put_varint(one, f.val);
+                if ((rc = add_locs(c, one, one_end, &depth, &stack)) < 0)
+                    return rc;
+            } else {
+                return corrupt(c, "wrong wire type for location_id");
+            }
+            break;
+        case 2:
+            vbytes += (size_t)(p - f.start);
+            if (f.wt == PPROF__WT_LEN) {
+                const uint8_t *q = f.data, *qe = f.data + f.len;
+                uint64_t v;
+                while (q < qe) {
+                    if (pprof__varint(&q, qe, &v) < 0)
+                        return corrupt(c, "bad packed value");
+                    if (nv == c->ncols)
+                        return corrupt(c, "sample has more values than sample types");
+                    row[nv++] = (int64_t)v;
+                }
+            } else if (f.wt == PPROF__WT_VARINT) {
+                if (nv == c->ncols)
+                    return corrupt(c, "sample has more values than sample types");
+                row[nv++] = (int64_t)f.val;
+            } else {
+                return corrupt(c, "wrong wire type for value");
+            }
+            break;
+        case 3: {
+            uint64_t h = 0;
+            if (f.wt != PPROF__WT_LEN)
+                return corrupt(c, "wrong wire type for label");
+            if (++nlabels > c->lim->max_labels)
+                return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                                  "profile too large: labels in one sample > cap %zu",
+                                  c->lim->max_labels);
+            if ((rc = label_hash(c, f.data, f.len, &h)) < 0)
+                return rc;
+            labels += h; /* a sum: the order of labels does not matter */
+            break;
+        }
+        default:
+            break;
+        }
+    }
+    if (r < 0)
+        return corrupt(c, "bad sample");
+    if (nv != c->ncols)
+        return corrupt(c, "sample has fewer values than sample types");
+    key = mix64(stack ^ mix64(labels + depth)) & ~SEEN_BIT;
+    *key_out = key ? key : 2;
+    *vbytes_out = (uint32_t)vbytes;
+    return 0;
+}
+
+/* Enters parsed sample `i` into the table: a new entry, or a duplicate
+ * summed into the entry of its key. */
+static int commit_sample(struct ctx *c, size_t i, uint64_t key, const int64_t *row,
+                         uint32_t vbytes)
+{
+    struct pprof_delta *d = c->d;
+    size_t slot;
+    bool inserted;
+    int rc;
+
+    if ((rc = lookup(c, key, &slot, &inserted)) < 0)
+        return rc;
+    uint64_t *sl = slot_at(d, slot);
+    if (!inserted && (sl[0] & SEEN_BIT)) {
+        int64_t *sum = c->sums + sl[1] * c->ncols;
+        for (size_t k = 0; k < c->ncols; k++)
+            sum[k] = sat_add(sum[k], row[k]);
+        return 0;
+    }
+    struct ent *e = &c->ents[c->n_ents];
+    int64_t *prev = c->prevs + c->n_ents * (c->ncum ? c->ncum : 1);
+    e->sample = (uint32_t)i;
+    e->vbytes = vbytes;
+    e->slot = slot;
+    e->matched = !inserted;
+    if (inserted)
+        memset(prev, 0, c->ncum * sizeof(int64_t));
+    else
+        memcpy(prev, sl + 1, c->ncum * sizeof(int64_t));
+    memcpy(c->sums + c->n_ents * c->ncols, row, c->ncols * sizeof(int64_t));
+    sl[0] |= SEEN_BIT;
+    sl[1] = c->n_ents;
+    c->n_ents++;
+    return 0;
+}
+
+/* Samples are parsed a few ahead of their table lookup, with the slot
+ * prefetched: the state table is larger than the caches, and the lookup's
+ * cache miss otherwise dominates the delta. */
+#define PIPELINE 8
+
+static int scan_samples(struct ctx *c)
+{
+    struct pprof_delta *d = c->d;
+    size_t n = c->n[F_SAMPLE], ncols1 = c->ncols ? c->ncols : 1;
+    uint64_t keys[PIPELINE];
+    uint32_t vbytes[PIPELINE];
+    int64_t *rows;
+    int rc;
+
+    c->ents = malloc((n ? n : 1) * sizeof(struct ent));
+    c->sums = malloc((n ? n : 1) * ncols1 * sizeof(int64_t));
+    c->prevs = malloc((n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t));
+    free(c->row);
+    c->row = rows = malloc(PIPELINE * ncols1 * sizeof(int64_t));
+    if (!c->ents || !c->sums || !c->prevs || !rows)
+        return -ENOMEM;
+    {
+        size_t want = d->n > n ? d->n : n;
+        if (overloaded(want, d->cap) && (rc = state_rehash(d, fit_cap(want), c->ents)) < 0)
+            return rc;
+    }
+    for (size_t i = 0; i < n + PIPELINE; i++) {
+        size_t ring = i % PIPELINE;
+        if (i >= PIPELINE) {
+            size_t j = i - PIPELINE;
+            if ((rc = commit_sample(c, j, keys[ring], rows + ring * ncols1, vbytes[ring])) < 0)
+                return rc;
+        }
+        if (i < n) {
+            if ((rc = parse_sample(c, i, rows + ring * ncols1, &keys[ring], &vbytes[ring])) < 0)
+                return rc;
+            __builtin_prefetch(slot_at(d, home(keys[ring], d->cap)), 1);
+        }
+    }
+    return 0;
+}
+
+/* Counts keys that went down, then stores the new cumulative sums and prunes
+ * keys that vanished. */
+static int finish_state(struct ctx *c)
+{
+    struct pprof_delta *d = c->d;
+    size_t stride_cum = c->ncum ? c->ncum : 1;
+
+    for (size_t i = 0; i < c->n_ents; i++) {
+        const int64_t *sum = c->sums + i * c->ncols, *prev = c->prevs + i * stride_cum;
+        if (!c->ents[i].matched)
+            continue;
+        c->matched++;
+        for (size_t k = 0; k < c->ncols; k++) {
+            int ci = c->cum_of_col[k];
+            if (ci >= 0 && sum[k] < prev[ci]) {
+                c->decreased++;
+                break;
+            }
+        }
+    }
+    if (d->n > c->n_ents || d->cap > 2 * fit_cap(c->n_ents)) {
+        /* Some stacks vanished, or the table was sized for duplicates:
+         * rebuild with only the current keys. */
+        size_t cap = fit_cap(c->n_ents);
+        uint64_t *ns = calloc(cap, d->stride * sizeof(uint64_t));
+        if (!ns)
+            return -ENOMEM;
+        for (size_t i = 0; i < c->n_ents; i++) {
+            if (i + PIPELINE < c->n_ents)
+                __builtin_prefetch(slot_at(d, c->ents[i + PIPELINE].slot));
+            uint64_t key = slot_at(d, c->ents[i].slot)[0] & ~SEEN_BIT;
+            size_t s;
+            for (s = home(key, cap); ns[s * d->stride] != 0; s = next_slot(s, cap))
+                ;
+            ns[s * d->stride] = key | SEEN_BIT;
+            c->ents[i].slot = s;
+        }
+        free(d->slots);
+        d->slots = ns;
+        d->cap = cap;
+        d->n = c->n_ents;
+    }
+    for (size_t i = 0; i < c->n_ents; i++) {
+        if (i + PIPELINE < c->n_ents)
+            __builtin_prefetch(slot_at(d, c->ents[i + PIPELINE].slot), 1);
+        uint64_t *sl = slot_at(d, c->ents[i].slot);
+        const int64_t *sum = c->sums + i * c->ncols;
+        sl[0] &= ~SEEN_BIT;
+        sl[1] = 0;
+        for (size_t k = 0; k < c->ncols; k++)
+            if (c->cum_of_col[k] >= 0)
+                sl[1 + c->cum_of_col[k]] = (uint64_t)sum[k];
+    }
+    return 0;
+}
+
+/* ---- output ---- */
+
+static uint8_t *put_raw(uint8_t *o, uint8_t tag, const uint8_t *data, size_t len)
+{
+    *o++ = tag;
+    o = pprof__put_varint(o, len);
+    memcpy(o, data, len);
+    return o + len;
+}
+
+static uint8_t *put_scalar(uint8_t *o, uint8_t tag, int64_t v)
+{
+    if (v == 0)
+        return o;
+    *o++ = tag;
+    return pprof__put_varint(o, (uint64_t)v);
+}
+
+/* Takes back the location references of a sample that is not emitted. */
+static void unref_sample_locations(struct ctx *c, const struct span *s)
+{
+    const uint8_t *p = c->raw + s->off, *end = p + s->len;
+    struct pprof__field f;
+
+    while (pprof__next_field(&p, end, &f) > 0) {
+        if (f.num != 1)
+            continue;
+        if (f.wt == PPROF__WT_VARINT) {
+            c->loc_refs[pprof__idmap_get(&c->locmap, f.val)]--;
+        } else {
+            const uint8_t *q = f.data, *qe = f.data + f.len;
+            uint64_t id;
+            while (q < qe && pprof__varint(&q, qe, &id) == 0)
+                c->loc_refs[pprof__idmap_get(&c->locmap, id)]--;
+        }
+    }
+}
+
+/* Copies a sample's fields except its values, marking the strings its
+ * labels reference. */
+static uint8_t *copy_sample_fields(struct ctx *c, uint8_t *o, const struct span *s)
+{
+    const uint8_t *p = c->raw + s->off, *end = p + s->len;
+    struct pprof__field f;
+
+    while (pprof__next_field(&p, end, &f) > 0) {
+        if (f.num == 2)
+            continue;
+        memcpy(o, f.start, (size_t)(p - f.start));
+        o += p - f.start;
+        if (f.num == 3 && !(f.len == c->last_label_len && c->last_label &&
+                            memcmp(f.data, c->last_label, f.len) == 0)) {
+            /* A repeated scalar field: the last one wins, as in protobuf-c
+             * (and only the last one was checked). The strings of the
+             * previous label are marked already. */
+            const uint8_t *q = f.data, *qe = f.data + f.len;
+            c->last_label = f.data;
+            c->last_label_len = f.len;
+            struct pprof__field g;
+            uint64_t v[5] = {0};
+            while (pprof__next_field(&q, qe, &g) > 0)
+                if (g.num <= 4)
+                    v[g.num] = g.val;
+            mark_str(c, v[1]);
+            mark_str(c, v[2]);
+            mark_str(c, v[4]);
+        }
+    }
+    return o;
+}
+
+static void mark_location_functions(struct ctx *c, const struct span *s)
+{
+    const uint8_t *p = c->raw + s->off, *end = p + s->len;
+    struct pprof__field f;
+
+    while (pprof__next_field(&p, end, &f) > 0) {
+        if (f.num != 4 || f.wt != PPROF__WT_LEN)
+            continue;
+        const uint8_t *q = f.data, *qe = f.data + f.len;
+        struct pprof__field g;
+        uint64_t fid = 0;
+        while (pprof__next_field(&q, qe, &g) > 0)
+            if (g.num == 1)
+                fid = g.val; /* the last one wins, and was checked */
+        if (fid) {
+            uint32_t fi = pprof__idmap_get(&c->fnmap, fid);
+            c->fn_used[fi] = 1;
+            mark_str(c, c->fn_name[fi]);
+            mark_str(c, c->fn_sys[fi]);
+            mark_str(c, c->fn_file[fi]);
+        }
+    }
+}
+
+static int encode(struct ctx *c, int64_t prev_time)
+{
+    size_t stride_cum = c->ncum ? c->ncum : 1;
+    size_t samples_in = 0, samples_out = 0, bound;
+    uint8_t *o, *emitted = calloc(c->n[F_SAMPLE] ? c->n[F_SAMPLE] : 1, 1);
+
+    c->last_label = NULL;
+    /* First the output values (in place of the sums, which the state has
+     * taken), so the output buffer can be sized exactly: every other
+     * record is copied or shrunk, never grown. */
+    for (size_t i = 0; i < c->n[F_SAMPLE]; i++)
+        samples_in += 1 + pprof__varint_size(c->spans[F_SAMPLE][i].len) +
+                      c->spans[F_SAMPLE][i].len;
+    for (size_t i = 0; i < c->n_ents; i++) {
+        struct ent *e = &c->ents[i];
+        int64_t *outv = c->sums + i * c->ncols;
+        const int64_t *prev = c->prevs + i * stride_cum;
+        size_t vlen = 0, body;
+        bool nonzero = false;
+
+        for (size_t k = 0; k < c->ncols; k++) {
+            int ci = c->cum_of_col[k];
+            if (ci >= 0) {
+                outv[k] = sat_sub(outv[k], prev[ci]);
+                if (outv[k] < 0)
+                    outv[k] = 0;
+            }
+            nonzero |= outv[k] != 0;
+            vlen += pprof__varint_size((uint64_t)outv[k]);
+        }
+        e->out_vlen = nonzero ? (uint32_t)vlen : 0;
+        if (!nonzero)
+            continue;
+        body = c->spans[F_SAMPLE][e->sample].len - e->vbytes + 1 + pprof__varint_size(vlen) +
+               vlen;
+        samples_out += 1 + pprof__varint_size(body) + body;
+    }
+    bound = c->len - samples_in + samples_out + 11 * c->n_comments + 64;
+    c->out = malloc(bound);
+    if (!c->out || !emitted) {
+        free(emitted);
+        return -ENOMEM;
+    }
+    o = c->out;
+    for (size_t i = 0; i < c->n[F_SAMPLE_TYPE]; i++) {
+        const struct span *s = &c->spans[F_SAMPLE_TYPE][i];
+        o = put_raw(o, 0x0a, c->raw + s->off, s->len);
+    }
+    for (size_t i = 0; i < c->n_ents; i++) {
+        const struct ent *e = &c->ents[i];
+        const struct span *s = &c->spans[F_SAMPLE][e->sample];
+        const int64_t *outv = c->sums + i * c->ncols;
+        size_t vlen = e->out_vlen, body;
+
+        if (vlen == 0)
+            continue;
+        emitted[e->sample] = 1;
+        body = s->len - e->vbytes + 1 + pprof__varint_size(vlen) + vlen;
+        *o++ = 0x12;
+        o = pprof__put_varint(o, body);
+        o = copy_sample_fields(c, o, s);
+        *o++ = 0x12;
+        o = pprof__put_varint(o, vlen);
+        for (size_t k = 0; k < c->ncols; k++)
+            o = pprof__put_varint(o, (uint64_t)outv[k]);
+    }
+    for (size_t i = 0; i < c->n[F_SAMPLE]; i++)
+        if (!emitted[i])
+            unref_sample_locations(c, &c->spans[F_SAMPLE][i]);
+    free(emitted);
+    for (size_t i = 0; i < c->n[F_MAPPING]; i++) {
+        const struct span *s = &c->spans[F_MAPPING][i];
+        o = put_raw(o, 0x1a, c->raw + s->off, s->len);
+    }
+    for (size_t i = 0; i < c->n[F_LOCATION]; i++) {
+        const struct span *s = &c->spans[F_LOCATION][i];
+        if (c->loc_refs[i] == 0)
+            continue;
+        mark_location_functions(c, s);
+        o = put_raw(o, 0x22, c->raw + s->off, s->len);
+    }
+    for (size_t i = 0; i < c->n[F_FUNCTION]; i++) {
+        const struct span *s = &c->spans[F_FUNCTION][i];
+        if (c->fn_used[i])
+            o = put_raw(o, 0x2a, c->raw + s->off, s->len);
+    }
+    for (size_t i = 0; i <= c->max_str_used; i++) {
+        const struct span *s = &c->spans[F_STRING][i];
+        o = put_raw(o, 0x32, c->raw + s->off, c->str_used[i] ? s->len : 0);
+    }
+    o = put_scalar(o, 0x38, c->drop_frames);
+    o = put_scalar(o, 0x40, c->keep_frames);
+    o = put_scalar(o, 0x48, c->time_nanos);
+    if (c->time_nanos && prev_time)
+        o = put_scalar(o, 0x50, sat_sub(c->time_nanos, prev_time));
+    else
+        o = put_scalar(o, 0x50, c->duration_nanos);
+    if (c->has_period_type)
+        o = put_raw(o, 0x5a, c->raw + c->period_type.off, c->period_type.len);
+    o = put_scalar(o, 0x60, c->period);
+    if (c->n_comments) {
+        size_t clen = 0;
+        for (size_t i = 0; i < c->n_comments; i++)
+            clen += pprof__varint_size((uint64_t)c->comments[i]);
+        *o++ = 0x6a;
+        o = pprof__put_varint(o, clen);
+        for (size_t i = 0; i < c->n_comments; i++)
+            o = pprof__put_varint(o, (uint64_t)c->comments[i]);
+    }
+    o = put_scalar(o, 0x70, c->default_sample_type);
+    o = put_scalar(o, 0x78, c->doc_url);
+    c->out_len = (size_t)(o - c->out);
+    return 0;
+}
+
+static void ctx_done(struct ctx *c)
+{
+    for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++)
+        free(c->spans[k]);
+    free(c->comments);
+    free(c->strhash);
+    free(c->str_used);
+    pprof__idmap_done(&c->mapmap);
+    pprof__idmap_done(&c->fnmap);
+    pprof__idmap_done(&c->locmap);
+    free(c->fn_name);
+    free(c->fn_sys);
+    free(c->fn_file);
+    free(c->fn_used);
+    free(c->lockey);
+    free(c->loc_refs);
+    free(c->cum_of_col);
+    free(c->row);
+    free(c->ents);
+    free(c->sums);
+    free(c->prevs);
+    free(c->out);
+}
+
+/* ---- public ---- */
+
+struct pprof_delta *pprof_delta_new(enum pprof_delta_kind kind)
+{
+    struct pprof_delta *d = calloc(1, sizeof(*d));
+
+    if (d)
+        d->kind = kind;
+    return d;
+}
+
+void pprof_delta_free(struct pprof_delta *d)
+{
+    if (!d)
+        return;
+    free(d->slots);
+    free(d);
+}
+
+size_t pprof_delta_mem(const struct pprof_delta *d)
+{
+    if (!d)
+        return 0;
+    return sizeof(*d) + d->cap * d->stride * sizeof(uint64_t);
+}
+
+size_t pprof_delta_keys(const struct pprof_delta *d)
+{
+    return d ? d->n : 0;
+}
+
+int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t in_len,
+                               const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
+                               char *err, size_t errlen, struct pprof__phase_ns *ph)
+{
+    struct ctx c;
+    uint8_t *raw = NULL;
+    size_t raw_len = 0;
+    bool reset = false;
+    int64_t prev_time = d->prev_time;
+    uint64_t t0 = ph ? now_ns() : 0, t1;
+    int rc;
+
+    *out = NULL;
+    *out_len = 0;
+    if (err && errlen)
+        err[0] = '\0';
+    memset(&c, 0, sizeof(c));
+    rc = pprof_gunzip(in, in_len, lim->max_decompressed, &raw, &raw_len);
+    if (rc == PPROF_ETOOLARGE) {
+        pprof__err(err, errlen, rc, "profile too large: decompressed size > cap %zu bytes",
+                   lim->max_decompressed);
+        goto fail;
+    }
+    if (rc < 0) {
+        pprof__err(err, errlen, rc, "%s: gunzip failed",
+                   rc == PPROF_ECORRUPT ? "malformed profile" : pprof_strerror(rc));
+        goto fail;
+    }
+    if (ph) {
+        t1 = now_ns();
+        ph->gunzip = t1 - t0;
+        t0 = t1;
+    }
+    c.d = d;
+    c.raw = raw;
+    c.len = raw_len;
+    c.lim = lim;
+    c.err = err;
+    c.errlen = errlen;
+    if ((rc = scan_top(&c)) < 0 || (rc = scan_strings(&c)) < 0 || (rc = scan_types(&c)) < 0 ||
+        (rc = scan_mappings(&c)) < 0 || (rc = scan_functions(&c)) < 0 ||
+        (rc = scan_locations(&c)) < 0)
+        goto fail;
+
+    /* A restart that shows before any sample is read: time going back, a
+     * new main binary (build id or load address), or a new column layout. */
+    if (d->seeded && ((c.time_nanos && d->prev_time && c.time_nanos < d->prev_time) ||
+                      c.mapping_fp != d->mapping_fp || c.types_fp != d->types_fp)) {
+        reset = true;
+        state_clear(d);
+        d->seeded = true;
+    }
+    if (!d->slots || d->ncum != c.ncum) {
+        free(d->slots);
+        d->slots = NULL;
+        d->cap = d->n = 0;
+        d->ncum = c.ncum;
+        d->stride = 1 + (c.ncum ? c.ncum : 1);
+    }
+    if (ph) {
+        t1 = now_ns();
+        ph->decode = t1 - t0;
+        t0 = t1;
+    }
+    if ((rc = scan_samples(&c)) < 0 || (rc = finish_state(&c)) < 0)
+        goto fail;
+    if (d->seeded && c.decreased * RESET_DECREASE_DEN > c.matched * RESET_DECREASE_NUM)
+        reset = true;
+    if (ph) {
+        t1 = now_ns();
+        ph->delta = t1 - t0;
+        t0 = t1;
+    }
+
+    bool baseline = !d->seeded;
+    d->seeded = true;
+    d->prev_time = c.time_nanos;
+    d->types_fp = c.types_fp;
+    d->mapping_fp = c.mapping_fp;
+    if (baseline || reset) {
+        ctx_done(&c);
+        free(raw);
+        return baseline ? PPROF_DELTA_BASELINE : PPROF_DELTA_RESET;
+    }
+    if ((rc = encode(&c, prev_time)) < 0)
+        goto fail;
+    if (ph) {
+        t1 = now_ns();
+        ph->encode = t1 - t0;
+        t0 = t1;
+    }
+    if (lim->gzip_level > 0) {
+        if ((rc = pprof__gzip(c.out, c.out_len, lim->gzip_level, out, out_len)) < 0) {
+            pprof__err(err, errlen, rc, "gzip failed: %s", pprof_strerror(rc));
+            goto fail;
+        }
+    } else {
+        *out = c.out;
+        *out_len = c.out_len;
+        c.out = NULL;
+    }
+    if (ph)
+        ph->gzip = now_ns() - t0;
+    ctx_done(&c);
+    free(raw);
+    return PPROF_DELTA_EMITTED;
+
+fail:
+    if (rc == -ENOMEM && err && errlen && !err[0])
+        pprof__err(err, errlen, rc, "out of memory");
+    /* Poison: the next profile is a fresh baseline. */
+    state_clear(d);
+    ctx_done(&c);
+    free(raw);
+    return rc;
+}
+
+int pprof_delta_process(struct pprof_delta *d, const uint8_t *in, size_t in_len,
+                        const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
+                        char *err, size_t errlen)
+{
+    return pprof__delta_process_timed(d, in, in_len, lim, out, out_len, err, errlen, NULL);
+}

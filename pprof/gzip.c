@@ -1,0 +1,165 @@
+/* Capped gunzip and gzip of pprof bodies, with libdeflate.
+ *
+ * libdeflate decompresses whole buffers, not streams, so the output buffer
+ * must be sized up front. The gzip trailer's ISIZE is only a hint (it is the
+ * size modulo 2^32 and a peer can lie): we start from it, double the buffer
+ * on LIBDEFLATE_INSUFFICIENT_SPACE and give up at the caller's cap, so a
+ * decompression bomb costs at most the cap in memory and about twice the
+ * cap in work. An honest ISIZE larger than the cap proves the member is
+ * larger than the cap (the real size is ISIZE + k * 2^32), so such input is
+ * refused without inflating anything. Multi-member gzip (concatenated
+ * streams) is accepted, like Go's gzip reader.
+ *
+ * Threading: pure functions; each call allocates its own (de)compressor.
+ * Ownership: inputs are borrowed, outputs are malloc'd and returned. */
+#include <errno.h>
+#include <libdeflate.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pprof/pprof_internal.h"
+
+#define GUNZIP_MAX_RATIO 64
+#define GUNZIP_MIN_GUESS 4096
+
+static bool is_gzip(const uint8_t *in, size_t in_len)
+{
+    return in_len >= 2 && in[0] == 0x1f && in[1] == 0x8b;
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static int grow(uint8_t **buf, size_t *cap, size_t want, size_t max)
+{
+    uint8_t *nb;
+
+    if (want > max)
+        want = max;
+    if (want <= *cap)
+        return 0;
+    nb = realloc(*buf, want ? want : 1);
+    if (!nb)
+        return -ENOMEM;
+    *buf = nb;
+    *cap = want;
+    return 0;
+}
+
+int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, size_t *out_len)
+{
+    struct libdeflate_decompressor *dec = NULL;
+    uint8_t *buf = NULL;
+    size_t cap = 0, used = 0, pos = 0;
+    int rc;
+
+    *out = NULL;
+    *out_len = 0;
+    if (!is_gzip(in, in_len)) {
+        if (in_len > max)
+            return PPROF_ETOOLARGE;
+        buf = malloc(in_len ? in_len : 1);
+        if (!buf)
+            return -ENOMEM;
+        if (in_len)
+            memcpy(buf, in, in_len);
+        *out = buf;
+        *out_len = in_len;
+        return 0;
+    }
+    if (in_len < 18)
+        return PPROF_ECORRUPT;
+    if (le32(in + in_len - 4) > max)
+        return PPROF_ETOOLARGE;
+
+    dec = libdeflate_alloc_decompressor();
+    if (!dec)
+        return -ENOMEM;
+    {
+        /* Trust the hint only as far as a pprof body plausibly inflates
+         * (64x; real profiles compress 5-25x): a forged hint must not make
+         * us allocate the whole cap up front. Past it, the buffer doubles. */
+        size_t guess = le32(in + in_len - 4);
+        size_t plausible = in_len <= (SIZE_MAX - GUNZIP_MIN_GUESS) / GUNZIP_MAX_RATIO
+                               ? in_len * GUNZIP_MAX_RATIO + GUNZIP_MIN_GUESS
+                               : SIZE_MAX;
+        if (guess < GUNZIP_MIN_GUESS)
+            guess = GUNZIP_MIN_GUESS;
+        if (guess > plausible)
+            guess = plausible;
+        if ((rc = grow(&buf, &cap, guess, max)) < 0)
+            goto fail;
+    }
+    while (pos < in_len) {
+        size_t in_used = 0, got = 0;
+        enum libdeflate_result r;
+
+        if (!is_gzip(in + pos, in_len - pos)) {
+            rc = PPROF_ECORRUPT;
+            goto fail;
+        }
+        r = libdeflate_gzip_decompress_ex(dec, in + pos, in_len - pos, buf + used, cap - used,
+                                          &in_used, &got);
+        if (r == LIBDEFLATE_INSUFFICIENT_SPACE) {
+            if (cap >= max) {
+                rc = PPROF_ETOOLARGE;
+                goto fail;
+            }
+            if ((rc = grow(&buf, &cap, cap <= max / 2 ? cap * 2 : max, max)) < 0)
+                goto fail;
+            continue;
+        }
+        if (r != LIBDEFLATE_SUCCESS) {
+            rc = PPROF_ECORRUPT;
+            goto fail;
+        }
+        pos += in_used;
+        used += got;
+    }
+    libdeflate_free_decompressor(dec);
+    *out = buf;
+    *out_len = used;
+    return 0;
+
+fail:
+    free(buf);
+    libdeflate_free_decompressor(dec);
+    return rc;
+}
+
+int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
+{
+    struct libdeflate_compressor *c;
+    uint8_t *buf;
+    size_t bound, n;
+
+    *out = NULL;
+    *out_len = 0;
+    if (level < 0 || level > 12)
+        return -EINVAL;
+    c = libdeflate_alloc_compressor(level);
+    if (!c)
+        return -ENOMEM;
+    bound = libdeflate_gzip_compress_bound(c, in_len);
+    buf = malloc(bound);
+    if (!buf) {
+        libdeflate_free_compressor(c);
+        return -ENOMEM;
+    }
+    n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
+    libdeflate_free_compressor(c);
+    if (n == 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    *out = buf;
+    *out_len = n;
+    return 0;
+}
+
+int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
+{
+    return pprof__gzip(in, in_len, level, out, out_len);
+}

@@ -1,0 +1,217 @@
+/** Internal interface of pprof/: protobuf wire-format helpers shared by the
+ * streaming delta and the protobuf-c decoder, the arena-backed full decoder
+ * (used for validation and by tests), and the timing hook used by the
+ * benchmark. Not installed; only pprof/ and its tests include it. */
+#ifndef PROFLET_PPROF_INTERNAL_H
+#define PROFLET_PPROF_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "pprof/pprof.h"
+#include "profile.pb-c.h"
+
+/* Wire types of the protobuf encoding. */
+enum {
+    PPROF__WT_VARINT = 0,
+    PPROF__WT_I64 = 1,
+    PPROF__WT_LEN = 2,
+    PPROF__WT_I32 = 5,
+};
+
+/** Reads one base-128 varint at `*pp` (not past `end`), advancing `*pp`.
+ * Returns 0, or -1 when truncated or longer than 10 bytes. */
+static inline int pprof__varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+    const uint8_t *p = *pp;
+    uint64_t r = 0;
+
+    if (p < end && *p < 0x80) {
+        *v = *p;
+        *pp = p + 1;
+        return 0;
+    }
+    for (unsigned shift = 0; shift < 70; shift += 7) {
+        if (p >= end)
+            return -1;
+        uint8_t b = *p++;
+        if (shift == 63 && b > 1)
+            return -1;
+        r |= (uint64_t)(b & 0x7f) << shift;
+        if (b < 0x80) {
+            *v = r;
+            *pp = p;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+/** One field of a message: number, wire type, and either the varint/fixed
+ * value or the [data, data+len) span of a length-delimited field. `start`
+ * points at the tag, so [start, next) is the whole encoded field. */
+struct pprof__field {
+    uint32_t num;
+    uint32_t wt;
+    uint64_t val;
+    const uint8_t *data;
+    size_t len;
+    const uint8_t *start;
+};
+
+/** Reads the next field from [*pp, end). Returns 1 with `f` filled, 0 at the
+ * end of the message, -1 on malformed input (groups, field 0, truncation). */
+static inline int pprof__next_field(const uint8_t **pp, const uint8_t *end,
+                                    struct pprof__field *f)
+{
+    const uint8_t *p = *pp;
+    uint64_t tag;
+
+    if (p >= end)
+        return 0;
+    f->start = p;
+    f->val = 0;
+    f->data = NULL;
+    f->len = 0;
+    if (pprof__varint(&p, end, &tag) < 0 || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
+        return -1;
+    f->num = (uint32_t)(tag >> 3);
+    f->wt = (uint32_t)(tag & 7);
+    switch (f->wt) {
+    case PPROF__WT_VARINT:
+        if (pprof__varint(&p, end, &f->val) < 0)
+            return -1;
+        break;
+    case PPROF__WT_I64:
+        if (end - p < 8)
+            return -1;
+        memcpy(&f->val, p, 8);
+        p += 8;
+        break;
+    case PPROF__WT_I32: {
+        uint32_t v32;
+        if (end - p < 4)
+            return -1;
+        memcpy(&v32, p, 4);
+        f->val = v32;
+        p += 4;
+        break;
+    }
+    case PPROF__WT_LEN: {
+        uint64_t len;
+        if (pprof__varint(&p, end, &len) < 0 || len > (uint64_t)(end - p))
+            return -1;
+        f->data = p;
+        f->len = (size_t)len;
+        p += len;
+        break;
+    }
+    default:
+        return -1;
+    }
+    *pp = p;
+    return 1;
+}
+
+/** Bytes a varint encoding of `v` takes. */
+static inline size_t pprof__varint_size(uint64_t v)
+{
+    size_t n = 1;
+
+    while (v >= 0x80) {
+        v >>= 7;
+        n++;
+    }
+    return n;
+}
+
+/** Writes `v` as a varint at `p`; returns the byte after it. */
+static inline uint8_t *pprof__put_varint(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/** Maps profile object ids (locations, functions, mappings) to their index
+ * in the profile. Dense (one array slot per id) when ids are small, as Go
+ * numbers them 1..n; an open-addressing table otherwise. */
+struct pprof__idmap {
+    uint32_t *dense;  /**< dense mode: index by id, UINT32_MAX when absent */
+    size_t dense_len; /**< dense mode: max id + 1 */
+    uint64_t *keys;   /**< hash mode: ids, 0 = empty slot */
+    uint32_t *vals;   /**< hash mode: indices */
+    size_t mask;      /**< hash mode: slots - 1 */
+};
+
+/** Builds a map of ids[i] -> i. Returns 0, -EINVAL for an id 0, -EEXIST for
+ * a repeated id, or -ENOMEM. `m` is always safe to pass to _done(). */
+int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n);
+/** Frees the map's storage. */
+void pprof__idmap_done(struct pprof__idmap *m);
+
+/** Index of `id`, or UINT32_MAX when absent. */
+static inline uint32_t pprof__idmap_get(const struct pprof__idmap *m, uint64_t id)
+{
+    if (m->dense)
+        return id < m->dense_len ? m->dense[id] : UINT32_MAX;
+    if (!m->keys || id == 0)
+        return UINT32_MAX;
+    for (size_t i = (id * 0x9E3779B97F4A7C15ULL) >> 20 & m->mask;; i = (i + 1) & m->mask) {
+        if (m->keys[i] == id)
+            return m->vals[i];
+        if (m->keys[i] == 0)
+            return UINT32_MAX;
+    }
+}
+
+/** Per-phase wall time of one pprof_delta_process() call, in nanoseconds
+ * (benchmark instrumentation; "decode" is the wire scan and sample parse,
+ * "delta" the state lookups and update, "encode" the output writer). */
+struct pprof__phase_ns {
+    uint64_t gunzip, decode, delta, encode, gzip;
+};
+
+/** pprof_delta_process() that also records phase timings into `ph` when it
+ * is not NULL. */
+int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t in_len,
+                               const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
+                               char *err, size_t errlen, struct pprof__phase_ns *ph);
+
+/** Gzips `in` at libdeflate `level` (1..12) into a malloc'd buffer. Returns
+ * 0, -EINVAL for a bad level, or -ENOMEM. */
+int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
+
+/** Fills `err` with a formatted message and returns `code`. */
+int pprof__err(char *err, size_t errlen, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/** A decoded profile whose every allocation lives in one arena. */
+struct pprof__decoded {
+    Perftools__Profiles__Profile *prof; /**< owned by the arena */
+    struct pprof__arena *arena;
+};
+
+/** Decodes plain (already gunzipped) pprof bytes with protobuf-c through a
+ * capped arena allocator, after checking the count caps, then validates
+ * every reference (string indices, location/function/mapping ids, value
+ * counts, depth and label caps). On success fills `out`, which the caller
+ * releases with pprof__decoded_done(). */
+int pprof__decode(const uint8_t *raw, size_t len, const struct pprof_limits *lim,
+                  struct pprof__decoded *out, char *err, size_t errlen);
+
+/** Releases a decoded profile (a zeroed one is fine). */
+void pprof__decoded_done(struct pprof__decoded *dp);
+
+/** Bytes the arena of `dp` has handed out (tests check the allocation cap). */
+size_t pprof__decoded_arena_bytes(const struct pprof__decoded *dp);
+
+/** Number of malloc calls the arena of `dp` made. */
+size_t pprof__decoded_arena_chunks(const struct pprof__decoded *dp);
+
+#endif

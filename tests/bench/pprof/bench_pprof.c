@@ -1,0 +1,178 @@
+/* Benchmark of one delta: `bench_pprof [-l level] [-n iters] [-m] prev cur`.
+ *
+ * Each iteration seeds a fresh state with `prev` (untimed) and times
+ * pprof_delta_process() on `cur`, phase by phase (gunzip, decode = wire
+ * scan and symbol tables, delta = sample parse, hashing and state update,
+ * encode, gzip). The floor is libdeflate alone on the same bytes: gunzip of
+ * `cur` plus gzip of its raw bytes at the same level. Medians are printed
+ * as key=value pairs, with the CPU time of the timed calls. With -m a single
+ * delta runs and the process's peak RSS (VmHWM) is printed instead. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pprof/pprof.h"
+#include "pprof/pprof_internal.h"
+
+#define MAX_ITERS 1000
+
+static uint8_t *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    uint8_t *buf;
+    long n;
+
+    if (!f) {
+        perror(path);
+        exit(1);
+    }
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    buf = malloc(n > 0 ? (size_t)n : 1);
+    if (!buf || fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        fprintf(stderr, "%s: read failed\n", path);
+        exit(1);
+    }
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static uint64_t ns(clockid_t clk)
+{
+    struct timespec ts;
+
+    clock_gettime(clk, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+    return x < y ? -1 : x > y;
+}
+
+static double median_ms(uint64_t *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), cmp_u64);
+    return (double)v[n / 2] / 1e6;
+}
+
+static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
+                       const struct pprof_limits *lim, struct pprof__phase_ns *ph,
+                       uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint8_t *out = NULL;
+    char err[256];
+    int rc;
+    uint64_t c0;
+
+    if (!d)
+        exit(1);
+    rc = pprof_delta_process(d, prev, prev_len, lim, &out, out_len, err, sizeof(err));
+    if (rc != PPROF_DELTA_BASELINE) {
+        fprintf(stderr, "baseline: %d %s\n", rc, err);
+        exit(1);
+    }
+    c0 = ns(CLOCK_PROCESS_CPUTIME_ID);
+    rc = pprof__delta_process_timed(d, cur, cur_len, lim, &out, out_len, err, sizeof(err), ph);
+    *cpu_ns = ns(CLOCK_PROCESS_CPUTIME_ID) - c0;
+    if (rc != PPROF_DELTA_EMITTED) {
+        fprintf(stderr, "delta: %d %s\n", rc, err);
+        exit(1);
+    }
+    *state_bytes = pprof_delta_mem(d);
+    free(out);
+    pprof_delta_free(d);
+}
+
+int main(int argc, char **argv)
+{
+    struct pprof_limits lim;
+    int iters = 20, opt, peak_mode = 0;
+    uint8_t *prev, *cur;
+    size_t prev_len, cur_len, out_len = 0, state_bytes = 0, raw_len = 0;
+    static uint64_t gunzip[MAX_ITERS], decode[MAX_ITERS], delta[MAX_ITERS], encode[MAX_ITERS],
+        gzip[MAX_ITERS], total[MAX_ITERS], cpu[MAX_ITERS], floor_ns[MAX_ITERS];
+
+    pprof_limits_default(&lim);
+    while ((opt = getopt(argc, argv, "l:n:m")) != -1) {
+        switch (opt) {
+        case 'l':
+            lim.gzip_level = atoi(optarg);
+            break;
+        case 'n':
+            iters = atoi(optarg);
+            if (iters < 1 || iters > MAX_ITERS)
+                iters = 20;
+            break;
+        case 'm':
+            peak_mode = 1;
+            break;
+        default:
+            return 2;
+        }
+    }
+    if (argc - optind != 2) {
+        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-m] prev cur\n");
+        return 2;
+    }
+    prev = slurp(argv[optind], &prev_len);
+    cur = slurp(argv[optind + 1], &cur_len);
+
+    if (peak_mode) {
+        struct pprof__phase_ns ph;
+        char line[256];
+        long hwm = -1;
+        FILE *f;
+        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes);
+        /* VmHWM, not ru_maxrss: the latter survives execve() and would
+         * count the launcher's RSS. */
+        f = fopen("/proc/self/status", "r");
+        while (f && fgets(line, sizeof(line), f))
+            if (sscanf(line, "VmHWM: %ld kB", &hwm) == 1)
+                break;
+        if (f)
+            fclose(f);
+        printf("peak_rss_kb=%ld state_bytes=%zu out_bytes=%zu\n", hwm, state_bytes, out_len);
+        return 0;
+    }
+    for (int i = 0; i < iters; i++) {
+        struct pprof__phase_ns ph = {0};
+        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[i], &out_len, &state_bytes);
+        gunzip[i] = ph.gunzip;
+        decode[i] = ph.decode;
+        delta[i] = ph.delta;
+        encode[i] = ph.encode;
+        gzip[i] = ph.gzip;
+        total[i] = ph.gunzip + ph.decode + ph.delta + ph.encode + ph.gzip;
+    }
+    for (int i = 0; i < iters; i++) {
+        uint8_t *raw, *gz = NULL;
+        size_t gz_len;
+        uint64_t t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+        if (pprof_gunzip(cur, cur_len, lim.max_decompressed, &raw, &raw_len) < 0)
+            return 1;
+        if (lim.gzip_level > 0 && pprof_gzip(raw, raw_len, lim.gzip_level, &gz, &gz_len) < 0)
+            return 1;
+        floor_ns[i] = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+        free(raw);
+        free(gz);
+    }
+    double t = median_ms(total, iters), fl = median_ms(floor_ns, iters);
+    printf("raw_bytes=%zu in_bytes=%zu out_bytes=%zu state_bytes=%zu level=%d gunzip_ms=%.3f "
+           "decode_ms=%.3f delta_ms=%.3f encode_ms=%.3f gzip_ms=%.3f total_ms=%.3f "
+           "cpu_ms=%.3f floor_ms=%.3f ratio=%.3f\n",
+           raw_len, cur_len, out_len, state_bytes, lim.gzip_level, median_ms(gunzip, iters),
+           median_ms(decode, iters), median_ms(delta, iters), median_ms(encode, iters),
+           median_ms(gzip, iters), t, median_ms(cpu, iters), fl, fl > 0 ? t / fl : 0.0);
+    free(prev);
+    free(cur);
+    return 0;
+}

@@ -1,0 +1,174 @@
+// gen writes pairs of consecutive profiles for the pprof benchmark.
+//
+//	gen -mode std -out DIR   heap/mutex/block pairs from standard-library
+//	                         workloads (json, regexp, flate, template, sort,
+//	                         sync), snapshotted twice from one process
+//	gen -mode big -out DIR   a heap pair with 2^depth distinct stacks
+//	                         (call paths through two recursive functions;
+//	                         -depth 17 -prefix 10 gives 131k stacks, ~10 MB)
+//
+// Standard library only: GO111MODULE=off go build.
+package main
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/pprof"
+	"sort"
+	"strings"
+	"sync"
+	"text/template"
+	"time"
+)
+
+var sink []byte
+
+func write(dir, name string) {
+	runtime.GC()
+	runtime.GC()
+	f, err := os.Create(filepath.Join(dir, name))
+	if err != nil {
+		log.Fatal(err)
+	}
+	kind := strings.SplitN(name, ".", 2)[0]
+	if kind == "heap" {
+		kind = "allocs"
+	}
+	if err := pprof.Lookup(kind).WriteTo(f, 0); err != nil {
+		log.Fatal(err)
+	}
+	f.Close()
+}
+
+type record struct {
+	Name  string            `json:"name"`
+	Tags  []string          `json:"tags"`
+	Attrs map[string]string `json:"attrs"`
+	N     int               `json:"n"`
+}
+
+func stdWork(rounds int) {
+	re := regexp.MustCompile(`(\w+)@(\w+)\.(com|org|net)`)
+	tmpl := template.Must(template.New("t").Parse("{{range .}}{{.Name}}={{.N}};{{end}}"))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < rounds; i++ {
+				recs := make([]record, 50)
+				for j := range recs {
+					recs[j] = record{Name: fmt.Sprintf("r%d-%d", g, j), N: i * j,
+						Tags:  []string{"a", strings.Repeat("b", j%7)},
+						Attrs: map[string]string{"k": fmt.Sprint(j)}}
+				}
+				data, _ := json.Marshal(recs)
+				var back []record
+				json.Unmarshal(data, &back)
+				sort.Slice(back, func(a, b int) bool { return back[a].N > back[b].N })
+				var buf bytes.Buffer
+				w, _ := flate.NewWriter(&buf, 1+i%9)
+				w.Write(data)
+				w.Close()
+				re.FindAllStringSubmatch("x@y.com a@b.org c@d.net "+string(data[:64]), -1)
+				var out bytes.Buffer
+				tmpl.Execute(&out, back)
+				mu.Lock()
+				sink = out.Bytes()
+				mu.Unlock()
+			}
+		}(g)
+	}
+	wg.Wait()
+}
+
+//go:noinline
+func left(depth int, path uint32, size int) {
+	if depth == 0 {
+		sink = make([]byte, size)
+		return
+	}
+	if path&1 == 0 {
+		left(depth-1, path>>1, size)
+	} else {
+		right(depth-1, path>>1, size)
+	}
+}
+
+//go:noinline
+func right(depth int, path uint32, size int) {
+	if depth == 0 {
+		sink = make([]byte, size)
+		return
+	}
+	if path&1 == 0 {
+		left(depth-1, path>>1, size)
+	} else {
+		right(depth-1, path>>1, size)
+	}
+}
+
+//go:noinline
+func prefix(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	prefix(n-1, f)
+}
+
+// bigWork allocates from 2^depth distinct call paths, below `pre` frames
+// of a common prefix (which only lengthens every stack).
+func bigWork(depth, pre, round int) {
+	prefix(pre, func() {
+		for p := uint32(0); p < 1<<depth; p++ {
+			for k := 0; k <= round; k++ {
+				left(depth, p, 64)
+			}
+		}
+	})
+}
+
+func main() {
+	mode := flag.String("mode", "std", "std or big")
+	depth := flag.Int("depth", 17, "big: 2^depth call paths")
+	pre := flag.Int("prefix", 10, "big: frames of common prefix")
+	out := flag.String("out", ".", "output directory")
+	flag.Parse()
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		log.Fatal(err)
+	}
+	switch *mode {
+	case "std":
+		runtime.MemProfileRate = 1
+		runtime.SetMutexProfileFraction(2)
+		runtime.SetBlockProfileRate(20000)
+		stdWork(300)
+		for _, k := range []string{"heap", "mutex", "block"} {
+			write(*out, k+".1.pb.gz")
+		}
+		time.Sleep(10 * time.Millisecond)
+		stdWork(300)
+		for _, k := range []string{"heap", "mutex", "block"} {
+			write(*out, k+".2.pb.gz")
+		}
+	case "big":
+		runtime.MemProfileRate = 1
+		// One call site, so both snapshots see the same stacks.
+		for round := 0; round < 2; round++ {
+			bigWork(*depth, *pre, round)
+			write(*out, fmt.Sprintf("heap.%d.pb.gz", round+1))
+		}
+	default:
+		log.Fatalf("unknown mode %q", *mode)
+	}
+}

@@ -1,0 +1,85 @@
+// goref is the Go reference pipeline for the pprof benchmark, built from
+// Debian's golang-github-google-pprof-dev: parse both profiles, subtract the
+// previous one (Scale(-1) + Merge, as `go tool pprof -base` does) and write
+// the gzip result. It prints per-delta CPU time and the process's peak RSS.
+//
+//	GOPATH=/usr/share/gocode GO111MODULE=off go build -o goref .
+//	goref -n 10 prev.pb.gz cur.pb.gz
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/pprof/profile"
+)
+
+func cpu() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// peakRSS is VmHWM: getrusage's Maxrss survives execve and would count the
+// launcher's RSS.
+func peakRSS() int64 {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmHWM:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%d", &kb)
+			return kb
+		}
+	}
+	return -1
+}
+
+func main() {
+	n := flag.Int("n", 1, "iterations")
+	flag.Parse()
+	if flag.NArg() != 2 {
+		log.Fatal("usage: goref [-n N] prev cur")
+	}
+	prevBytes, err := os.ReadFile(flag.Arg(0))
+	if err != nil {
+		log.Fatal(err)
+	}
+	curBytes, err := os.ReadFile(flag.Arg(1))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var outLen int
+	c0, w0 := cpu(), time.Now()
+	for i := 0; i < *n; i++ {
+		prev, err := profile.ParseData(prevBytes)
+		if err != nil {
+			log.Fatal(err)
+		}
+		cur, err := profile.ParseData(curBytes)
+		if err != nil {
+			log.Fatal(err)
+		}
+		prev.Scale(-1)
+		delta, err := profile.Merge([]*profile.Profile{cur, prev})
+		if err != nil {
+			log.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := delta.Write(&out); err != nil {
+			log.Fatal(err)
+		}
+		outLen = out.Len()
+	}
+	c1, w1 := cpu(), time.Now()
+	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d out_bytes=%d\n",
+		float64(c1-c0)/1e6/float64(*n), float64(w1.Sub(w0))/1e6/float64(*n), peakRSS(), outLen)
+}

@@ -1,0 +1,1 @@
+// Present so that main.go may declare the body-less go:linkname function.

@@ -1,0 +1,1071 @@
+/* Unit tests of pprof/: capped gunzip, the protobuf-c decoder, and every
+ * delta rule of DESIGN.md "Deltas". Profiles are built with protobuf-c
+ * (tprof.c) and outputs are read back with protobuf-c and matched by content
+ * (addresses or function/file/line, sorted labels), never by id, so the
+ * tests do not share code paths with the wire scanner they check. Expected
+ * values are worked out by hand in each test; the randomized test checks
+ * against a reference model that sums and subtracts decoded samples. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pprof/pprof.h"
+#include "pprof/pprof_internal.h"
+#include "test.h"
+#include "tprof.h"
+
+static const char *const MEM_COLS[] = {"alloc_objects/count", "alloc_space/bytes",
+                                       "inuse_objects/count", "inuse_space/bytes"};
+static const char *const CONT_COLS[] = {"contentions/count", "delay/nanoseconds"};
+
+static struct tprof *mem_prof(int64_t t)
+{
+    struct tprof *tp = tp_new(MEM_COLS, 4);
+
+    tp_mapping(tp, 0x400000, 0x800000, "/app", "build-1");
+    tp_time(tp, t);
+    return tp;
+}
+
+static struct tprof *cont_prof(int64_t t)
+{
+    struct tprof *tp = tp_new(CONT_COLS, 2);
+
+    tp_mapping(tp, 0x400000, 0x800000, "/app", "build-1");
+    tp_time(tp, t);
+    return tp;
+}
+
+/* Adds a sample whose stack is the given addresses (each a location with a
+ * function named after it). */
+static void add(struct tprof *tp, const uint64_t *addrs, size_t n, const int64_t *vals)
+{
+    uint64_t ids[16];
+
+    for (size_t i = 0; i < n; i++) {
+        char name[32];
+        snprintf(name, sizeof(name), "fn_%llx", (unsigned long long)addrs[i]);
+        ids[i] = tp_loc(tp, addrs[i], tp_func(tp, name, "app.go"), (int64_t)(addrs[i] & 0xff));
+    }
+    tp_sample(tp, ids, n, vals);
+}
+
+struct run {
+    int rc;
+    char err[256];
+    uint8_t *out;
+    size_t out_len;
+    struct pprof__decoded dec;
+};
+
+/* Packs `tp` (gzip), frees it, feeds it to `d`; decodes any output. */
+static void run_lim(struct pprof_delta *d, struct tprof *tp, const struct pprof_limits *lim,
+                    struct run *r)
+{
+    size_t len;
+    uint8_t *in = tp_pack(tp, &len, true);
+
+    memset(r, 0, sizeof(*r));
+    tp_free(tp);
+    r->rc = pprof_delta_process(d, in, len, lim, &r->out, &r->out_len, r->err, sizeof(r->err));
+    free(in);
+    if (r->rc == PPROF_DELTA_EMITTED)
+        tp_decode(r->out, r->out_len, &r->dec);
+    else
+        ASSERT_NULL(r->out);
+}
+
+static void run(struct pprof_delta *d, struct tprof *tp, struct run *r)
+{
+    struct pprof_limits lim;
+
+    pprof_limits_default(&lim);
+    run_lim(d, tp, &lim, r);
+}
+
+static void run_done(struct run *r)
+{
+    free(r->out);
+    pprof__decoded_done(&r->dec);
+}
+
+static void assert_vals(const Perftools__Profiles__Sample *s, const int64_t *want, size_t n)
+{
+    ASSERT_NOT_NULL(s);
+    ASSERT_EQ(s->n_value, n);
+    for (size_t i = 0; i < n; i++)
+        ASSERT_EQ(s->value[i], want[i]);
+}
+
+/* ---- gunzip ---- */
+
+TEST(gunzip_roundtrip_and_plain)
+{
+    uint8_t data[5000], *gz, *out;
+    size_t gz_len, out_len;
+
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i * 7 % 13);
+    ASSERT_EQ(pprof_gzip(data, sizeof(data), 6, &gz, &gz_len), 0);
+    ASSERT_EQ(gz[0], 0x1f);
+    ASSERT_EQ(pprof_gunzip(gz, gz_len, sizeof(data), &out, &out_len), 0);
+    ASSERT_EQ(out_len, sizeof(data));
+    ASSERT_EQ(memcmp(out, data, sizeof(data)), 0);
+    free(out);
+    /* One byte under the real size: refused, whatever the trailer says. */
+    ASSERT_EQ(pprof_gunzip(gz, gz_len, sizeof(data) - 1, &out, &out_len), PPROF_ETOOLARGE);
+    ASSERT_NULL(out);
+    /* A lying trailer (ISIZE = 10) is only a hint: the buffer grows. */
+    memcpy(gz + gz_len - 4, "\x0a\x00\x00\x00", 4);
+    ASSERT_EQ(pprof_gunzip(gz, gz_len, 1 << 20, &out, &out_len), PPROF_ECORRUPT);
+    free(gz);
+    /* Plain input is copied, within the cap. */
+    ASSERT_EQ(pprof_gunzip(data, 100, 100, &out, &out_len), 0);
+    ASSERT_EQ(out_len, 100);
+    ASSERT_EQ(memcmp(out, data, 100), 0);
+    free(out);
+    ASSERT_EQ(pprof_gunzip(data, 101, 100, &out, &out_len), PPROF_ETOOLARGE);
+}
+
+TEST(gunzip_grows_past_small_hint_and_multi_member)
+{
+    static uint8_t data[300000];
+    uint8_t *a, *b, *cat, *out;
+    size_t a_len, b_len, out_len;
+
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i % 251 ^ i / 1000);
+    ASSERT_EQ(pprof_gzip(data, 1000, 1, &a, &a_len), 0);
+    ASSERT_EQ(pprof_gzip(data, sizeof(data), 1, &b, &b_len), 0);
+    cat = malloc(a_len + b_len);
+    memcpy(cat, a, a_len);
+    memcpy(cat + a_len, b, b_len);
+    /* The last member's trailer says 300000, the total is 301000. */
+    ASSERT_EQ(pprof_gunzip(cat, a_len + b_len, 1 << 20, &out, &out_len), 0);
+    ASSERT_EQ(out_len, 1000 + sizeof(data));
+    ASSERT_EQ(memcmp(out, data, 1000), 0);
+    ASSERT_EQ(memcmp(out + 1000, data, sizeof(data)), 0);
+    free(out);
+    ASSERT_EQ(pprof_gunzip(cat, a_len + b_len, 300999, &out, &out_len), PPROF_ETOOLARGE);
+    /* Trailing garbage after a member is not a profile (its last four
+     * bytes make a small ISIZE hint, so decompression does run). */
+    cat = realloc(cat, a_len + b_len + 4);
+    memcpy(cat + a_len + b_len, "x\0\0\0", 4);
+    ASSERT_EQ(pprof_gunzip(cat, a_len + b_len + 4, 1 << 20, &out, &out_len), PPROF_ECORRUPT);
+    /* A damaged member is corrupt (the CRC or the deflate data says so). */
+    b[b_len / 2] ^= 0x55;
+    ASSERT_EQ(pprof_gunzip(b, b_len, 1 << 20, &out, &out_len), PPROF_ECORRUPT);
+    /* A truncated one is refused too; its last bytes are no trailer, so the
+     * refusal may come from the size hint or from the inflater. */
+    ASSERT_LT(pprof_gunzip(b, b_len - 9, 1 << 20, &out, &out_len), 0);
+    ASSERT_NULL(out);
+    free(cat);
+    free(a);
+    free(b);
+}
+
+/* ---- decoder ---- */
+
+TEST(decode_uses_a_handful_of_allocations)
+{
+    struct tprof *tp = mem_prof(1);
+    struct pprof__decoded dp;
+    uint8_t *raw;
+    size_t len;
+
+    for (uint64_t i = 0; i < 2000; i++) {
+        uint64_t addrs[3] = {0x1000 + i, 0x2000 + i % 7, 0x3000};
+        int64_t v[4] = {(int64_t)i, 2, 3, 4};
+        add(tp, addrs, 3, v);
+        tp_label_num(tp, "bytes", 64, NULL);
+    }
+    raw = tp_pack(tp, &len, false);
+    tp_free(tp);
+    tp_decode(raw, len, &dp);
+    ASSERT_EQ(dp.prof->n_sample, 2000);
+    ASSERT_EQ(dp.prof->sample[1999]->value[0], 1999);
+    ASSERT_LE(pprof__decoded_arena_chunks(&dp), 3);
+    ASSERT_GT(pprof__decoded_arena_bytes(&dp), 2000 * sizeof(Perftools__Profiles__Sample));
+    pprof__decoded_done(&dp);
+    free(raw);
+}
+
+TEST(validate_rejects_bad_references)
+{
+    struct pprof_limits lim;
+    struct tprof *tp;
+    uint8_t *buf;
+    size_t len;
+    char err[256];
+    uint64_t a[1] = {0x10};
+    int64_t v[2] = {1, 1};
+
+    pprof_limits_default(&lim);
+    tp = cont_prof(1);
+    add(tp, a, 1, v);
+    buf = tp_pack(tp, &len, true);
+    ASSERT_EQ(pprof_validate(buf, len, &lim, err, sizeof(err)), 0);
+    free(buf);
+    tp_proto(tp)->sample[0]->location_id[0] = 99;
+    buf = tp_pack(tp, &len, true);
+    ASSERT_EQ(pprof_validate(buf, len, &lim, err, sizeof(err)), PPROF_ECORRUPT);
+    ASSERT(strstr(err, "unknown location") != NULL);
+    free(buf);
+    tp_proto(tp)->sample[0]->location_id[0] = 1;
+    tp_proto(tp)->function[0]->name = 1000;
+    buf = tp_pack(tp, &len, true);
+    ASSERT_EQ(pprof_validate(buf, len, &lim, err, sizeof(err)), PPROF_ECORRUPT);
+    free(buf);
+    tp_free(tp);
+    ASSERT_EQ(pprof_validate((const uint8_t *)"\x0a\x05zz", 4, &lim, err, sizeof(err)),
+              PPROF_ECORRUPT);
+}
+
+/* ---- delta rules ---- */
+
+TEST(first_profile_is_baseline)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    struct tprof *tp = mem_prof(1000);
+    uint64_t a[2] = {0x1000, 0x2000};
+    int64_t v[4] = {10, 640, 2, 128};
+    struct run r;
+
+    ASSERT_EQ(pprof_delta_mem(d) >= sizeof(void *), 1);
+    add(tp, a, 2, v);
+    tp_label_num(tp, "bytes", 64, NULL);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    ASSERT_EQ(r.out_len, 0);
+    ASSERT_EQ(pprof_delta_keys(d), 1);
+    run_done(&r);
+    pprof_delta_free(d);
+    pprof_delta_free(NULL);
+}
+
+TEST(memory_alloc_differenced_inuse_passed_through)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[2] = {0x1000, 0x2000}, B[1] = {0x3000}, C[2] = {0x4000, 0x2000};
+    struct tprof *tp;
+    struct run r;
+
+    tp = mem_prof(1000);
+    add(tp, A, 2, (int64_t[]){10, 640, 2, 128});
+    tp_label_num(tp, "bytes", 64, NULL);
+    add(tp, B, 1, (int64_t[]){1, 128, 1, 128});
+    tp_label_num(tp, "bytes", 128, NULL);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+
+    tp = mem_prof(2000);
+    add(tp, C, 2, (int64_t[]){4, 256, 4, 256});
+    tp_label_num(tp, "bytes", 64, NULL);
+    add(tp, B, 1, (int64_t[]){1, 128, 0, 0});
+    tp_label_num(tp, "bytes", 128, NULL);
+    add(tp, A, 2, (int64_t[]){15, 960, 3, 192});
+    tp_label_num(tp, "bytes", 64, NULL);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.out[0], 0x1f); /* gzip at the default level */
+    ASSERT_EQ(r.dec.prof->n_sample, 2); /* B: no allocation, nothing in use */
+    assert_vals(tp_find(r.dec.prof, "1000,2000,|bytes=#64#;"), (int64_t[]){5, 320, 3, 192}, 4);
+    assert_vals(tp_find(r.dec.prof, "4000,2000,|bytes=#64#;"), (int64_t[]){4, 256, 4, 256}, 4);
+    ASSERT_NULL(tp_find(r.dec.prof, "3000,|bytes=#128#;"));
+    ASSERT_EQ(r.dec.prof->time_nanos, 2000);
+    ASSERT_EQ(r.dec.prof->duration_nanos, 1000);
+    ASSERT_EQ(r.dec.prof->n_sample_type, 4);
+    ASSERT_STR_EQ(r.dec.prof->string_table[r.dec.prof->sample_type[1]->type], "alloc_space");
+    ASSERT_NOT_NULL(r.dec.prof->period_type);
+    ASSERT_EQ(r.dec.prof->period, 524288);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(contention_unchanged_samples_dropped)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    uint64_t A[1] = {0x10}, B[2] = {0x20, 0x10};
+    struct tprof *tp;
+    struct run r;
+
+    tp = cont_prof(1);
+    add(tp, A, 1, (int64_t[]){3, 300});
+    add(tp, B, 2, (int64_t[]){5, 500});
+    run(d, tp, &r);
+    run_done(&r);
+    tp = cont_prof(2);
+    add(tp, A, 1, (int64_t[]){3, 300});
+    add(tp, B, 2, (int64_t[]){7, 900});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 1);
+    assert_vals(tp_find(r.dec.prof, "20,10,|"), (int64_t[]){2, 400}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(duplicate_keys_summed)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    uint64_t A[2] = {0x10, 0x20};
+    struct tprof *tp;
+    struct run r;
+
+    /* Two samples with distinct location ids but the same addresses. */
+    tp = cont_prof(1);
+    add(tp, A, 2, (int64_t[]){2, 20});
+    add(tp, A, 2, (int64_t[]){3, 30});
+    run(d, tp, &r);
+    ASSERT_EQ(pprof_delta_keys(d), 1);
+    run_done(&r);
+    tp = cont_prof(2);
+    add(tp, A, 2, (int64_t[]){4, 45});
+    add(tp, A, 2, (int64_t[]){5, 55});
+    add(tp, A, 2, (int64_t[]){1, 0});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 1);
+    assert_vals(tp_find(r.dec.prof, "10,20,|"), (int64_t[]){10 - 5, 100 - 50}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(labels_keyed_sorted_and_by_content)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[1] = {0x10};
+    struct tprof *tp;
+    struct run r;
+
+    tp = mem_prof(1);
+    add(tp, A, 1, (int64_t[]){1, 64, 0, 0});
+    tp_label_str(tp, "k1", "a");
+    tp_label_str(tp, "k2", "b");
+    tp_label_num(tp, "bytes", 64, NULL);
+    add(tp, A, 1, (int64_t[]){1, 128, 0, 0});
+    tp_label_str(tp, "k1", "a");
+    tp_label_str(tp, "k2", "b");
+    tp_label_num(tp, "bytes", 128, NULL);
+    run(d, tp, &r);
+    ASSERT_EQ(pprof_delta_keys(d), 2); /* the bytes label separates them */
+    run_done(&r);
+
+    tp = mem_prof(2);
+    tp_str(tp, "padding so that string indices move");
+    add(tp, A, 1, (int64_t[]){3, 384, 0, 0});
+    tp_label_num(tp, "bytes", 128, NULL);
+    tp_label_str(tp, "k2", "b");
+    tp_label_str(tp, "k1", "a");
+    add(tp, A, 1, (int64_t[]){2, 128, 0, 0});
+    tp_label_str(tp, "k2", "b");
+    tp_label_num(tp, "bytes", 64, NULL);
+    tp_label_str(tp, "k1", "a");
+    add(tp, A, 1, (int64_t[]){1, 64, 0, 0}); /* same stack, other label value */
+    tp_label_str(tp, "k1", "z");
+    tp_label_str(tp, "k2", "b");
+    tp_label_num(tp, "bytes", 64, NULL);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 3);
+    assert_vals(tp_find(r.dec.prof, "10,|bytes=#128#;k1=a#0#;k2=b#0#;"),
+                (int64_t[]){2, 256, 0, 0}, 4);
+    assert_vals(tp_find(r.dec.prof, "10,|bytes=#64#;k1=a#0#;k2=b#0#;"),
+                (int64_t[]){1, 64, 0, 0}, 4);
+    assert_vals(tp_find(r.dec.prof, "10,|bytes=#64#;k1=z#0#;k2=b#0#;"),
+                (int64_t[]){1, 64, 0, 0}, 4);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(negative_clamped_minority_not_reset)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[1] = {0x10}, B[1] = {0x20}, C[1] = {0x30}, D[1] = {0x40};
+    struct tprof *tp;
+    struct run r;
+
+    tp = mem_prof(1);
+    add(tp, A, 1, (int64_t[]){10, 100, 5, 50});
+    add(tp, B, 1, (int64_t[]){10, 100, 0, 0});
+    add(tp, C, 1, (int64_t[]){10, 100, 0, 0});
+    add(tp, D, 1, (int64_t[]){10, 100, 0, 0});
+    run(d, tp, &r);
+    run_done(&r);
+    tp = mem_prof(2);
+    add(tp, A, 1, (int64_t[]){7, 120, 4, 40}); /* objects down, space up */
+    add(tp, B, 1, (int64_t[]){8, 80, 0, 0});   /* both down, nothing in use */
+    add(tp, C, 1, (int64_t[]){11, 110, 0, 0});
+    add(tp, D, 1, (int64_t[]){12, 120, 0, 0});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){0, 20, 4, 40}, 4);
+    ASSERT_NULL(tp_find(r.dec.prof, "20,|"));
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){1, 10, 0, 0}, 4);
+    assert_vals(tp_find(r.dec.prof, "40,|"), (int64_t[]){2, 20, 0, 0}, 4);
+    ASSERT_EQ(r.dec.prof->n_sample, 3);
+    run_done(&r);
+    /* The lowered values are the new reference. */
+    tp = mem_prof(3);
+    add(tp, B, 1, (int64_t[]){9, 95, 0, 0});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "20,|"), (int64_t[]){1, 15, 0, 0}, 4);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(unused_locations_functions_strings_pruned)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+    uint64_t keep[2] = {0xaa, 0xbb};
+    uint64_t gone[2] = {0xcc, 0xbb};
+
+    for (int step = 0; step < 2; step++) {
+        uint64_t ids[2];
+        tp = cont_prof(step + 1);
+        ids[0] = tp_loc(tp, gone[0], tp_func(tp, "only_in_unchanged", "old.go"), 1);
+        ids[1] = tp_loc(tp, gone[1], tp_func(tp, "shared", "app.go"), 2);
+        tp_sample(tp, ids, 2, (int64_t[]){5, 50});
+        ids[0] = tp_loc(tp, keep[0], tp_func(tp, "hot", "hot.go"), 3);
+        ids[1] = tp_loc(tp, keep[1] + 0, tp_func(tp, "shared", "app.go"), 2);
+        tp_sample(tp, ids, 2, (int64_t[]){5 + step, 50 + step});
+        tp_label_str(tp, "thread", "main");
+        run(d, tp, &r);
+        if (step == 0) {
+            run_done(&r);
+            continue;
+        }
+        ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+        const Perftools__Profiles__Profile *p = r.dec.prof;
+        ASSERT_EQ(p->n_sample, 1);
+        assert_vals(tp_find(p, "aa,bb,|thread=main#0#;"), (int64_t[]){1, 1}, 2);
+        ASSERT_EQ(p->n_location, 2);
+        ASSERT_EQ(p->n_function, 2);
+        for (size_t i = 0; i < p->n_string_table; i++) {
+            ASSERT(strcmp(p->string_table[i], "only_in_unchanged") != 0);
+            ASSERT(strcmp(p->string_table[i], "old.go") != 0);
+        }
+        bool hot = false, thread = false, build = false;
+        for (size_t i = 0; i < p->n_string_table; i++) {
+            hot |= strcmp(p->string_table[i], "hot") == 0;
+            thread |= strcmp(p->string_table[i], "main") == 0;
+            build |= strcmp(p->string_table[i], "build-1") == 0;
+        }
+        ASSERT(hot && thread && build);
+        ASSERT_EQ(p->n_mapping, 1);
+        run_done(&r);
+    }
+    pprof_delta_free(d);
+}
+
+TEST(reset_when_time_goes_back)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    uint64_t A[1] = {0x10};
+    struct tprof *tp;
+    struct run r;
+
+    tp = cont_prof(5000);
+    add(tp, A, 1, (int64_t[]){1, 10});
+    run(d, tp, &r);
+    run_done(&r);
+    tp = cont_prof(4000);
+    add(tp, A, 1, (int64_t[]){3, 30});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
+    run_done(&r);
+    tp = cont_prof(9000);
+    add(tp, A, 1, (int64_t[]){4, 45});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){1, 15}, 2);
+    ASSERT_EQ(r.dec.prof->duration_nanos, 5000);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(reset_when_build_id_or_mapping_changes)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    uint64_t A[1] = {0x10};
+    struct tprof *tp;
+    struct run r;
+
+    tp = cont_prof(1);
+    add(tp, A, 1, (int64_t[]){1, 10});
+    run(d, tp, &r);
+    run_done(&r);
+    tp = tp_new(CONT_COLS, 2);
+    tp_mapping(tp, 0x400000, 0x800000, "/app", "build-2");
+    tp_time(tp, 2);
+    add(tp, A, 1, (int64_t[]){5, 50});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
+    run_done(&r);
+    tp = tp_new(CONT_COLS, 2); /* same build, loaded elsewhere (ASLR) */
+    tp_mapping(tp, 0x7f0000, 0xbf0000, "/app", "build-2");
+    tp_time(tp, 3);
+    add(tp, A, 1, (int64_t[]){6, 60});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
+    run_done(&r);
+    tp = tp_new(CONT_COLS, 2);
+    tp_mapping(tp, 0x7f0000, 0xbf0000, "/app", "build-2");
+    tp_time(tp, 4);
+    add(tp, A, 1, (int64_t[]){8, 61});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){2, 1}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(reset_when_most_keys_decrease)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[1] = {0x10}, B[1] = {0x20}, C[1] = {0x30};
+    struct tprof *tp;
+    struct run r;
+
+    tp = mem_prof(1);
+    add(tp, A, 1, (int64_t[]){100, 1000, 1, 1});
+    add(tp, B, 1, (int64_t[]){100, 1000, 1, 1});
+    add(tp, C, 1, (int64_t[]){100, 1000, 1, 1});
+    run(d, tp, &r);
+    run_done(&r);
+    /* A restarted process at the same addresses: later clock, small counts. */
+    tp = mem_prof(2);
+    add(tp, A, 1, (int64_t[]){2, 20, 1, 1});
+    add(tp, B, 1, (int64_t[]){3, 30, 1, 1});
+    add(tp, C, 1, (int64_t[]){200, 2000, 1, 1});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
+    run_done(&r);
+    tp = mem_prof(3);
+    add(tp, A, 1, (int64_t[]){5, 50, 1, 1});
+    add(tp, B, 1, (int64_t[]){3, 30, 0, 0});
+    add(tp, C, 1, (int64_t[]){201, 2010, 1, 1});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){3, 30, 1, 1}, 4);
+    ASSERT_NULL(tp_find(r.dec.prof, "20,|"));
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){1, 10, 1, 1}, 4);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+/* A non-Go producer: no addresses, functions and locations numbered in a
+ * different order in each profile. */
+static struct tprof *nogo_prof(int64_t t, bool reverse, const int64_t *v_main,
+                               const int64_t *v_work, int64_t work_line)
+{
+    struct tprof *tp = tp_new(CONT_COLS, 2);
+    uint64_t fm, fw, lm, lw, ids[2];
+
+    tp_time(tp, t);
+    if (reverse) {
+        tp_str(tp, "shifts every index");
+        fw = tp_func(tp, "work", "lib.rs");
+        fm = tp_func(tp, "main", "main.rs");
+        lw = tp_loc(tp, 0, fw, work_line);
+        lm = tp_loc(tp, 0, fm, 7);
+    } else {
+        fm = tp_func(tp, "main", "main.rs");
+        fw = tp_func(tp, "work", "lib.rs");
+        lm = tp_loc(tp, 0, fm, 7);
+        lw = tp_loc(tp, 0, fw, work_line);
+    }
+    ids[0] = lw;
+    ids[1] = lm;
+    tp_sample(tp, ids, 2, v_work);
+    tp_sample(tp, &lm, 1, v_main);
+    return tp;
+}
+
+TEST(non_go_producer_keyed_by_function_file_line)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct run r;
+
+    run(d, nogo_prof(1, false, (int64_t[]){1, 10}, (int64_t[]){2, 20}, 40), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    run(d, nogo_prof(2, true, (int64_t[]){4, 40}, (int64_t[]){3, 35}, 40), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "main@main.rs:7;,|"), (int64_t[]){3, 30}, 2);
+    assert_vals(tp_find(r.dec.prof, "work@lib.rs:40;,main@main.rs:7;,|"), (int64_t[]){1, 15},
+                2);
+    run_done(&r);
+    /* Another line in the same function is another frame. */
+    run(d, nogo_prof(3, false, (int64_t[]){4, 40}, (int64_t[]){1, 1}, 41), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 1);
+    assert_vals(tp_find(r.dec.prof, "work@lib.rs:41;,main@main.rs:7;,|"), (int64_t[]){1, 1}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+/* Encodes a contention profile with one sample by hand: unpacked repeated
+ * fields, values and location ids interleaved (value, loc, value, loc). */
+static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
+{
+    struct twb w = {0}, m = {0};
+    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 2, 2);
+    twb_bytes(&w, 1, m.data, m.len); /* contentions/count */
+    m.len = 0;
+    twb_uint(&m, 1, 3);
+    twb_uint(&m, 2, 4);
+    twb_bytes(&w, 1, m.data, m.len); /* delay/nanoseconds */
+    m.len = 0;
+    twb_uint(&m, 2, (uint64_t)vals[0]);
+    twb_uint(&m, 1, 2);
+    twb_uint(&m, 2, (uint64_t)vals[1]);
+    twb_uint(&m, 1, 1);
+    twb_bytes(&w, 2, m.data, m.len);
+    for (uint64_t id = 1; id <= 2; id++) {
+        struct twb line = {0};
+        m.len = 0;
+        twb_uint(&m, 1, id);
+        twb_uint(&m, 3, 0x100 * id);
+        twb_uint(&line, 1, 1);
+        twb_uint(&line, 2, id);
+        twb_bytes(&m, 4, line.data, line.len);
+        twb_free(&line);
+        twb_bytes(&w, 4, m.data, m.len);
+    }
+    m.len = 0;
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 2, 5);
+    twb_uint(&m, 4, 6);
+    twb_bytes(&w, 5, m.data, m.len);
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        twb_bytes(&w, 6, strs[i], strlen(strs[i]));
+    twb_uint(&w, 9, (uint64_t)t);
+    twb_free(&m);
+    *len = w.len;
+    return w.data;
+}
+
+TEST(unpacked_repeated_fields_read)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_limits lim;
+    uint8_t *in, *out;
+    size_t len, out_len;
+    char err[256];
+    struct pprof__decoded dp;
+
+    pprof_limits_default(&lim);
+    in = unpacked_prof(10, (int64_t[]){2, 200}, &len);
+    tp_decode(in, len, &dp); /* protobuf-c reads it too */
+    ASSERT_EQ(dp.prof->sample[0]->n_location_id, 2);
+    ASSERT_EQ(dp.prof->sample[0]->location_id[0], 2);
+    ASSERT_EQ(dp.prof->sample[0]->value[1], 200);
+    pprof__decoded_done(&dp);
+    ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+              PPROF_DELTA_BASELINE);
+    free(in);
+    in = unpacked_prof(20, (int64_t[]){5, 260}, &len);
+    ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+              PPROF_DELTA_EMITTED);
+    free(in);
+    tp_decode(out, out_len, &dp);
+    assert_vals(tp_find(dp.prof, "200,100,|"), (int64_t[]){3, 60}, 2);
+    ASSERT_EQ(dp.prof->duration_nanos, 10);
+    pprof__decoded_done(&dp);
+    free(out);
+    pprof_delta_free(d);
+}
+
+TEST(error_poisons_state_and_next_profile_reseeds)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_limits lim;
+    uint64_t A[1] = {0x10};
+    struct tprof *tp;
+    struct run r;
+    uint8_t *in, *out;
+    size_t len, out_len;
+    char err[256];
+
+    pprof_limits_default(&lim);
+    tp = cont_prof(1);
+    add(tp, A, 1, (int64_t[]){1, 10});
+    run(d, tp, &r);
+    run_done(&r);
+    tp = cont_prof(2);
+    add(tp, A, 1, (int64_t[]){2, 20});
+    in = tp_pack(tp, &len, false);
+    tp_free(tp);
+    ASSERT_EQ(pprof_delta_process(d, in, len - 3, &lim, &out, &out_len, err, sizeof(err)),
+              PPROF_ECORRUPT);
+    ASSERT_NULL(out);
+    ASSERT(strstr(err, "malformed") != NULL);
+    ASSERT_EQ(pprof_delta_keys(d), 0);
+    free(in);
+    tp = cont_prof(3);
+    add(tp, A, 1, (int64_t[]){3, 30});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    tp = cont_prof(4);
+    add(tp, A, 1, (int64_t[]){4, 40});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){1, 10}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(state_forgets_vanished_keys_and_reports_memory)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+    size_t mem_big, mem_small;
+
+    tp = cont_prof(1);
+    for (uint64_t i = 1; i <= 500; i++)
+        add(tp, &i, 1, (int64_t[]){1, 1});
+    run(d, tp, &r);
+    run_done(&r);
+    ASSERT_EQ(pprof_delta_keys(d), 500);
+    mem_big = pprof_delta_mem(d);
+    /* 500 keys of 8 bytes plus two 8-byte values: 12000 bytes of data. */
+    ASSERT_GE(mem_big, 500 * 24);
+    ASSERT_LE(mem_big, 4 * 500 * 24);
+    tp = cont_prof(2);
+    uint64_t one = 7;
+    add(tp, &one, 1, (int64_t[]){2, 2});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "7,|"), (int64_t[]){1, 1}, 2);
+    run_done(&r);
+    ASSERT_EQ(pprof_delta_keys(d), 1);
+    mem_small = pprof_delta_mem(d);
+    ASSERT_LT(mem_small, mem_big / 8);
+    pprof_delta_free(d);
+}
+
+static void expect_cap_error(struct pprof_limits *lim, struct tprof *tp, const char *msg)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct run r;
+
+    run_lim(d, tp, lim, &r);
+    ASSERT_EQ(r.rc, PPROF_ETOOLARGE);
+    if (!strstr(r.err, msg))
+        test__fail(__FILE__, __LINE__, "error \"%s\" lacks \"%s\"", r.err, msg);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+TEST(caps_name_the_limit)
+{
+    struct pprof_limits lim;
+    struct tprof *tp;
+    uint64_t stack[3] = {1, 2, 3};
+
+    pprof_limits_default(&lim);
+    lim.max_samples = 2;
+    tp = cont_prof(1);
+    for (int i = 0; i < 3; i++)
+        add(tp, stack, 1, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "3 samples > cap 2");
+
+    pprof_limits_default(&lim);
+    lim.max_stack_depth = 2;
+    tp = cont_prof(1);
+    add(tp, stack, 3, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "stack depth > cap 2");
+
+    pprof_limits_default(&lim);
+    lim.max_labels = 1;
+    tp = cont_prof(1);
+    add(tp, stack, 1, (int64_t[]){1, 1});
+    tp_label_str(tp, "a", "b");
+    tp_label_str(tp, "c", "d");
+    expect_cap_error(&lim, tp, "labels in one sample > cap 1");
+
+    pprof_limits_default(&lim);
+    lim.max_locations = 2;
+    tp = cont_prof(1);
+    add(tp, stack, 3, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "3 locations > cap 2");
+
+    pprof_limits_default(&lim);
+    lim.max_functions = 1;
+    tp = cont_prof(1);
+    add(tp, stack, 2, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "2 functions > cap 1");
+
+    pprof_limits_default(&lim);
+    lim.max_strings = 4;
+    tp = cont_prof(1);
+    add(tp, stack, 1, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "strings > cap 4");
+
+    pprof_limits_default(&lim);
+    lim.max_decompressed = 64;
+    tp = cont_prof(1);
+    add(tp, stack, 3, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "decompressed size > cap 64 bytes");
+}
+
+TEST(gzip_level_zero_writes_plain_pprof)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_limits lim;
+    uint64_t A[1] = {0x10};
+    struct tprof *tp;
+    struct run r;
+
+    pprof_limits_default(&lim);
+    lim.gzip_level = 0;
+    tp = cont_prof(1);
+    add(tp, A, 1, (int64_t[]){1, 10});
+    run_lim(d, tp, &lim, &r);
+    run_done(&r);
+    tp = cont_prof(2);
+    add(tp, A, 1, (int64_t[]){3, 10});
+    run_lim(d, tp, &lim, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_NE(r.out[0], 0x1f);
+    ASSERT_EQ(r.out[0], 0x0a); /* sample_type first */
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){2, 0}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+/* ---- randomized check against a reference model ---- */
+
+struct model_entry {
+    char key[512];
+    int64_t v[4];
+};
+
+struct model {
+    struct model_entry *e;
+    size_t n;
+};
+
+static int64_t *model_get(struct model *m, const char *key, bool create)
+{
+    for (size_t i = 0; i < m->n; i++)
+        if (strcmp(m->e[i].key, key) == 0)
+            return m->e[i].v;
+    if (!create)
+        return NULL;
+    m->e = realloc(m->e, (m->n + 1) * sizeof(*m->e));
+    memset(&m->e[m->n], 0, sizeof(m->e[m->n]));
+    snprintf(m->e[m->n].key, sizeof(m->e[m->n].key), "%s", key);
+    return m->e[m->n++].v;
+}
+
+/* Sums the decoded samples of a profile by content key. */
+static void model_of(const uint8_t *data, size_t len, struct model *m)
+{
+    struct pprof__decoded dp;
+    char key[512];
+
+    m->e = NULL;
+    m->n = 0;
+    tp_decode(data, len, &dp);
+    for (size_t i = 0; i < dp.prof->n_sample; i++) {
+        const Perftools__Profiles__Sample *s = dp.prof->sample[i];
+        int64_t *v;
+        tp_sample_key(dp.prof, s, key, sizeof(key));
+        v = model_get(m, key, true);
+        for (size_t k = 0; k < s->n_value; k++)
+            v[k] += s->value[k];
+    }
+    pprof__decoded_done(&dp);
+}
+
+static uint32_t rnd_state = 12345;
+
+static uint32_t rnd(uint32_t n)
+{
+    rnd_state = rnd_state * 1103515245u + 12345u;
+    return (rnd_state >> 8) % n;
+}
+
+#define NSTACK 30
+
+struct gen_stack {
+    uint64_t frames[5];
+    size_t depth;
+    int label; /* -1 none, else bytes label value index */
+    int64_t total[2];
+    bool visible;
+};
+
+/* Builds one profile of the simulated process, with ids and strings in a
+ * shuffled order and some stacks split into duplicate samples. */
+static uint8_t *gen_profile(struct gen_stack *st, int64_t t, bool nogo, size_t *len)
+{
+    struct tprof *tp = tp_new(MEM_COLS, 4);
+    int order[NSTACK];
+
+    tp_mapping(tp, 0x400000, 0x800000, "/app", "b");
+    tp_time(tp, t);
+    for (int i = 0; i < NSTACK; i++)
+        order[i] = i;
+    for (int i = NSTACK - 1; i > 0; i--) {
+        int j = (int)rnd((uint32_t)i + 1), x = order[i];
+        order[i] = order[j];
+        order[j] = x;
+    }
+    for (int oi = 0; oi < NSTACK; oi++) {
+        struct gen_stack *g = &st[order[oi]];
+        int parts = rnd(4) == 0 ? 2 : 1;
+        if (!g->visible)
+            continue;
+        for (int part = 0; part < parts; part++) {
+            uint64_t ids[5];
+            for (size_t k = 0; k < g->depth; k++) {
+                char name[32];
+                snprintf(name, sizeof(name), "f%llu", (unsigned long long)g->frames[k]);
+                uint64_t fn = tp_func(tp, name, "x.go");
+                ids[k] = tp_loc(tp, nogo ? 0 : 0x1000 * g->frames[k], fn,
+                                (int64_t)g->frames[k]);
+            }
+            int64_t share0 = parts == 1 ? g->total[0] : (part == 0 ? g->total[0] / 3
+                                                                   : g->total[0] - g->total[0] / 3);
+            int64_t share1 = parts == 1 ? g->total[1] : (part == 0 ? g->total[1] / 2
+                                                                   : g->total[1] - g->total[1] / 2);
+            tp_sample(tp, ids, g->depth,
+                      (int64_t[]){share0, share1, (int64_t)rnd(3), (int64_t)rnd(3) * 64});
+            if (g->label >= 0)
+                tp_label_num(tp, "bytes", 64 << g->label, NULL);
+        }
+    }
+    uint8_t *data = tp_pack(tp, len, rnd(2) == 0);
+    tp_free(tp);
+    return data;
+}
+
+TEST(randomized_against_reference_model)
+{
+    int emitted = 0, resets = 0, clamped = 0;
+
+    for (int round = 0; round < 12; round++) {
+        struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+        struct pprof_limits lim;
+        struct gen_stack st[NSTACK];
+        struct model prev = {0};
+        bool nogo = round % 3 == 2;
+        int64_t t = 1000;
+
+        pprof_limits_default(&lim);
+        memset(st, 0, sizeof(st));
+        for (int i = 0; i < NSTACK; i++) {
+            st[i].depth = 1 + rnd(5);
+            for (size_t k = 0; k < st[i].depth; k++)
+                st[i].frames[k] = 1 + rnd(12);
+            st[i].label = (int)rnd(3) - 1;
+            st[i].visible = rnd(3) != 0;
+        }
+        for (int step = 0; step < 8; step++) {
+            bool restart = step == 5 && round % 2 == 0;
+            int lowered = -1;
+            for (int i = 0; i < NSTACK; i++) {
+                if (restart) {
+                    st[i].total[0] = rnd(2);
+                    st[i].total[1] = st[i].total[0] * 16;
+                    continue;
+                }
+                if (!st[i].visible && rnd(4) == 0)
+                    st[i].visible = true;
+                if (rnd(2)) {
+                    st[i].total[0] += rnd(50);
+                    st[i].total[1] += rnd(5000);
+                }
+            }
+            if (!restart && step > 0 && rnd(2) == 0) {
+                lowered = (int)rnd(NSTACK);
+                st[lowered].total[0] = st[lowered].total[0] / 2;
+            }
+            t += 1 + rnd(1000);
+
+            size_t len;
+            uint8_t *in = gen_profile(st, t, nogo, &len), *out = NULL;
+            size_t out_len = 0;
+            char err[256];
+            struct model cur, got;
+            int rc = pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err));
+            model_of(in, len, &cur);
+            free(in);
+
+            /* The model of DESIGN.md "Deltas": matched keys that went down
+             * (any cumulative column) decide a restart. */
+            size_t matched = 0, decreased = 0;
+            for (size_t i = 0; i < cur.n; i++) {
+                int64_t *p = model_get(&prev, cur.e[i].key, false);
+                if (!p)
+                    continue;
+                matched++;
+                if (cur.e[i].v[0] < p[0] || cur.e[i].v[1] < p[1])
+                    decreased++;
+            }
+            if (step == 0) {
+                ASSERT_EQ(rc, PPROF_DELTA_BASELINE);
+            } else if (decreased * 2 > matched) {
+                ASSERT_EQ(rc, PPROF_DELTA_RESET);
+                resets++;
+            } else {
+                if (rc != PPROF_DELTA_EMITTED)
+                    test__fail(__FILE__, __LINE__, "round %d step %d: rc %d %s", round, step, rc,
+                               err);
+                emitted++;
+                model_of(out, out_len, &got);
+                size_t want_n = 0;
+                for (size_t i = 0; i < cur.n; i++) {
+                    int64_t *p = model_get(&prev, cur.e[i].key, false), want[4];
+                    for (int k = 0; k < 2; k++) {
+                        want[k] = cur.e[i].v[k] - (p ? p[k] : 0);
+                        if (want[k] < 0) {
+                            want[k] = 0;
+                            clamped++;
+                        }
+                    }
+                    want[2] = cur.e[i].v[2];
+                    want[3] = cur.e[i].v[3];
+                    int64_t *g = model_get(&got, cur.e[i].key, false);
+                    if (!want[0] && !want[1] && !want[2] && !want[3]) {
+                        ASSERT_NULL(g);
+                        continue;
+                    }
+                    want_n++;
+                    if (!g)
+                        test__fail(__FILE__, __LINE__, "missing %s", cur.e[i].key);
+                    for (int k = 0; k < 4; k++)
+                        ASSERT_EQ(g[k], want[k]);
+                }
+                ASSERT_EQ(got.n, want_n);
+                free(got.e);
+            }
+            free(out);
+            free(prev.e);
+            prev = cur;
+        }
+        free(prev.e);
+        pprof_delta_free(d);
+    }
+    /* The generator really exercised every branch. */
+    ASSERT_GT(emitted, 50);
+    ASSERT_GE(resets, 4);
+    ASSERT_GT(clamped, 3);
+}
+
+int main(int argc, char **argv)
+{
+    return test_main(argc, argv);
+}
