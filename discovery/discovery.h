@@ -51,4 +51,16 @@ void disc_manager_metrics(const struct disc_manager *m, struct buf *out);
 /** Stops every provider; `cb` runs once all handles are closed. */
 void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud);
 
+/** Error report: `job` and `provider` ("static", "file", "kubernetes") name
+ * the source; `msg` is borrowed for the call. Runs on the loop thread. */
+typedef void (*disc_error_cb)(const char *job, const char *provider, const char *msg, void *ud);
+/** Sets (or clears with NULL) the callback that receives every provider
+ * error as it happens, for the agent to log. Errors are also counted in the
+ * metrics whether or not a callback is set. */
+void disc_manager_set_error_cb(struct disc_manager *m, disc_error_cb cb, void *ud);
+/** The last error message ("" if none); valid until the next error. */
+const char *disc_manager_last_error(const struct disc_manager *m);
+/** Number of providers running (static, file, kubernetes pieces). */
+size_t disc_manager_providers(const struct disc_manager *m);
+
 #endif

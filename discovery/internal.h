@@ -1,0 +1,157 @@
+/** Discovery internals shared by the manager and the providers.
+ *
+ * Loop thread only. A provider is a struct embedding `struct disc__provider`
+ * as its first member and a const vtable (`struct disc__provider_ops`). The
+ * manager owns every provider: it creates it from one piece of a scrape
+ * config, asks it whether new settings are the same, starts it and closes it
+ * (two-phase: close() starts tearing down handles and the provider calls
+ * disc__provider_closed() once the last one is gone; the manager frees it).
+ *
+ * Providers report through disc__emit() (a group, ownership of the target
+ * array passes to the manager), disc__synced() (first sync done),
+ * disc__error() (a counted error with a message) and the counters of their
+ * `stats`, which outlive provider restarts so counters stay monotonic. */
+#ifndef PROFLET_DISCOVERY_INTERNAL_H
+#define PROFLET_DISCOVERY_INTERNAL_H
+
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "discovery/discovery.h"
+
+/** Error kinds counted in proflet_discovery_errors_total{kind}. */
+enum disc__err_kind {
+    DISC_ERR_CONFIG,     /**< bad provider settings (kubeconfig, token file...) */
+    DISC_ERR_HTTP,       /**< connection failure or unexpected HTTP status */
+    DISC_ERR_AUTH,       /**< 401/403 from the API server */
+    DISC_ERR_JSON,       /**< malformed JSON in a list page or a watch line */
+    DISC_ERR_TOO_LARGE,  /**< a watch line or list page passed its cap */
+    DISC_ERR_EVENT,      /**< unknown watch event type or ERROR event */
+    DISC_ERR_DISCONNECT, /**< a watch stream that ended mid-line or too early */
+    DISC_ERR_FILE_READ,  /**< a file_sd file could not be read */
+    DISC_ERR_FILE_PARSE, /**< a file_sd file did not parse */
+    DISC_ERR__N,
+};
+
+/** Per (job, provider kind) counters; owned by the manager. */
+struct disc__stats {
+    char *job;
+    const char *provider;
+    uint64_t lists;            /**< completed LISTs (all pages) */
+    uint64_t watches;          /**< WATCH requests started */
+    uint64_t watch_restarts;   /**< watches that ended and were restarted */
+    uint64_t relists_expired;  /**< re-lists caused by 410 Gone/Expired */
+    uint64_t errors[DISC_ERR__N];
+    double last_sync;          /**< unix seconds of the last successful sync, 0 never */
+    struct disc__stats *next;
+};
+
+struct disc__provider;
+struct disc__job;
+
+struct disc__provider_ops {
+    const char *name; /**< "static", "file", "kubernetes" */
+    /** Creates a stopped provider for piece `index` of `sc` (for static: all
+     * of sc's static configs). Copies what it keeps. NULL with a message on
+     * failure. */
+    struct disc__provider *(*create)(struct disc_manager *m, const struct cfg *cfg,
+                                     const struct cfg_scrape *sc, unsigned index, char *err,
+                                     size_t errlen);
+    /** True if piece `index` of `sc` has exactly the settings `p` runs with. */
+    bool (*same)(const struct disc__provider *p, const struct cfg *cfg,
+                 const struct cfg_scrape *sc, unsigned index);
+    /** Starts watching/listing. Returns 0 or a negative code with a message. */
+    int (*start)(struct disc__provider *p, char *err, size_t errlen);
+    /** Stops: no emits after this returns; disc__provider_closed(p) follows
+     * (possibly from inside this call) once every handle is closed. */
+    void (*close)(struct disc__provider *p);
+    /** Frees the provider's own memory (after disc__provider_closed). */
+    void (*free)(struct disc__provider *p);
+};
+
+/** The base of every provider; manager-owned fields are prefixed `_`. */
+struct disc__provider {
+    const struct disc__provider_ops *ops;
+    struct disc_manager *m;
+    struct disc__stats *stats;
+    char *job;           /**< job name (owned by the provider base) */
+    bool synced;         /**< first sync done */
+    size_t n_targets;    /**< targets currently contributed */
+    struct disc__job *_job;
+    bool _mark;
+    bool _closing;
+    struct disc__provider *_next;
+};
+
+/** Initialises the base fields (copies job). Returns 0 or -ENOMEM. */
+int disc__provider_init(struct disc__provider *p, const struct disc__provider_ops *ops,
+                        struct disc_manager *m, const char *job);
+/** Frees what disc__provider_init allocated. */
+void disc__provider_done(struct disc__provider *p);
+
+/** Replaces p's contribution to `source` with `targets[0..n)`. Takes
+ * ownership of `targets` (malloc'd array, each set initialised) even on
+ * error; n == 0 (targets may be NULL) deletes the contribution. Returns 0 or
+ * -ENOMEM. Never calls the update callback synchronously. */
+int disc__emit(struct disc__provider *p, const char *source, struct labels *targets, size_t n);
+/** Marks the provider's first sync as done and stamps last_sync. */
+void disc__synced(struct disc__provider *p);
+/** Stamps last_sync (a later successful sync). */
+void disc__touch_sync(struct disc__provider *p);
+/** Counts an error of `kind` and reports `fmt` to the error callback. */
+void disc__error(struct disc__provider *p, enum disc__err_kind kind, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/** Called by a provider once it has fully closed (from close() or later). */
+void disc__provider_closed(struct disc__provider *p);
+
+/** The manager's loop and HTTP client. */
+uv_loop_t *disc__loop(const struct disc_manager *m);
+struct net_client *disc__http(const struct disc_manager *m);
+
+/** Frees an array of `n` label sets (NULL is fine). */
+void disc__targets_free(struct labels *t, size_t n);
+
+extern const struct disc__provider_ops disc__static_ops;
+extern const struct disc__provider_ops disc__file_ops;
+extern const struct disc__provider_ops disc__k8s_ops;
+
+/* ---------------------------------------------------------------- pure parts */
+
+/** One parsed file_sd group. */
+struct disc__file_group {
+    struct labels *targets;
+    size_t n_targets;
+};
+
+/** Parses a file_sd document (JSON, or YAML when `yaml`) into groups; every
+ * target already merged with its group's labels plus `__meta_filepath`.
+ * `*out` is a malloc'd array (free with disc__file_groups_free). Returns 0 or
+ * a negative code with a message. */
+int disc__file_parse(const char *data, size_t len, bool yaml, const char *path,
+                     struct disc__file_group **out, size_t *n_out, char *err, size_t errlen);
+/** Frees groups from disc__file_parse. */
+void disc__file_groups_free(struct disc__file_group *g, size_t n);
+
+/** Node / namespace metadata attached to pods (attach-metadata). */
+struct disc__k8s_meta {
+    struct labels labels; /**< already prefixed (__meta_kubernetes_node_...) */
+};
+
+/** Builds the targets of a pod (json-c object as served by the API server)
+ * as reference/prometheus.md §3: `*targets` gets a malloc'd array (NULL and
+ * 0 for an empty group). `node` / `ns` are the attached metadata or NULL;
+ * `need_node` means attach-metadata.node is on, so a pod whose node is
+ * unknown (node == NULL) gives an empty group. Writes the source
+ * ("pod/<ns>/<name>") into `source`. Returns 0, -EINVAL (not a pod) or
+ * -ENOMEM. */
+int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, bool need_node,
+                          const struct disc__k8s_meta *ns, char *source, size_t source_len,
+                          struct labels **targets, size_t *n);
+/** Builds `__meta_kubernetes_<kind>_{name,label,labelpresent,annotation,
+ * annotationpresent}_*` for a node (kind "node", with node_name) or a
+ * namespace (kind "namespace", labels and annotations only). */
+int disc__k8s_meta_build(json_object *obj, const char *kind, struct disc__k8s_meta *out);
+
+#endif

@@ -1,0 +1,462 @@
+/* Kubernetes connection settings (reference/prometheus.md §3.5, §5).
+ *
+ * Three ways, checked as Prometheus does (api-server with kubeconfig,
+ * HTTP settings without api-server, own-namespace with either: rejected):
+ *  - api-server: URL plus the piece's HTTP settings (bearer token or token
+ *    file, basic auth, tls-config, proxy);
+ *  - kubeconfig-file: the current context's cluster (server, CA file or
+ *    base64 data, insecure-skip-tls-verify, tls-server-name) and user
+ *    (token, tokenFile, client certificate/key as files or data, basic
+ *    auth). Base64 data goes to 0600 temporary files removed on done;
+ *  - in-cluster: https://$KUBERNETES_SERVICE_HOST:$KUBERNETES_SERVICE_PORT
+ *    with the service account's token (re-read), CA and namespace, from
+ *    service_account_dir (default /var/run/secrets/kubernetes.io/serviceaccount).
+ *
+ * Threading: loop thread. Ownership: struct k8s_conn owns all its strings. */
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "discovery/k8s_conn.h"
+#include "discovery/yaml_json.h"
+
+#define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
+#define TOKEN_MAX (64 * 1024)
+#define KUBECONFIG_MAX (4 << 20)
+#define TOKEN_TTL_MS 50000
+
+static char *xstrdup(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+int disc__base64_decode(const char *in, size_t n, unsigned char **out, size_t *out_len)
+{
+    unsigned char *o = malloc(n / 4 * 3 + 4);
+    unsigned acc = 0;
+    int bits = 0;
+    size_t k = 0;
+
+    if (!o)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        char c = in[i];
+        int v;
+
+        if (c >= 'A' && c <= 'Z')
+            v = c - 'A';
+        else if (c >= 'a' && c <= 'z')
+            v = c - 'a' + 26;
+        else if (c >= '0' && c <= '9')
+            v = c - '0' + 52;
+        else if (c == '+')
+            v = 62;
+        else if (c == '/')
+            v = 63;
+        else if (c == '=' || c == ' ' || c == '\n' || c == '\r' || c == '\t')
+            continue;
+        else {
+            free(o);
+            return -EINVAL;
+        }
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            o[k++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out = o;
+    *out_len = k;
+    return 0;
+}
+
+/* Reads a small file fully (capped). */
+static int read_small(const char *path, size_t cap, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *b;
+    size_t n = 0;
+    ssize_t r;
+
+    if (fd < 0)
+        return -errno;
+    b = malloc(cap + 1);
+    if (!b) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while (n < cap && (r = read(fd, b + n, cap - n)) != 0) {
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            free(b);
+            close(fd);
+            return (int)r;
+        }
+        n += (size_t)r;
+    }
+    if (n == cap) {
+        char extra;
+
+        if (read(fd, &extra, 1) > 0) {
+            free(b);
+            close(fd);
+            return -E2BIG;
+        }
+    }
+    close(fd);
+    b[n] = '\0';
+    *out = b;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+int disc__k8s_conn_refresh_token(struct k8s_conn *c, uint64_t now_ms, bool force, char *err,
+                                 size_t errlen)
+{
+    char *t = NULL, *s, *e;
+    int rc;
+
+    if (!c->token_file)
+        return 0;
+    if (!force && c->token_read_ms && now_ms - c->token_read_ms < TOKEN_TTL_MS)
+        return 0;
+    c->token_read_ms = now_ms ? now_ms : 1;
+    rc = read_small(c->token_file, TOKEN_MAX, &t, NULL);
+    if (rc < 0) {
+        snprintf(err, errlen, "reading token file %s: %s", c->token_file, strerror(-rc));
+        return rc;
+    }
+    for (s = t; *s == ' ' || *s == '\n' || *s == '\r' || *s == '\t'; s++)
+        ;
+    e = s + strlen(s);
+    while (e > s && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t'))
+        *--e = '\0';
+    if (!*s) {
+        free(t);
+        snprintf(err, errlen, "token file %s is empty", c->token_file);
+        return -EINVAL;
+    }
+    memmove(t, s, strlen(s) + 1);
+    free(c->token);
+    c->token = t;
+    return 0;
+}
+
+/* Writes base64-decoded data to a 0600 temporary file; the path goes into a
+ * free slot of tmp_files. */
+static int write_tmp(struct k8s_conn *c, const char *b64, char **path_out, char *err,
+                     size_t errlen)
+{
+    unsigned char *data;
+    size_t n, slot;
+    char path[] = "/tmp/proflet-kube-XXXXXX";
+    int fd, rc;
+
+    for (slot = 0; slot < 3 && c->tmp_files[slot]; slot++)
+        ;
+    if (slot == 3)
+        return -EINVAL;
+    rc = disc__base64_decode(b64, strlen(b64), &data, &n);
+    if (rc < 0) {
+        snprintf(err, errlen, "kubeconfig: invalid base64 data");
+        return rc;
+    }
+    fd = mkstemp(path);
+    if (fd < 0) {
+        rc = -errno;
+        free(data);
+        snprintf(err, errlen, "kubeconfig: temporary file: %s", strerror(-rc));
+        return rc;
+    }
+    if (write(fd, data, n) != (ssize_t)n) {
+        rc = -EIO;
+        close(fd);
+        unlink(path);
+        free(data);
+        snprintf(err, errlen, "kubeconfig: writing temporary file failed");
+        return rc;
+    }
+    close(fd);
+    free(data);
+    c->tmp_files[slot] = strdup(path);
+    *path_out = strdup(path);
+    if (!c->tmp_files[slot] || !*path_out)
+        return -ENOMEM;
+    return 0;
+}
+
+static json_object *jget(json_object *o, const char *k)
+{
+    json_object *v = NULL;
+
+    if (!o || !json_object_is_type(o, json_type_object))
+        return NULL;
+    return json_object_object_get_ex(o, k, &v) ? v : NULL;
+}
+
+static const char *jstr(json_object *o, const char *k)
+{
+    json_object *v = jget(o, k);
+
+    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
+}
+
+/* Finds `name` in a kubeconfig list of {name, <field>: {...}}. */
+static json_object *named(json_object *list, const char *name, const char *field)
+{
+    size_t n;
+
+    if (!list || !json_object_is_type(list, json_type_array) || !name)
+        return NULL;
+    n = json_object_array_length(list);
+    for (size_t i = 0; i < n; i++) {
+        json_object *e = json_object_array_get_idx(list, i);
+        const char *nm = jstr(e, "name");
+
+        if (nm && strcmp(nm, name) == 0)
+            return jget(e, field);
+    }
+    return NULL;
+}
+
+/* A path relative to the kubeconfig's directory. */
+static char *resolve(const char *dir, const char *p)
+{
+    char *out;
+    size_t n;
+
+    if (!p)
+        return NULL;
+    if (p[0] == '/')
+        return strdup(p);
+    n = strlen(dir) + strlen(p) + 2;
+    out = malloc(n);
+    if (out)
+        snprintf(out, n, "%s/%s", dir, p);
+    return out;
+}
+
+static int load_kubeconfig(struct k8s_conn *c, const char *file, char *err, size_t errlen)
+{
+    json_object *root = NULL, *ctx, *cluster, *user;
+    char *data = NULL, *dircopy = NULL, *dir, yerr[256];
+    const char *cur, *v;
+    size_t len;
+    int rc;
+
+    rc = read_small(file, KUBECONFIG_MAX, &data, &len);
+    if (rc < 0) {
+        snprintf(err, errlen, "kubeconfig %s: %s", file, strerror(-rc));
+        return rc;
+    }
+    rc = disc__yaml_to_json(data, len, &root, yerr, sizeof(yerr));
+    free(data);
+    if (rc < 0) {
+        snprintf(err, errlen, "kubeconfig %s: %s", file, yerr);
+        return rc;
+    }
+    dircopy = strdup(file);
+    if (!dircopy) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    dir = dirname(dircopy);
+    cur = jstr(root, "current-context");
+    ctx = named(jget(root, "contexts"), cur, "context");
+    if (!ctx) {
+        snprintf(err, errlen, "kubeconfig %s: current-context %s not found", file,
+                 cur ? cur : "(unset)");
+        rc = -EINVAL;
+        goto out;
+    }
+    cluster = named(jget(root, "clusters"), jstr(ctx, "cluster"), "cluster");
+    user = named(jget(root, "users"), jstr(ctx, "user"), "user");
+    if (!cluster || !jstr(cluster, "server")) {
+        snprintf(err, errlen, "kubeconfig %s: cluster of context %s has no server", file, cur);
+        rc = -EINVAL;
+        goto out;
+    }
+    c->server = strdup(jstr(cluster, "server"));
+    if ((v = jstr(cluster, "certificate-authority-data")) != NULL)
+        rc = write_tmp(c, v, &c->ca_file, err, errlen);
+    else
+        c->ca_file = resolve(dir, jstr(cluster, "certificate-authority"));
+    if (rc < 0)
+        goto out;
+    v = jstr(cluster, "insecure-skip-tls-verify");
+    c->insecure = v && strcmp(v, "true") == 0;
+    c->server_name = xstrdup(jstr(cluster, "tls-server-name"));
+    c->proxy_url = xstrdup(jstr(cluster, "proxy-url"));
+    if (user) {
+        if ((v = jstr(user, "client-certificate-data")) != NULL)
+            rc = write_tmp(c, v, &c->cert_file, err, errlen);
+        else
+            c->cert_file = resolve(dir, jstr(user, "client-certificate"));
+        if (rc == 0 && (v = jstr(user, "client-key-data")) != NULL)
+            rc = write_tmp(c, v, &c->key_file, err, errlen);
+        else if (rc == 0)
+            c->key_file = resolve(dir, jstr(user, "client-key"));
+        if (rc < 0)
+            goto out;
+        c->token = xstrdup(jstr(user, "token"));
+        if (!c->token)
+            c->token_file = resolve(dir, jstr(user, "tokenFile"));
+        c->username = xstrdup(jstr(user, "username"));
+        c->password = xstrdup(jstr(user, "password"));
+    }
+    rc = c->server ? 0 : -ENOMEM;
+out:
+    free(dircopy);
+    json_object_put(root);
+    return rc;
+}
+
+static int from_http(struct k8s_conn *c, const struct cfg_http *h, char *err, size_t errlen)
+{
+    c->token = xstrdup(h->bearer_token);
+    c->token_file = xstrdup(h->bearer_token_file);
+    if (h->basic_auth) {
+        c->username = xstrdup(h->basic_auth->username);
+        if (h->basic_auth->password_file) {
+            char *pw = NULL;
+            int rc = read_small(h->basic_auth->password_file, TOKEN_MAX, &pw, NULL);
+
+            if (rc < 0) {
+                snprintf(err, errlen, "reading %s: %s", h->basic_auth->password_file,
+                         strerror(-rc));
+                return rc;
+            }
+            pw[strcspn(pw, "\r\n")] = '\0';
+            c->password = pw;
+        } else {
+            c->password = xstrdup(h->basic_auth->password);
+        }
+    }
+    c->ca_file = xstrdup(h->tls.ca_file);
+    c->cert_file = xstrdup(h->tls.cert_file);
+    c->key_file = xstrdup(h->tls.key_file);
+    c->server_name = xstrdup(h->tls.server_name);
+    c->insecure = h->tls.insecure_skip_verify;
+    c->proxy_url = xstrdup(h->proxy_url);
+    return 0;
+}
+
+int disc__k8s_conn_init(struct k8s_conn *c, const struct cfg_k8s_sd *sd, char *err,
+                        size_t errlen)
+{
+    const char *sa = sd->service_account_dir && sd->service_account_dir[0]
+                         ? sd->service_account_dir
+                         : SA_DIR;
+    char path[4096];
+    int rc = 0;
+
+    memset(c, 0, sizeof(*c));
+    if (sd->api_server && sd->kubeconfig_file) {
+        snprintf(err, errlen, "cannot use 'kubeconfig_file' and 'api_server' simultaneously");
+        return -EINVAL;
+    }
+    if (sd->http_set && !sd->api_server) {
+        snprintf(err, errlen, "to use custom HTTP client configuration please provide "
+                              "the 'api_server' URL explicitly");
+        return -EINVAL;
+    }
+    if (sd->own_namespace && (sd->api_server || sd->kubeconfig_file)) {
+        snprintf(err, errlen, "cannot use 'own_namespace' with 'api_server' or "
+                              "'kubeconfig_file'");
+        return -EINVAL;
+    }
+    if (sd->api_server) {
+        c->server = strdup(sd->api_server);
+        rc = c->server ? from_http(c, &sd->http, err, errlen) : -ENOMEM;
+    } else if (sd->kubeconfig_file) {
+        rc = load_kubeconfig(c, sd->kubeconfig_file, err, errlen);
+    } else {
+        const char *host = getenv("KUBERNETES_SERVICE_HOST");
+        const char *port = getenv("KUBERNETES_SERVICE_PORT");
+        size_t n;
+
+        if (!host || !*host || !port || !*port) {
+            snprintf(err, errlen, "unable to load in-cluster configuration, "
+                                  "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+                                  "must be defined");
+            return -EINVAL;
+        }
+        n = strlen(host) + strlen(port) + 16;
+        c->server = malloc(n);
+        if (!c->server)
+            return -ENOMEM;
+        snprintf(c->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+                 port);
+        snprintf(path, sizeof(path), "%s/token", sa);
+        c->token_file = strdup(path);
+        snprintf(path, sizeof(path), "%s/ca.crt", sa);
+        if (access(path, R_OK) == 0)
+            c->ca_file = strdup(path); /* else the system roots, as client-go */
+    }
+    if (rc == 0 && sd->own_namespace) {
+        char *ns = NULL;
+
+        snprintf(path, sizeof(path), "%s/namespace", sa);
+        rc = read_small(path, 4096, &ns, NULL);
+        if (rc < 0)
+            snprintf(err, errlen, "reading own namespace from %s: %s", path, strerror(-rc));
+        c->own_namespace = ns;
+    }
+    if (rc < 0) {
+        disc__k8s_conn_done(c);
+        return rc;
+    }
+    if (c->server) {
+        size_t n = strlen(c->server);
+
+        while (n > 0 && c->server[n - 1] == '/')
+            c->server[--n] = '\0';
+    }
+    if (c->token_file) {
+        char e2[256];
+
+        /* A missing token at start is not fatal: requests go out without
+         * one and the 401 path re-reads it. */
+        disc__k8s_conn_refresh_token(c, 0, true, e2, sizeof(e2));
+        c->token_read_ms = 0;
+    }
+    c->tls.ca_file = c->ca_file;
+    c->tls.cert_file = c->cert_file;
+    c->tls.key_file = c->key_file;
+    c->tls.server_name = c->server_name;
+    c->tls.insecure_skip_verify = c->insecure;
+    return 0;
+}
+
+void disc__k8s_conn_done(struct k8s_conn *c)
+{
+    if (!c)
+        return;
+    for (int i = 0; i < 3; i++) {
+        if (c->tmp_files[i]) {
+            unlink(c->tmp_files[i]);
+            free(c->tmp_files[i]);
+        }
+    }
+    free(c->server);
+    free(c->token);
+    free(c->token_file);
+    free(c->username);
+    free(c->password);
+    free(c->ca_file);
+    free(c->cert_file);
+    free(c->key_file);
+    free(c->server_name);
+    free(c->proxy_url);
+    free(c->own_namespace);
+    memset(c, 0, sizeof(*c));
+}

@@ -1,0 +1,143 @@
+/* Test helper: records what a disc_manager delivers (deep copies), and
+ * builds config pieces by hand. Header-only, included by each test. */
+#ifndef PROFLET_TESTS_DISCOVERY_RECORDER_H
+#define PROFLET_TESTS_DISCOVERY_RECORDER_H
+
+#include <stdlib.h>
+#include <string.h>
+#include <uv.h>
+
+#include "discovery/discovery.h"
+#include "tests/harness/test.h"
+
+#define REC_MAX_SRC 20000
+
+struct rec_src {
+    char *job;
+    char *source;
+    struct labels *t;
+    size_t n;
+};
+
+/* The current state per (job, source), as the agent would keep it. */
+struct rec {
+    struct rec_src *s;
+    size_t n;
+    unsigned rounds;        /* update callbacks */
+    unsigned groups;        /* groups delivered in total */
+    uint64_t last_ms;       /* uv_now of the last callback */
+    uv_loop_t *loop;
+    struct disc_manager *m; /* for re-entrancy checks */
+    int apply_rc;           /* result of an apply attempted from the callback */
+    bool try_apply;
+};
+
+static inline struct rec_src *rec_find(struct rec *r, const char *job, const char *src)
+{
+    for (size_t i = 0; i < r->n; i++)
+        if (strcmp(r->s[i].job, job) == 0 && strcmp(r->s[i].source, src) == 0)
+            return &r->s[i];
+    return NULL;
+}
+
+static inline void rec_cb(const char *job, const struct disc_group *g, size_t n, void *ud)
+{
+    struct rec *r = ud;
+
+    r->rounds++;
+    r->groups += (unsigned)n;
+    r->last_ms = r->loop ? uv_now(r->loop) : 0;
+    if (r->try_apply) {
+        char err[128];
+
+        r->apply_rc = disc_manager_apply(r->m, NULL, err, sizeof(err));
+    }
+    if (!r->s)
+        r->s = calloc(REC_MAX_SRC, sizeof(*r->s));
+    for (size_t i = 0; i < n; i++) {
+        struct rec_src *s = rec_find(r, job, g[i].source);
+
+        if (!s) {
+            if (g[i].n_targets == 0)
+                continue;
+            if (r->n >= REC_MAX_SRC)
+                abort();
+            s = &r->s[r->n++];
+            s->job = strdup(job);
+            s->source = strdup(g[i].source);
+        } else {
+            for (size_t k = 0; k < s->n; k++)
+                labels_done(&s->t[k]);
+            free(s->t);
+            s->t = NULL;
+            s->n = 0;
+        }
+        if (g[i].n_targets == 0) {
+            free(s->job);
+            free(s->source);
+            *s = r->s[--r->n];
+            continue;
+        }
+        s->t = calloc(g[i].n_targets, sizeof(*s->t));
+        for (size_t k = 0; k < g[i].n_targets; k++)
+            labels_copy(&s->t[k], &g[i].targets[k]);
+        s->n = g[i].n_targets;
+    }
+}
+
+static inline void rec_free(struct rec *r)
+{
+    for (size_t i = 0; i < r->n; i++) {
+        for (size_t k = 0; k < r->s[i].n; k++)
+            labels_done(&r->s[i].t[k]);
+        free(r->s[i].t);
+        free(r->s[i].job);
+        free(r->s[i].source);
+    }
+    free(r->s);
+    memset(r, 0, sizeof(*r));
+}
+
+/* Runs the loop until cond() holds or `ms` of wall time pass. */
+#define RUN_UNTIL(loop, cond, ms)                                                  \
+    do {                                                                           \
+        uint64_t deadline_ = uv_hrtime() + (uint64_t)(ms) * 1000000ull;            \
+        while (!(cond) && uv_hrtime() < deadline_)                                 \
+            uv_run((loop), UV_RUN_ONCE);                                           \
+    } while (0)
+
+/* A timer that keeps uv_run(ONCE) from blocking for ever. */
+struct ticker {
+    uv_timer_t t;
+};
+static inline void ticker_cb(uv_timer_t *t)
+{
+    (void)t;
+}
+static inline void ticker_start(uv_loop_t *loop, struct ticker *tk, uint64_t ms)
+{
+    uv_timer_init(loop, &tk->t);
+    uv_timer_start(&tk->t, ticker_cb, ms, ms);
+}
+static inline void ticker_stop(struct ticker *tk)
+{
+    uv_close((uv_handle_t *)&tk->t, NULL);
+}
+
+static inline void closed_flag(void *ud)
+{
+    *(int *)ud = 1;
+}
+
+/* Closes the manager, runs the loop dry and checks uv_loop_close(). */
+static inline void close_and_check(uv_loop_t *loop, struct disc_manager *m)
+{
+    int closed = 0;
+
+    disc_manager_close(m, closed_flag, &closed);
+    uv_run(loop, UV_RUN_DEFAULT);
+    ASSERT_EQ(closed, 1);
+    ASSERT_EQ(uv_loop_close(loop), 0);
+}
+
+#endif

@@ -1,0 +1,62 @@
+/* Fuzz target: a watch stream fed in uneven chunks to an incremental
+ * json_tokener (as the kubernetes provider does), each event's object run
+ * through the pod, node and namespace label builders. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "discovery/internal.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void handle(json_object *ev)
+{
+    json_object *obj = NULL;
+    struct disc__k8s_meta node, ns;
+    struct labels *t;
+    size_t n;
+    char src[512];
+
+    if (!json_object_object_get_ex(ev, "object", &obj))
+        return;
+    if (disc__k8s_meta_build(obj, "node", &node) == 0) {
+        if (disc__k8s_meta_build(obj, "namespace", &ns) == 0) {
+            if (disc__k8s_pod_targets(obj, &node, true, &ns, src, sizeof(src), &t, &n) == 0)
+                disc__targets_free(t, n);
+            labels_done(&ns.labels);
+        }
+        labels_done(&node.labels);
+    }
+    if (disc__k8s_pod_targets(obj, NULL, false, NULL, src, sizeof(src), &t, &n) == 0)
+        disc__targets_free(t, n);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    struct json_tokener *tok = json_tokener_new();
+    const char *p = (const char *)data;
+    size_t step = size ? (size_t)(data[0] % 7) + 1 : 1;
+
+    while (size > 0) {
+        size_t chunk = size < step ? size : step;
+        json_object *ev = json_tokener_parse_ex(tok, p, (int)chunk);
+        enum json_tokener_error err = json_tokener_get_error(tok);
+        size_t used = chunk;
+
+        if (err == json_tokener_success) {
+            used = json_tokener_get_parse_end(tok);
+            if (used == 0 || used > chunk)
+                used = chunk;
+            if (ev && json_object_is_type(ev, json_type_object))
+                handle(ev);
+            json_object_put(ev);
+            json_tokener_reset(tok);
+        } else if (err != json_tokener_continue) {
+            json_tokener_reset(tok);
+        }
+        p += used;
+        size -= used;
+    }
+    json_tokener_free(tok);
+    return 0;
+}
