@@ -1,0 +1,112 @@
+"""Benchmark: CPU and RSS of proflet scraping N targets x 5 profile types
+(cpu, memory, goroutine, mutex, block) every 15 s from a local fixture that
+serves real profiles captured once from the demo Go service, plus the p50
+and p99 scrape start lateness.
+
+Usage: bench_scale.py [N ...]   (default: 1000 5000)
+Prints one line per N. Not a test: it asserts nothing about speed.
+"""
+import os
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "integration"))
+from lib import *  # noqa: E402
+
+INTERVAL = 15
+WARMUP = 2 * INTERVAL
+WINDOW = 3 * INTERVAL
+
+
+def capture_bodies(tmp, procs):
+    port = start_demoapp(tmp, procs)
+    d = os.path.join(tmp, "bodies")
+    os.makedirs(d)
+    for name, q in (("profile", "?seconds=2"), ("allocs", ""), ("goroutine", ""), ("mutex", ""), ("block", "")):
+        _, body = http_get(f"http://127.0.0.1:{port}/debug/pprof/{name}{q}", timeout=30)
+        open(os.path.join(d, name), "wb").write(body)
+    return d
+
+
+def cpu_seconds(pid):
+    f = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss_kb(pid, field="VmRSS"):
+    for l in open(f"/proc/{pid}/status"):
+        if l.startswith(field):
+            return int(l.split()[1])
+
+
+def quantile(text, q):
+    buckets = []
+    for line in text.splitlines():
+        if line.startswith("proflet_scrape_start_lateness_seconds_bucket"):
+            le = line.split('le="')[1].split('"')[0]
+            buckets.append((float("inf") if le == "+Inf" else float(le), float(line.rsplit(" ", 1)[1])))
+    total = buckets[-1][1]
+    target = q * total
+    prev_le, prev_c = 0.0, 0.0
+    for le, c in buckets:
+        if c >= target:
+            if le == float("inf"):
+                return prev_le
+            frac = (target - prev_c) / (c - prev_c) if c > prev_c else 0
+            return prev_le + frac * (le - prev_le)
+        prev_le, prev_c = le, c
+    return prev_le
+
+
+def run(n, bodies, tmp, procs):
+    out = os.path.join(tmp, f"ports-{n}")
+    fx = procs.start([sys.executable, os.path.join(SRC, "tests", "integration", "manyports.py"), str(n), out, bodies])
+    base, cport = map(int, wait_for("fixture", lambda: open(out).read().split(), timeout=60))
+    sport = free_port()
+    targets = ",".join(f'"127.0.0.1:{base + i}"' for i in range(n))
+    p = start_proflet(tmp, procs, f"""
+log-level: warn
+server:
+  listen-address: 127.0.0.1:{sport}
+scrape-configs:
+  - job-name: bench
+    scrape-interval: {INTERVAL}s
+    enabled-profiles: [cpu, mem, goroutines, mutex, block]
+    static-configs:
+      - application: bench
+        targets: [{targets}]
+remote-write:
+  - url: file://{tmp}/sink-{n}
+    max-dir-bytes: 256MiB
+""", name=f"proflet-{n}")
+    wait_ready(sport, timeout=60)
+    time.sleep(WARMUP)  # a benchmark's measurement window, not a wait for a condition
+    c0, t0 = cpu_seconds(p.pid), time.monotonic()
+    m0 = metrics(sport)
+    time.sleep(WINDOW)
+    c1, t1 = cpu_seconds(p.pid), time.monotonic()
+    m1 = metrics(sport)
+    scrapes = (metric_value(m1, "proflet_scrapes_total") or 0) - (metric_value(m0, "proflet_scrapes_total") or 0)
+    fails = metric_value(m1, "proflet_scrape_failures_total") or 0
+    line = (f"targets={n} types=5 interval={INTERVAL}s: cpu={100 * (c1 - c0) / (t1 - t0):.1f}% of a core, "
+            f"rss={rss_kb(p.pid) / 1024:.1f} MiB (peak {rss_kb(p.pid, 'VmHWM') / 1024:.1f} MiB), "
+            f"scrapes/s={scrapes / (t1 - t0):.0f}, failures={fails:.0f}, "
+            f"lateness p50={1000 * quantile(m1, 0.5):.2f} ms p99={1000 * quantile(m1, 0.99):.2f} ms")
+    print(line, flush=True)
+    for l in m1.splitlines():
+        if l.startswith("proflet_scrape_failures_total") and not l.endswith(" 0"):
+            print("   ", l, flush=True)
+    stop(p, timeout=60)
+    fx.kill()
+
+
+def main():
+    ns = [int(x) for x in sys.argv[1:]] or [1000, 5000]
+    with environment() as (tmp, procs):
+        bodies = capture_bodies(tmp, procs)
+        for n in ns:
+            run(n, bodies, tmp, procs)
+
+
+main()
