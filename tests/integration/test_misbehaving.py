@@ -75,10 +75,15 @@ remote-write:
 
         text = wait_for("every bad target to fail with its reason", all_failed, timeout=30)
 
-        # Each error is attached to its own target, with a message.
-        _, body = http_get(f"http://127.0.0.1:{sport}/api/v1/targets")
-        targets = json.loads(body)["data"]["activeTargets"]
-        by_job = {t["scrapePool"]: t for t in targets}
+        def targets_by_job():
+            _, body = http_get(f"http://127.0.0.1:{sport}/api/v1/targets")
+            return {t["scrapePool"]: t for t in json.loads(body)["data"]["activeTargets"]}
+
+        # Each error is attached to its own target, with a message; the good
+        # targets (whose first tick may come later in their interval) are up.
+        by_job = wait_for("the good targets' first scrapes",
+                          lambda: (lambda b: b if all(b[j]["health"] != "unknown" for j in ("healthy", "ok-fixture"))
+                                   else None)(targets_by_job()), timeout=10)
         for m in BAD:
             t = by_job.get(f"bad-{m}")
             check(t is not None, f"bad-{m} missing from /api/v1/targets")
