@@ -105,6 +105,11 @@ def test_daemonset_scrapes_annotated_pods_on_its_node():
             portf = os.path.join(tmp, "demo.port")
             procs.start([demo, "-addr", "127.0.0.1:0", "-port-file", portf], os.path.join(tmp, "demo.log"))
             demo_port = int(wait_for("demoapp port", lambda: open(portf).read().strip(), 30))
+            # A second process for the second annotated pod: Go allows one CPU
+            # profile at a time per process, as two real pods would not share.
+            portf2 = os.path.join(tmp, "demo2.port")
+            procs.start([demo, "-addr", "127.0.0.1:0", "-port-file", portf2], os.path.join(tmp, "demo2.log"))
+            demo2_port = int(wait_for("second demoapp port", lambda: open(portf2).read().strip(), 30))
 
             # The API server, in-cluster style: TLS + bearer token.
             key, cert = make_tls(tmp)
@@ -125,8 +130,8 @@ def test_daemonset_scrapes_annotated_pods_on_its_node():
             control(ctl_port, "/apply", {"kind": "pods", "object": pod("cart", NODE, "127.0.0.1", demo_port, {
                 "pyroscope.io/scrape": "true", "pyroscope.io/port": str(demo_port),
                 "pyroscope.io/application-name": "cart"})})
-            control(ctl_port, "/apply", {"kind": "pods", "object": pod("checkout", NODE, "127.0.0.1", demo_port, {
-                "profiles.grafana.com/cpu.scrape": "true", "profiles.grafana.com/cpu.port": str(demo_port),
+            control(ctl_port, "/apply", {"kind": "pods", "object": pod("checkout", NODE, "127.0.0.1", demo2_port, {
+                "profiles.grafana.com/cpu.scrape": "true", "profiles.grafana.com/cpu.port": str(demo2_port),
                 "profiles.grafana.com/service_name": "checkout"})})
             control(ctl_port, "/apply", {"kind": "pods", "object": pod("elsewhere", "node-b", "127.0.0.1", demo_port, {
                 "pyroscope.io/scrape": "true", "pyroscope.io/port": str(demo_port),
