@@ -58,6 +58,7 @@ def test_dockerfile_runs_exactly_the_scripts():
 
 def test_build_and_stage():
     tmp = tempfile.mkdtemp(prefix="proflet-image-")
+    os.chmod(tmp, 0o755)  # the non-root run must be able to reach the staging root
     STATE["tmp"] = tmp
     build, root = os.path.join(tmp, "build"), os.path.join(tmp, "staging")
     p = subprocess.run([BUILD_SH, "--no-deps", SRC, build], capture_output=True, text=True, timeout=1500)
