@@ -212,6 +212,7 @@ static void delta_after(void *arg, int status)
         forward_profile(a, p, j->out, j->out_len, j->start_ns, j->end_ns);
         j->out = NULL;
     }
+    free(j->in); /* a pass-through body that failed its gzip check */
     free(j->out);
     free(j);
 }
