@@ -16,9 +16,11 @@
  * address is 0 as non-Go producers write them) plus an order-independent
  * sum of its label hashes, labels compared by content (the heap `bytes`
  * label included, which makes Go's per-sample heap scaling constant per key
- * so differencing scaled values is exact). A key is a 63-bit hash: a
- * polynomial over the mixed per-location keys, finished with the labels'
- * hash; strings are hashed with xxh3, once per string per profile.
+ * so differencing scaled values is exact). A key is a 63-bit hash: a sum
+ * of the mixed per-location keys times random weights by depth (see
+ * add_locs()), finished with the labels' hash; strings are hashed with
+ * xxh3, once per string per profile. Location keys are looked up by id in a
+ * dense array when ids are dense, as Go writes them.
  *
  * State. One open-addressing table per (target, profile type): a slot is
  * the key plus the previous value of each cumulative column, nothing else.
@@ -26,8 +28,8 @@
  * set and holds the index of its entry in place of its first value, so one
  * probe per sample finds both the previous values and any duplicate of the
  * same key in the current profile. At the end every met slot receives the
- * new cumulative sums; slots not met (stacks that vanished) are pruned by
- * rebuilding the table from the current keys.
+ * new cumulative sums; slots not met (stacks that vanished) are deleted in
+ * place when they are few, else the table is rebuilt from the current keys.
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
@@ -35,6 +37,7 @@
  * per-call memory is freed before returning. */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -114,8 +117,16 @@ struct ctx {
     struct pprof__idmap mapmap, fnmap, locmap;
     uint32_t *fn_name, *fn_sys, *fn_file;
     uint8_t *fn_used;
+    /* Per location: its key (odd; 0 = no such location) and whether an
+     * emitted sample references it (set by encode()). Indexed by location
+     * id when `loc_by_id` (ids dense, as Go writes them: the sample loop
+     * then needs one load per frame, no id map), else by location index. */
     uint64_t *lockey;
-    uint32_t *loc_refs; /* samples (first of their key) referencing each location */
+    uint8_t *loc_used;
+    uint8_t *loc_seen; /* referenced by any sample */
+    bool mark_locs;    /* encode(): loc_used is to be marked sample by sample */
+    size_t loc_by_id; /* by-id mode: entries in lockey/loc_used, else 0 */
+    uint64_t *loc_ids; /* id of each location, by index */
 
     size_t ncols;
     int *cum_of_col; /* column -> cumulative index, or -1 */
@@ -159,6 +170,21 @@ static uint64_t mix64(uint64_t x)
     x *= 0xc4ceb9fe1a85ec53ULL;
     x ^= x >> 33;
     return x;
+}
+
+/* Location ids below this take at most two bytes as varints. */
+#define LOC_FAST_IDS 16384
+
+/* Stack hash weights by depth (see add_locs()); deeper frames, past the
+ * default depth cap, compute theirs. Filled once per process. */
+#define POS_WEIGHTS 4096
+static uint64_t pos_weight[POS_WEIGHTS];
+static pthread_once_t pos_weight_once = PTHREAD_ONCE_INIT;
+
+static void pos_weight_init(void)
+{
+    for (size_t i = 0; i < POS_WEIGHTS; i++)
+        pos_weight[i] = mix64(i) | 1;
 }
 
 /* True when field `f` is one of the scalar fields 1..`last` of its message
@@ -261,6 +287,45 @@ static int state_rehash(struct pprof_delta *d, size_t cap, struct ent *ents)
     d->slots = ns;
     d->cap = cap;
     return 0;
+}
+
+/* Deletes every slot not met in this call (stacks that vanished), with
+ * backward-shift deletion: the slots after a hole that may move into it do,
+ * so probe sequences never cross a hole and lookups need no tombstones.
+ * Moved slots met in this call tell their entry where they went. */
+static void state_prune(struct pprof_delta *d, struct ent *ents)
+{
+    size_t cap = d->cap;
+
+    for (size_t s = 0; s < cap;) {
+        uint64_t *sl = slot_at(d, s);
+        size_t hole = s, j = s;
+
+        if (sl[0] == 0 || (sl[0] & SEEN_BIT)) {
+            s++;
+            continue;
+        }
+        for (;;) {
+            uint64_t *o;
+            size_t h;
+
+            j = next_slot(j, cap);
+            o = slot_at(d, j);
+            if (o[0] == 0)
+                break;
+            h = home(o[0], cap);
+            /* The slot at j stays if its home lies cyclically in (hole, j]. */
+            if (hole <= j ? (hole < h && h <= j) : (hole < h || h <= j))
+                continue;
+            memcpy(slot_at(d, hole), o, d->stride * sizeof(uint64_t));
+            if (o[0] & SEEN_BIT)
+                ents[o[1]].slot = hole;
+            hole = j;
+        }
+        memset(slot_at(d, hole), 0, d->stride * sizeof(uint64_t));
+        d->n--;
+        /* Slot s may have received a slot that follows: look at it again. */
+    }
 }
 
 /* ---- pass 1: top-level records ---- */
@@ -544,12 +609,10 @@ static int scan_locations(struct ctx *c)
     uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
     int rc = 0;
 
+    c->loc_ids = ids;
     c->lockey = malloc((n ? n : 1) * sizeof(uint64_t));
-    c->loc_refs = calloc(n ? n : 1, sizeof(uint32_t));
-    if (!ids || !c->lockey || !c->loc_refs) {
-        free(ids);
+    if (!ids || !c->lockey)
         return -ENOMEM;
-    }
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct span *s = &c->spans[F_LOCATION][i];
         const uint8_t *p = c->raw + s->off, *end = p + s->len;
@@ -577,13 +640,13 @@ static int scan_locations(struct ctx *c)
                         line = g.val;
                 }
                 if (r2 < 0)
-                    return free(ids), corrupt(c, "bad line");
+                    return corrupt(c, "bad line");
                 if (fid == 0) {
                     fallback = mix64(fallback ^ line);
                     continue;
                 }
                 if ((fi = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)
-                    return free(ids), corrupt(c, "line references unknown function");
+                    return corrupt(c, "line references unknown function");
                 fallback = mix64(fallback ^ str_hash(c, c->fn_name[fi])) +
                            mix64(str_hash(c, c->fn_file[fi]) ^ line);
             } else if (f.num == 4 || (f.num <= 5 && f.wt != PPROF__WT_VARINT)) {
@@ -604,13 +667,33 @@ static int scan_locations(struct ctx *c)
             rc = corrupt(c, "location references unknown mapping");
         ids[i] = id;
         /* Addresses identify a frame in a process; without them (non-Go
-         * producers) the symbolic frame does. */
-        c->lockey[i] = addr ? mix64(addr ^ 0xadd7) : fallback;
+         * producers) the symbolic frame does. Odd, so that 0 can mean "no
+         * such location" in the by-id table. */
+        c->lockey[i] = (addr ? mix64(addr ^ 0xadd7) : fallback) | 1;
     }
     if (rc == 0 && (rc = pprof__idmap_init(&c->locmap, ids, n)) < 0 && rc != -ENOMEM)
         rc = corrupt(c, "location id 0 or repeated");
-    free(ids);
-    return rc;
+    if (rc < 0)
+        return rc;
+    if (c->locmap.dense) {
+        /* Re-index keys by id, padded so that one-byte ids, and two-byte
+         * ones when there are any, need no bounds check in the sample loop
+         * (small profiles, such as most mutex and block ones, keep small
+         * tables). */
+        size_t len = c->locmap.dense_len;
+        size_t nid = len <= 128 ? 128 : len > LOC_FAST_IDS ? len : LOC_FAST_IDS;
+        uint64_t *byid = calloc(nid, sizeof(uint64_t));
+        if (!byid)
+            return -ENOMEM;
+        for (size_t i = 0; i < n; i++)
+            byid[ids[i]] = c->lockey[i];
+        free(c->lockey);
+        c->lockey = byid;
+        c->loc_by_id = nid;
+    }
+    c->loc_used = calloc(c->loc_by_id ? c->loc_by_id : n ? n : 1, 1);
+    c->loc_seen = calloc(c->loc_by_id ? c->loc_by_id : n ? n : 1, 1);
+    return c->loc_used && c->loc_seen ? 0 : -ENOMEM;
 }
 
 /* ---- samples ---- */
@@ -685,37 +768,98 @@ static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
 }
 
 /* The innermost loop of a delta: the location ids of one sample, folded
- * into the stack hash `*h` (a polynomial over per-location keys that are
- * already well mixed). Every sample counts its references; encode() takes
- * back those of samples it does not emit, which leaves the locations to
- * keep. Locals, not ctx fields, so the compiler keeps them in registers. */
-static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const uint8_t *q, const uint8_t *qe, size_t *depth,
-                           uint64_t *h)
+ * into the stack hash `*h`. The hash is the sum of each frame's key times a
+ * random odd weight for its depth: unlike a polynomial (h + k) * C, whose
+ * every step waits for the previous multiply, the products are independent,
+ * so frames cost throughput rather than latency. Random weights keep it
+ * order-sensitive (no two depth sets share a weight sum, which small weights
+ * such as 2i+1 would break on palindromic recursion). The ids are checked
+ * here, and every location met is marked in loc_seen (a store, not a count:
+ * a count chains every frame of a recursive stack on the previous increment
+ * of the same counter); encode() uses the marks when it emits every
+ * sample, and marks the locations of the samples it emits otherwise.
+ * Locals, not ctx fields, so the compiler keeps them in registers. */
+static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const uint8_t *q,
+                                                          const uint8_t *qe, size_t *depth,
+                                                          uint64_t *h)
 {
-    const uint32_t *dense = c->locmap.dense;
-    const size_t dense_len = c->locmap.dense_len, cap = c->lim->max_stack_depth;
-    const uint64_t *lockey = c->lockey;
-    uint32_t *refs = c->loc_refs;
+    const uint64_t *key = c->lockey;
+    uint8_t *seen = c->loc_seen;
+    const size_t nid = c->loc_by_id, cap = c->lim->max_stack_depth;
     size_t dep = *depth;
     uint64_t hh = *h;
 
-    while (q < qe) {
-        uint64_t id;
-        uint32_t li;
+    const size_t fast_cap = nid && cap < POS_WEIGHTS ? cap : nid ? POS_WEIGHTS : 0;
+    const uint8_t *q0 = q;
+    uint64_t all = 1;
 
+    while (q < qe) {
+        uint64_t id, k;
+
+        /* Eight bytes of one-byte ids, or of two-byte ids (how Go writes
+         * the stacks of profiles with under 128, resp. 16384, locations):
+         * decoded at a fixed stride, so frames do not wait on each other.
+         * The by-id table has at least 128 entries, or 16384 when any id
+         * takes two bytes, so such ids need no bounds check, and an absent one (key 0; keys are odd) shows in
+         * the AND of the keys, checked once per field: on error nothing
+         * computed here is kept. */
+        if (qe - q >= 8 && dep + 8 <= fast_cap) {
+            uint64_t w, m;
+            memcpy(&w, q, 8);
+            m = w & 0x8080808080808080ULL;
+            if (m == 0) {
+#pragma GCC unroll 8
+                for (unsigned j = 0; j < 8; j++) {
+                    k = key[(w >> (8 * j)) & 0x7f];
+                    seen[(w >> (8 * j)) & 0x7f] = 1;
+                    all &= k;
+                    hh += k * pos_weight[dep + j];
+                }
+                q += 8;
+                dep += 8;
+                continue;
+            }
+            if (m == 0x0080008000800080ULL && nid >= LOC_FAST_IDS) {
+#pragma GCC unroll 4
+                for (unsigned j = 0; j < 4; j++) {
+                    size_t i = ((w >> (16 * j)) & 0x7f) | ((w >> (16 * j + 8)) & 0x7f) << 7;
+                    k = key[i];
+                    seen[i] = 1;
+                    all &= k;
+                    hh += k * pos_weight[dep + j];
+                }
+                q += 8;
+                dep += 4;
+                continue;
+            }
+        }
         if (*q < 0x80)
             id = *q++;
         else if (pprof__varint(&q, qe, &id) < 0)
             return corrupt(c, "bad packed location_id");
-        if (dense)
-            li = id < dense_len ? dense[id] : UINT32_MAX;
-        else
-            li = pprof__idmap_get(&c->locmap, id);
-        if (__builtin_expect(li == UINT32_MAX || dep == cap, 0))
-            return add_loc_error(c, li, id);
-        hh = (hh + lockey[li]) * 0x9E3779B97F4A7C15ULL;
-        refs[li]++;
+        if (nid) {
+            if (__builtin_expect(id >= nid || key[id] == 0, 0))
+                return add_loc_error(c, UINT32_MAX, id);
+            k = key[id];
+            seen[id] = 1;
+        } else {
+            uint32_t li = pprof__idmap_get(&c->locmap, id);
+            if (__builtin_expect(li == UINT32_MAX, 0))
+                return add_loc_error(c, li, id);
+            k = key[li];
+            seen[li] = 1;
+        }
+        if (__builtin_expect(dep == cap, 0))
+            return add_loc_error(c, 0, id);
+        hh += k * (dep < POS_WEIGHTS ? pos_weight[dep] : mix64(dep) | 1);
         dep++;
+    }
+    if (__builtin_expect(!(all & 1), 0)) {
+        /* An absent id went through the fast path: find it. */
+        uint64_t id = 0;
+        while (q0 < qe && pprof__varint(&q0, qe, &id) == 0 && key[id])
+            ;
+        return add_loc_error(c, UINT32_MAX, id);
     }
     *depth = dep;
     *h = hh;
@@ -770,6 +914,7 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
             f.start = p;
             f.num = p[0] >> 3;
             f.wt = PPROF__WT_LEN;
+            f.val = 0;
             f.data = p + 2;
             f.len = p[1];
             p += 2 + p[1];
@@ -936,8 +1081,13 @@ static int finish_state(struct ctx *c)
             }
         }
     }
-    if (d->n > c->n_ents || d->cap > 2 * fit_cap(c->n_ents)) {
-        /* Some stacks vanished, or the table was sized for duplicates:
+    if (d->n > c->n_ents && d->cap <= fit_cap(c->n_ents) / 4 * 5) {
+        /* Some stacks vanished (a few, usually): delete them in place. One
+         * sequential pass over the table costs far less than rebuilding it,
+         * which scatters every key into fresh, page-faulting memory. */
+        state_prune(d, c->ents);
+    } else if (d->n > c->n_ents || d->cap > 2 * fit_cap(c->n_ents)) {
+        /* Many stacks vanished, or the table was sized for duplicates:
          * rebuild with only the current keys. */
         size_t cap = fit_cap(c->n_ents);
         uint64_t *ns = calloc(cap, d->stride * sizeof(uint64_t));
@@ -990,24 +1140,52 @@ static uint8_t *put_scalar(uint8_t *o, uint8_t tag, int64_t v)
     return pprof__put_varint(o, (uint64_t)v);
 }
 
-/* Takes back the location references of a sample that is not emitted. */
-static void unref_sample_locations(struct ctx *c, const struct span *s)
+/* Marks the locations of an emitted sample's location_id field, whose ids
+ * the sample scan checked. */
+static void mark_locations(struct ctx *c, const struct pprof__field *f)
 {
-    const uint8_t *p = c->raw + s->off, *end = p + s->len;
-    struct pprof__field f;
+    uint8_t *used = c->loc_used;
+    uint64_t id;
 
-    while (pprof__next_field(&p, end, &f) > 0) {
-        if (f.num != 1)
-            continue;
-        if (f.wt == PPROF__WT_VARINT) {
-            c->loc_refs[pprof__idmap_get(&c->locmap, f.val)]--;
-        } else {
-            const uint8_t *q = f.data, *qe = f.data + f.len;
-            uint64_t id;
-            while (q < qe && pprof__varint(&q, qe, &id) == 0)
-                c->loc_refs[pprof__idmap_get(&c->locmap, id)]--;
-        }
+    if (f->wt == PPROF__WT_VARINT) {
+        used[c->loc_by_id ? f->val : pprof__idmap_get(&c->locmap, f->val)] = 1;
+        return;
     }
+    const uint8_t *q = f->data, *qe = f->data + f->len;
+    if (c->loc_by_id) {
+        while (q < qe) {
+            /* Eight bytes of one- or two-byte ids at a time, as in
+             * add_locs(). */
+            if (qe - q >= 8) {
+                uint64_t w, m;
+                memcpy(&w, q, 8);
+                m = w & 0x8080808080808080ULL;
+                if (m == 0) {
+#pragma GCC unroll 8
+                    for (unsigned j = 0; j < 8; j++)
+                        used[(w >> (8 * j)) & 0x7f] = 1;
+                    q += 8;
+                    continue;
+                }
+                if (m == 0x0080008000800080ULL) {
+#pragma GCC unroll 4
+                    for (unsigned j = 0; j < 4; j++)
+                        used[((w >> (16 * j)) & 0x7f) | ((w >> (16 * j + 8)) & 0x7f) << 7] = 1;
+                    q += 8;
+                    continue;
+                }
+            }
+            if (*q < 0x80)
+                used[*q++] = 1;
+            else if (pprof__varint(&q, qe, &id) == 0)
+                used[id] = 1;
+            else
+                break;
+        }
+        return;
+    }
+    while (q < qe && pprof__varint(&q, qe, &id) == 0)
+        used[pprof__idmap_get(&c->locmap, id)] = 1;
 }
 
 /* Copies a sample's fields except its values, marking the strings its
@@ -1022,6 +1200,8 @@ static uint8_t *copy_sample_fields(struct ctx *c, uint8_t *o, const struct span 
             continue;
         memcpy(o, f.start, (size_t)(p - f.start));
         o += p - f.start;
+        if (f.num == 1 && c->mark_locs)
+            mark_locations(c, &f);
         if (f.num == 3 && !(f.len == c->last_label_len && c->last_label &&
                             memcmp(f.data, c->last_label, f.len) == 0)) {
             /* A repeated scalar field: the last one wins, as in protobuf-c
@@ -1070,8 +1250,8 @@ static void mark_location_functions(struct ctx *c, const struct span *s)
 static int encode(struct ctx *c, int64_t prev_time)
 {
     size_t stride_cum = c->ncum ? c->ncum : 1;
-    size_t samples_in = 0, samples_out = 0, bound;
-    uint8_t *o, *emitted = calloc(c->n[F_SAMPLE] ? c->n[F_SAMPLE] : 1, 1);
+    size_t samples_in = 0, samples_out = 0, samples_kept = 0, bound;
+    uint8_t *o;
 
     c->last_label = NULL;
     /* First the output values (in place of the sums, which the state has
@@ -1100,16 +1280,24 @@ static int encode(struct ctx *c, int64_t prev_time)
         e->out_vlen = nonzero ? (uint32_t)vlen : 0;
         if (!nonzero)
             continue;
+        samples_kept++;
         body = c->spans[F_SAMPLE][e->sample].len - e->vbytes + 1 + pprof__varint_size(vlen) +
                vlen;
         samples_out += 1 + pprof__varint_size(body) + body;
     }
+    /* When every sample is emitted (no duplicates, none dropped), the
+     * locations to keep are those any sample references, which the sample
+     * scan marked: no need to walk the stacks again. */
+    c->mark_locs = samples_kept != c->n[F_SAMPLE];
+    if (!c->mark_locs) {
+        uint8_t *t = c->loc_used;
+        c->loc_used = c->loc_seen;
+        c->loc_seen = t;
+    }
     bound = c->len - samples_in + samples_out + 11 * c->n_comments + 64;
     c->out = malloc(bound);
-    if (!c->out || !emitted) {
-        free(emitted);
+    if (!c->out)
         return -ENOMEM;
-    }
     o = c->out;
     for (size_t i = 0; i < c->n[F_SAMPLE_TYPE]; i++) {
         const struct span *s = &c->spans[F_SAMPLE_TYPE][i];
@@ -1123,7 +1311,6 @@ static int encode(struct ctx *c, int64_t prev_time)
 
         if (vlen == 0)
             continue;
-        emitted[e->sample] = 1;
         body = s->len - e->vbytes + 1 + pprof__varint_size(vlen) + vlen;
         *o++ = 0x12;
         o = pprof__put_varint(o, body);
@@ -1133,17 +1320,13 @@ static int encode(struct ctx *c, int64_t prev_time)
         for (size_t k = 0; k < c->ncols; k++)
             o = pprof__put_varint(o, (uint64_t)outv[k]);
     }
-    for (size_t i = 0; i < c->n[F_SAMPLE]; i++)
-        if (!emitted[i])
-            unref_sample_locations(c, &c->spans[F_SAMPLE][i]);
-    free(emitted);
     for (size_t i = 0; i < c->n[F_MAPPING]; i++) {
         const struct span *s = &c->spans[F_MAPPING][i];
         o = put_raw(o, 0x1a, c->raw + s->off, s->len);
     }
     for (size_t i = 0; i < c->n[F_LOCATION]; i++) {
         const struct span *s = &c->spans[F_LOCATION][i];
-        if (c->loc_refs[i] == 0)
+        if (!c->loc_used[c->loc_by_id ? c->loc_ids[i] : i])
             continue;
         mark_location_functions(c, s);
         o = put_raw(o, 0x22, c->raw + s->off, s->len);
@@ -1197,7 +1380,9 @@ static void ctx_done(struct ctx *c)
     free(c->fn_file);
     free(c->fn_used);
     free(c->lockey);
-    free(c->loc_refs);
+    free(c->loc_used);
+    free(c->loc_seen);
+    free(c->loc_ids);
     free(c->cum_of_col);
     free(c->row);
     free(c->ents);
@@ -1253,6 +1438,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     *out_len = 0;
     if (err && errlen)
         err[0] = '\0';
+    pthread_once(&pos_weight_once, pos_weight_init);
     memset(&c, 0, sizeof(c));
     rc = pprof_gunzip(in, in_len, lim->max_decompressed, &raw, &raw_len);
     if (rc == PPROF_ETOOLARGE) {

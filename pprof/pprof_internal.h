@@ -26,13 +26,21 @@ enum {
 static inline int pprof__varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
     const uint8_t *p = *pp;
-    uint64_t r = 0;
+    uint64_t r;
 
+    /* One- and two-byte varints (ids, lengths, small values) are most of a
+     * profile: decode them without the loop. */
     if (p < end && *p < 0x80) {
         *v = *p;
         *pp = p + 1;
         return 0;
     }
+    if (end - p >= 2 && p[1] < 0x80) {
+        *v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+        *pp = p + 2;
+        return 0;
+    }
+    r = 0;
     for (unsigned shift = 0; shift < 70; shift += 7) {
         if (p >= end)
             return -1;
