@@ -7,7 +7,7 @@ by `protoc --python_out` from proflet's own .proto files (into a temp dir).
 Accepted profiles are recorded with their ID, labels and the first bytes of
 the profile; tests read them from the control port.
 
-    receiver.py [--proto-dir DIR] [--port N] [--fast]
+    receiver.py [--proto-dir DIR] [--port N] [--fast] [--tls-cert PEM --tls-key PEM]
 
 Prints one JSON line {"port": P, "control": C} on stdout when ready.
 
@@ -32,6 +32,7 @@ import gzip
 import json
 import os
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -225,10 +226,11 @@ class Control(BaseHTTPRequestHandler):
 class Front:
     """The push listener, which can go down (refuse connections) and come back."""
 
-    def __init__(self, port, fast):
+    def __init__(self, port, fast, tls=None):
         Push.fast = fast
         self.port = port
         self.srv = None
+        self.tls = tls
         self.up()
 
     def up(self):
@@ -241,6 +243,10 @@ class Front:
             except OSError:
                 time.sleep(0.05)
         self.port = self.srv.server_address[1]
+        if self.tls:
+            ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            ctx.load_cert_chain(*self.tls)
+            self.srv.socket = ctx.wrap_socket(self.srv.socket, server_side=True)
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
     def go_down(self, seconds):
@@ -262,10 +268,12 @@ def main():
     ap.add_argument("--proto-dir", default=os.path.join(here, "..", "..", "proto"))
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--fast", action="store_true")
+    ap.add_argument("--tls-cert", help="serve push over TLS with this certificate (PEM)")
+    ap.add_argument("--tls-key", help="... and this key")
     a = ap.parse_args()
     if not a.fast:
         load_protos(a.proto_dir)
-    front = Front(a.port, a.fast)
+    front = Front(a.port, a.fast, (a.tls_cert, a.tls_key) if a.tls_cert else None)
     Control.server_ref = front
     ctl = ThreadingHTTPServer(("127.0.0.1", 0), Control)
     print(json.dumps({"port": front.port, "control": ctl.server_address[1]}), flush=True)
