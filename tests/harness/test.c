@@ -58,9 +58,9 @@ static bool selected(int argc, char **argv, const char *name)
 
 int test_main(int argc, char **argv)
 {
-    int passed = 0, failed = 0;
+    volatile int passed = 0, failed = 0;
 
-    for (int i = 0; i < n_tests; i++) {
+    for (volatile int i = 0; i < n_tests; i++) {
         if (!selected(argc, argv, tests[i].name))
             continue;
         if (setjmp(fail_jmp) == 0) {

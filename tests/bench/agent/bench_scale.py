@@ -1,11 +1,14 @@
 """Benchmark: CPU and RSS of proflet scraping N targets x 5 profile types
 (cpu, memory, goroutine, mutex, block) every 15 s from a local fixture that
-serves real profiles captured once from the demo Go service, plus the p50
-and p99 scrape start lateness.
+serves real profiles captured once from the demo Go service, pushing to a
+local receiver that only counts, plus the p50 and p99 scrape start
+lateness. The fixture and the receiver are Python and share the machine's
+two cores with proflet.
 
 Usage: bench_scale.py [N ...]   (default: 1000 5000)
 Prints one line per N. Not a test: it asserts nothing about speed.
 """
+import json
 import os
 import subprocess
 import sys
@@ -64,6 +67,10 @@ def run(n, bodies, tmp, procs):
     fx = procs.start([sys.executable, os.path.join(SRC, "tests", "integration", "manyports.py"), str(n), out, bodies])
     base, cport = map(int, wait_for("fixture", lambda: open(out).read().split(), timeout=60))
     sport = free_port()
+    # Profiles go to a push receiver that only counts (tests/receiver --fast).
+    rx = procs.start([sys.executable, os.path.join(SRC, "tests", "receiver", "receiver.py"), "--fast"],
+                     stdout=subprocess.PIPE, text=True)
+    rport = json.loads(rx.stdout.readline())["port"]
     targets = ",".join(f'"127.0.0.1:{base + i}"' for i in range(n))
     p = start_proflet(tmp, procs, f"""
 log-level: warn
@@ -77,8 +84,7 @@ scrape-configs:
       - application: bench
         targets: [{targets}]
 remote-write:
-  - url: file://{tmp}/sink-{n}
-    max-dir-bytes: 256MiB
+  - url: http://127.0.0.1:{rport}
 """, name=f"proflet-{n}")
     wait_ready(sport, timeout=60)
     time.sleep(WARMUP)  # a benchmark's measurement window, not a wait for a condition
@@ -99,6 +105,7 @@ remote-write:
             print("   ", l, flush=True)
     stop(p, timeout=60)
     fx.kill()
+    rx.kill()
 
 
 def main():
