@@ -23,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "common/fsutil.h"
 #include "forward/internal.h"
 
 #define COMP_MAX 100
@@ -125,61 +126,6 @@ static int ent_cmp(const void *a, const void *b)
 
 /* ------------------------------------------------------------ pool work */
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    size_t n = strlen(path);
-
-    if (n >= sizeof(tmp))
-        return -ENAMETOOLONG;
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            char c = tmp[i];
-
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
-                return -errno;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
-/* Writes `data` to dir/name through a temp file and rename. */
-static int write_atomic(const char *dir, const char *name, const void *data, size_t len)
-{
-    char tmp[4096], dst[4096];
-    const uint8_t *p = data;
-    int fd, r = 0;
-
-    if ((size_t)snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name) >= sizeof(tmp) ||
-        (size_t)snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= sizeof(dst))
-        return -ENAMETOOLONG;
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    while (len > 0) {
-        ssize_t w = write(fd, p, len);
-
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            break;
-        }
-        p += w;
-        len -= (size_t)w;
-    }
-    if (close(fd) < 0 && r == 0)
-        r = -errno;
-    if (r == 0 && rename(tmp, dst) < 0)
-        r = -errno;
-    if (r < 0)
-        unlink(tmp);
-    return r;
-}
-
 static char *sidecar_json(const struct fwd_profile *p, uint64_t ms)
 {
     struct json_object *o = json_object_new_object(), *l = json_object_new_object();
@@ -217,7 +163,7 @@ static void write_work(uv_work_t *req)
         r = -ENAMETOOLONG;
         goto out;
     }
-    r = mkdir_p(dir);
+    r = fsutil_mkdir_p(dir, 0755);
     if (r < 0)
         goto out;
     json = sidecar_json(j->p, j->ms);
@@ -226,11 +172,11 @@ static void write_work(uv_work_t *req)
         goto out;
     }
     snprintf(name, sizeof(name), "%s.json", j->base);
-    r = write_atomic(dir, name, json, strlen(json));
+    r = fsutil_write_atomic(dir, name, json, strlen(json), false);
     if (r < 0)
         goto out;
     snprintf(name, sizeof(name), "%s.pb.gz", j->base);
-    r = write_atomic(dir, name, j->p->data, j->p->len);
+    r = fsutil_write_atomic(dir, name, j->p->data, j->p->len, false);
     if (r < 0) {
         snprintf(name, sizeof(name), "%s/%s.json", dir, j->base);
         unlink(name);
@@ -468,7 +414,9 @@ static void pump(struct dir_sink *d)
 {
     struct fwd_ep *ep = d->ep;
 
-    while (d->pend_n > 0 && d->jobs < ep->cfg.max_inflight) {
+    /* No write while the start-up scan runs: it removes leftover temp files
+     * and would take a write's temp file for one. */
+    while (!d->scanning && d->pend_n > 0 && d->jobs < ep->cfg.max_inflight) {
         struct fwd_profile *p = d->pend[d->pend_head];
 
         d->pend_head = (d->pend_head + 1) % d->pend_cap;
@@ -523,6 +471,7 @@ static void scan_done(uv_work_t *req, int status)
     free(j->root);
     free(j);
     enforce_cap(d);
+    pump(d);
     maybe_closed(d);
 }
 
@@ -542,7 +491,7 @@ static int dir_start(struct fwd_ep *ep, char *err, size_t errlen)
                  ep->cfg.url);
         return -EINVAL;
     }
-    r = mkdir_p(d->root);
+    r = fsutil_mkdir_p(d->root, 0755);
     if (r < 0) {
         snprintf(err, errlen, "%s: cannot create %s: %s", ep->name, d->root, strerror(-r));
         return r;
