@@ -33,27 +33,9 @@
 #include <yaml.h>
 
 #include "agent/config.h"
+#include "agent/config_int.h"
 #include "common/buf.h"
 #include "common/duration.h"
-
-/* Internal interface of config_schema.c (a copy of its declarations). */
-enum cfg__unit { CFG__UNIT_NONE, CFG__UNIT_DURATION, CFG__UNIT_BYTES };
-enum cfg__mapkind { CFG__MAP_NONE, CFG__MAP_KV, CFG__MAP_PARAM, CFG__MAP_PROFILE };
-struct cfg__meta {
-    const cyaml_schema_field_t *fields;
-    const char *key;
-    enum cfg__unit unit;
-    const char *def;
-    const char *const *choices;
-    enum cfg__mapkind mapkind;
-    const cyaml_schema_value_t *check;
-};
-extern const cyaml_schema_value_t cfg__top_schema;
-extern const cyaml_schema_field_t cfg__top_fields[], cfg__scrape_fields[], cfg__k8s_fields[],
-    cfg__relabel_fields[], cfg__remote_fields[], cfg__profile_fields[];
-const struct cfg__meta *cfg__meta_find(const cyaml_schema_field_t *fields, const char *key);
-const char *cfg__mapping_name(const cyaml_schema_field_t *fields);
-const char *cfg__key_alias(const char *key);
 
 #define CFG_MAX_FILE (16u << 20)    /* config text */
 #define CFG_MAX_ARENA (256u << 20)  /* parse tree */
@@ -1567,4 +1549,29 @@ void cfg_free(struct cfg *c)
     free(c->spool.dir);
     free(c->spool.fsync);
     free(c);
+}
+
+/* --- settings signatures ----------------------------------------------- */
+
+void cfg_sig_str(struct buf *out, const char *key, const char *value)
+{
+    buf_printf(out, "%s=%zu:%s;", key, value ? strlen(value) : (size_t)-1, value ? value : "");
+}
+
+void cfg_http_signature(const struct cfg_http *h, struct buf *out)
+{
+    if (h->basic_auth) {
+        cfg_sig_str(out, "user", h->basic_auth->username);
+        cfg_sig_str(out, "pass", h->basic_auth->password);
+        cfg_sig_str(out, "passfile", h->basic_auth->password_file);
+    }
+    cfg_sig_str(out, "bearer", h->bearer_token);
+    cfg_sig_str(out, "bearerfile", h->bearer_token_file);
+    cfg_sig_str(out, "ca", h->tls.ca_file);
+    cfg_sig_str(out, "cert", h->tls.cert_file);
+    cfg_sig_str(out, "key", h->tls.key_file);
+    cfg_sig_str(out, "sni", h->tls.server_name);
+    cfg_sig_str(out, "proxy", h->proxy_url);
+    buf_printf(out, "http=%d%d%d;", h->tls.insecure_skip_verify, h->enable_http2,
+               h->follow_redirects);
 }

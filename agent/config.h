@@ -219,4 +219,14 @@ void cfg_free(struct cfg *c);
  * goroutines, ...). Returns the canonical name or NULL if unknown. */
 const char *cfg_profile_canonical(const char *name);
 
+struct buf;
+/** Appends `key`=`value` to a settings signature in a form that cannot be
+ * confused with another key or value (length-prefixed; NULL differs from
+ * ""). Signatures are compared, never parsed. */
+void cfg_sig_str(struct buf *out, const char *key, const char *value);
+/** Appends a signature of every field of `h` (auth, bearer token, TLS,
+ * proxy, HTTP/2, redirects) to `out`. Modules that keep running objects
+ * across reloads compare these to tell whether the client settings changed. */
+void cfg_http_signature(const struct cfg_http *h, struct buf *out);
+
 #endif

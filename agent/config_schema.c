@@ -16,26 +16,7 @@
 #include <cyaml/cyaml.h>
 
 #include "agent/config.h"
-
-/* Internal interface shared with config.c (no private header: the library
- * is built from exactly three files). Keep both copies in sync. */
-enum cfg__unit { CFG__UNIT_NONE, CFG__UNIT_DURATION, CFG__UNIT_BYTES };
-enum cfg__mapkind { CFG__MAP_NONE, CFG__MAP_KV, CFG__MAP_PARAM, CFG__MAP_PROFILE };
-struct cfg__meta {
-    const cyaml_schema_field_t *fields; /* NULL: any mapping */
-    const char *key;
-    enum cfg__unit unit;
-    const char *def;                     /* default, as YAML text */
-    const char *const *choices;          /* NULL-terminated, for strings */
-    enum cfg__mapkind mapkind;
-    const cyaml_schema_value_t *check;   /* shape of a CYAML_IGNORE field */
-};
-extern const cyaml_schema_value_t cfg__top_schema;
-extern const cyaml_schema_field_t cfg__top_fields[], cfg__scrape_fields[], cfg__k8s_fields[],
-    cfg__relabel_fields[], cfg__remote_fields[], cfg__profile_fields[];
-const struct cfg__meta *cfg__meta_find(const cyaml_schema_field_t *fields, const char *key);
-const char *cfg__mapping_name(const cyaml_schema_field_t *fields);
-const char *cfg__key_alias(const char *key);
+#include "agent/config_int.h"
 
 #define OPT CYAML_FLAG_OPTIONAL
 #define PTR CYAML_FLAG_POINTER

@@ -36,8 +36,7 @@ static int name_cmp(const char *a, size_t alen, const char *b, size_t blen)
     return alen < blen ? -1 : alen > blen;
 }
 
-/* Returns the index of `name`, or -(insertion point) - 1. */
-static long find(const struct labels *ls, const char *name, size_t len)
+long labels_find(const struct labels *ls, const char *name, size_t len)
 {
     size_t lo = 0, hi = ls->n;
 
@@ -86,7 +85,7 @@ static void del_at(struct labels *ls, size_t i)
 int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *value,
                 size_t vlen)
 {
-    long at = find(ls, name, nlen);
+    long at = labels_find(ls, name, nlen);
     struct label l;
     int r;
 
@@ -130,14 +129,14 @@ int labels_set(struct labels *ls, const char *name, const char *value)
 
 const char *labels_get(const struct labels *ls, const char *name)
 {
-    long at = find(ls, name, strlen(name));
+    long at = labels_find(ls, name, strlen(name));
 
     return at >= 0 ? ls->v[at].value : NULL;
 }
 
 int labels_del(struct labels *ls, const char *name)
 {
-    long at = find(ls, name, strlen(name));
+    long at = labels_find(ls, name, strlen(name));
 
     if (at < 0)
         return 0;

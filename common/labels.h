@@ -39,6 +39,9 @@ int labels_set(struct labels *ls, const char *name, const char *value);
 /** Length-counted form of labels_set(); the strings need no NUL. */
 int labels_setn(struct labels *ls, const char *name, size_t name_len, const char *value,
                 size_t value_len);
+/** Binary search for the length-counted `name`: its index in `ls->v`, or
+ * -(insertion point) - 1 when absent (so any negative value means absent). */
+long labels_find(const struct labels *ls, const char *name, size_t len);
 /** Returns the value of `name` (borrowed, valid until the set changes) or NULL. */
 const char *labels_get(const struct labels *ls, const char *name);
 /** Deletes `name` if present. Returns 1 if it was there, else 0. */

@@ -39,10 +39,13 @@ struct disc_manager;
 struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
                                       uint64_t coalesce_ms, disc_update_cb cb, void *ud);
 /** Starts, keeps or stops providers so they match `cfg` (borrowed only
- * during the call: providers copy what they keep). Providers whose job and
- * settings did not change keep running and emit nothing new. Jobs that
- * disappear get empty groups for all their sources. Returns 0 or a negative
- * code with a message. */
+ * during the call: providers copy what they keep). Kubernetes and file
+ * providers run once per distinct settings and feed every job using them;
+ * static ones are per job. Providers whose settings did not change keep
+ * running and emit nothing new; a job that starts using a running provider
+ * gets its current groups. Jobs that disappear get empty groups for all
+ * their sources; a provider stops when no job uses it any more. Returns 0
+ * or a negative code with a message. */
 int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err, size_t errlen);
 /** True once every provider has completed its first sync. */
 bool disc_manager_ready(const struct disc_manager *m);
@@ -52,7 +55,8 @@ void disc_manager_metrics(const struct disc_manager *m, struct buf *out);
 void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud);
 
 /** Error report: `job` and `provider` ("static", "file", "kubernetes") name
- * the source; `msg` is borrowed for the call. Runs on the loop thread. */
+ * the source (for a provider shared by several jobs, `job` lists them,
+ * joined by ','); `msg` is borrowed for the call. Runs on the loop thread. */
 typedef void (*disc_error_cb)(const char *job, const char *provider, const char *msg, void *ud);
 /** Sets (or clears with NULL) the callback that receives every provider
  * error as it happens, for the agent to log. Errors are also counted in the
@@ -60,7 +64,8 @@ typedef void (*disc_error_cb)(const char *job, const char *provider, const char 
 void disc_manager_set_error_cb(struct disc_manager *m, disc_error_cb cb, void *ud);
 /** The last error message ("" if none); valid until the next error. */
 const char *disc_manager_last_error(const struct disc_manager *m);
-/** Number of providers running (static, file, kubernetes pieces). */
+/** Number of providers running: one per static job, one per distinct file
+ * or kubernetes settings however many jobs share it. */
 size_t disc_manager_providers(const struct disc_manager *m);
 
 #endif

@@ -1,5 +1,6 @@
-/* File-based discovery (Prometheus file_sd): one provider per
- * `file-sd-configs` entry.
+/* File-based discovery (Prometheus file_sd): one provider per distinct
+ * `file-sd-configs` entry (jobs with the same entry share it, see
+ * fp_signature()).
  *
  * A file holds `[{"targets": [...], "labels": {...}}, ...]` in JSON
  * (`.json`) or YAML (`.yml`, `.yaml`). Group i of file P has source "P:i";
@@ -27,7 +28,7 @@
 
 #include "discovery/internal.h"
 #include "discovery/yaml_json.h"
-#include "discovery/util.h"
+#include "relabel/relabel.h"
 
 #define FILE_DEBOUNCE_MS 100
 #define FILE_DEFAULT_CAP (16u << 20)
@@ -41,13 +42,6 @@ void disc__file_groups_free(struct disc__file_group *g, size_t n)
     for (size_t i = 0; i < n; i++)
         disc__targets_free(g[i].targets, g[i].n_targets);
     free(g);
-}
-
-/* Prometheus' model.LabelName.IsValid under UTF-8 validation: non-empty,
- * valid UTF-8. Values must be valid UTF-8 too. */
-static bool valid_name(const char *s, size_t n)
-{
-    return n > 0 && disc__valid_utf8(s, n);
 }
 
 static int parse_group(json_object *g, size_t gi, const char *path, struct disc__file_group *out,
@@ -94,7 +88,10 @@ static int parse_group(json_object *g, size_t gi, const char *path, struct disc_
                 rc = -EINVAL;
                 goto out;
             }
-            if (!valid_name(lk, strlen(lk)) || !disc__valid_utf8(v, strlen(v))) {
+            /* model.LabelName.IsValid under UTF-8 validation; values must be
+             * valid UTF-8 too. */
+            if (!relabel_valid_label_name(lk, strlen(lk), RELABEL_SCHEME_UTF8) ||
+                !relabel_valid_utf8(v, strlen(v))) {
                 snprintf(err, errlen, "group %zu: \"%s\" is not a valid label name", gi, lk);
                 rc = -EINVAL;
                 goto out;
@@ -317,19 +314,21 @@ oom:
     return NULL;
 }
 
-static bool fp_same(const struct disc__provider *bp, const struct cfg *cfg,
-                    const struct cfg_scrape *sc, unsigned index)
+/* The settings a file provider runs with: its globs, refresh interval and
+ * size cap. The job is not part of it, so identical file_sd pieces of
+ * several jobs share one provider. */
+static char *fp_signature(const struct cfg *cfg, const struct cfg_scrape *sc, unsigned index)
 {
-    const struct file_provider *p = (const struct file_provider *)bp;
     const struct cfg_file_sd *f = &sc->file_sd[index];
+    struct buf b;
 
-    if (f->n_files != p->n_globs || p->cap != cap_of(cfg) ||
-        p->refresh_ms != (f->refresh_interval_ms ? f->refresh_interval_ms : 300000))
-        return false;
-    for (unsigned i = 0; i < p->n_globs; i++)
-        if (strcmp(p->globs[i], f->files[i] ? f->files[i] : "") != 0)
-            return false;
-    return true;
+    buf_init(&b, 1 << 20);
+    buf_printf(&b, "refresh=%llu;cap=%zu;",
+               (unsigned long long)(f->refresh_interval_ms ? f->refresh_interval_ms : 300000),
+               cap_of(cfg));
+    for (unsigned i = 0; i < f->n_files; i++)
+        cfg_sig_str(&b, "f", f->files[i] ? f->files[i] : "");
+    return b.data ? buf_steal(&b, NULL) : NULL;
 }
 
 static bool is_yaml(const char *path)
@@ -578,7 +577,7 @@ static void fp_close(struct disc__provider *bp)
 const struct disc__provider_ops disc__file_ops = {
     .name = "file",
     .create = fp_create,
-    .same = fp_same,
+    .signature = fp_signature,
     .start = fp_start,
     .close = fp_close,
     .free = fp_free,

@@ -3,14 +3,17 @@
  * Loop thread only. A provider is a struct embedding `struct disc__provider`
  * as its first member and a const vtable (`struct disc__provider_ops`). The
  * manager owns every provider: it creates it from one piece of a scrape
- * config, asks it whether new settings are the same, starts it and closes it
- * (two-phase: close() starts tearing down handles and the provider calls
- * disc__provider_closed() once the last one is gone; the manager frees it).
+ * config, finds it again on reload (by settings signature for shareable
+ * kinds, which then feed every job with those settings; with same() for
+ * per-job kinds), starts it and closes it (two-phase: close() starts
+ * tearing down handles and the provider calls disc__provider_closed() once
+ * the last one is gone; the manager frees it).
  *
  * Providers report through disc__emit() (a group, ownership of the target
  * array passes to the manager), disc__synced() (first sync done),
- * disc__error() (a counted error with a message) and the counters of their
- * `stats`, which outlive provider restarts so counters stay monotonic. */
+ * disc__error() (a counted error with a message) and disc__count(); the
+ * counters are kept per (job, provider kind) and outlive provider restarts
+ * so they stay monotonic. */
 #ifndef PROFLET_DISCOVERY_INTERNAL_H
 #define PROFLET_DISCOVERY_INTERNAL_H
 
@@ -35,7 +38,8 @@ enum disc__err_kind {
     DISC_ERR__N,
 };
 
-/** Per (job, provider kind) counters; owned by the manager. */
+/** Per (job, provider kind) counters; owned by the manager. A provider
+ * shared by several jobs counts in each job's entry. */
 struct disc__stats {
     char *job;
     const char *provider;
@@ -48,8 +52,17 @@ struct disc__stats {
     struct disc__stats *next;
 };
 
+/** The counters a provider bumps with disc__count(). */
+enum disc__counter {
+    DISC_CNT_LISTS,
+    DISC_CNT_WATCHES,
+    DISC_CNT_WATCH_RESTARTS,
+    DISC_CNT_RELISTS_EXPIRED,
+};
+
 struct disc__provider;
-struct disc__job;
+struct disc__sub;
+struct disc__srctab;
 
 struct disc__provider_ops {
     const char *name; /**< "static", "file", "kubernetes" */
@@ -59,7 +72,14 @@ struct disc__provider_ops {
     struct disc__provider *(*create)(struct disc_manager *m, const struct cfg *cfg,
                                      const struct cfg_scrape *sc, unsigned index, char *err,
                                      size_t errlen);
-    /** True if piece `index` of `sc` has exactly the settings `p` runs with. */
+    /** Shareable kinds: a malloc'd string that is equal for two pieces
+     * exactly when a provider created from one would serve the other (NULL
+     * on OOM). The manager runs one provider per distinct signature and
+     * feeds its groups to every job whose pieces give that signature, so
+     * such a provider must not depend on the job. NULL for per-job kinds. */
+    char *(*signature)(const struct cfg *cfg, const struct cfg_scrape *sc, unsigned index);
+    /** Per-job kinds (no signature): true if piece `index` of `sc` has
+     * exactly the settings `p` runs with. */
     bool (*same)(const struct disc__provider *p, const struct cfg *cfg,
                  const struct cfg_scrape *sc, unsigned index);
     /** Starts watching/listing. Returns 0 or a negative code with a message. */
@@ -75,12 +95,13 @@ struct disc__provider_ops {
 struct disc__provider {
     const struct disc__provider_ops *ops;
     struct disc_manager *m;
-    struct disc__stats *stats;
-    char *job;           /**< job name (owned by the provider base) */
+    char *job;           /**< the job fed (owned); for a shared provider the
+                          *   names of every job it feeds, joined by ',' */
     bool synced;         /**< first sync done */
     size_t n_targets;    /**< targets currently contributed */
-    struct disc__job *_job;
-    bool _mark;
+    char *_sig;          /**< shareable kinds: the settings signature */
+    struct disc__srctab *_srcs; /**< the provider's groups, by source */
+    struct disc__sub *_subs;    /**< the jobs it feeds */
     bool _closing;
     struct disc__provider *_next;
 };
@@ -88,19 +109,23 @@ struct disc__provider {
 /** Initialises the base fields (copies job). Returns 0 or -ENOMEM. */
 int disc__provider_init(struct disc__provider *p, const struct disc__provider_ops *ops,
                         struct disc_manager *m, const char *job);
-/** Frees what disc__provider_init allocated. */
+/** Frees what disc__provider_init and the manager attached to the base. */
 void disc__provider_done(struct disc__provider *p);
 
-/** Replaces p's contribution to `source` with `targets[0..n)`. Takes
- * ownership of `targets` (malloc'd array, each set initialised) even on
- * error; n == 0 (targets may be NULL) deletes the contribution. Returns 0 or
- * -ENOMEM. Never calls the update callback synchronously. */
+/** Replaces p's contribution to `source` with `targets[0..n)`, for every
+ * job p feeds. Takes ownership of `targets` (malloc'd array, each set
+ * initialised) even on error; n == 0 (targets may be NULL) deletes the
+ * contribution. Returns 0 or -ENOMEM. Never calls the update callback
+ * synchronously. */
 int disc__emit(struct disc__provider *p, const char *source, struct labels *targets, size_t n);
 /** Marks the provider's first sync as done and stamps last_sync. */
 void disc__synced(struct disc__provider *p);
 /** Stamps last_sync (a later successful sync). */
 void disc__touch_sync(struct disc__provider *p);
-/** Counts an error of `kind` and reports `fmt` to the error callback. */
+/** Adds one to counter `c` of every job p feeds. */
+void disc__count(struct disc__provider *p, enum disc__counter c);
+/** Counts an error of `kind` (for every job p feeds) and reports `fmt` once
+ * to the error callback, naming p->job. */
 void disc__error(struct disc__provider *p, enum disc__err_kind kind, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 /** Called by a provider once it has fully closed (from close() or later). */

@@ -1,7 +1,9 @@
 /* Kubernetes discovery, role pod: list + watch like client-go's reflector
  * (reference/prometheus.md §5), targets like Prometheus (§3).
  *
- * One provider per `kubernetes-sd-configs` entry. It runs informers: one
+ * One provider per distinct `kubernetes-sd-configs` entry: jobs whose
+ * entries have the same settings signature (settings_sig()) share one
+ * provider, so one list+watch serves them all. It runs informers: one
  * for pods per namespace (or one cluster-wide), plus one for nodes and/or
  * namespaces when attach-metadata asks for them. Metadata informers sync
  * first; pod informers start once they have, so no pod is ever built
@@ -35,6 +37,7 @@
 
 #include "discovery/internal.h"
 #include "discovery/k8s_conn.h"
+#include "discovery/util.h"
 
 #define LIST_LIMIT 500
 #define LIST_TIMEOUT_MS 60000
@@ -92,7 +95,6 @@ struct informer {
 
 struct k8s_provider {
     struct disc__provider base; /* first */
-    char *sig;                  /* canonical settings, compared on reload */
     struct k8s_conn conn;
     size_t cap;
     bool attach_node;
@@ -107,63 +109,30 @@ struct k8s_provider {
 
 /* ---------------------------------------------------------------- settings */
 
-static void sig_str(struct buf *b, const char *k, const char *v)
-{
-    buf_printf(b, "%s=%zu:%s;", k, v ? strlen(v) : (size_t)-1, v ? v : "");
-}
-
 static char *settings_sig(const struct cfg *cfg, const struct cfg_k8s_sd *sd)
 {
     struct buf b;
 
     buf_init(&b, 1 << 20);
-    sig_str(&b, "role", sd->role);
-    sig_str(&b, "api", sd->api_server);
-    sig_str(&b, "kc", sd->kubeconfig_file);
+    cfg_sig_str(&b, "role", sd->role);
+    cfg_sig_str(&b, "api", sd->api_server);
+    cfg_sig_str(&b, "kc", sd->kubeconfig_file);
     buf_printf(&b, "own=%d;node=%d;ns=%d;set=%d;", sd->own_namespace, sd->attach_node,
                sd->attach_namespace, sd->http_set);
     for (unsigned i = 0; i < sd->n_namespaces; i++)
-        sig_str(&b, "n", sd->namespaces[i]);
+        cfg_sig_str(&b, "n", sd->namespaces[i]);
     for (unsigned i = 0; i < sd->n_selectors; i++) {
-        sig_str(&b, "sr", sd->selectors[i].role);
-        sig_str(&b, "sl", sd->selectors[i].label);
-        sig_str(&b, "sf", sd->selectors[i].field);
+        cfg_sig_str(&b, "sr", sd->selectors[i].role);
+        cfg_sig_str(&b, "sl", sd->selectors[i].label);
+        cfg_sig_str(&b, "sf", sd->selectors[i].field);
     }
-    if (sd->http.basic_auth) {
-        sig_str(&b, "u", sd->http.basic_auth->username);
-        sig_str(&b, "p", sd->http.basic_auth->password);
-        sig_str(&b, "pf", sd->http.basic_auth->password_file);
-    }
-    sig_str(&b, "bt", sd->http.bearer_token);
-    sig_str(&b, "btf", sd->http.bearer_token_file);
-    sig_str(&b, "ca", sd->http.tls.ca_file);
-    sig_str(&b, "cert", sd->http.tls.cert_file);
-    sig_str(&b, "key", sd->http.tls.key_file);
-    sig_str(&b, "sn", sd->http.tls.server_name);
-    buf_printf(&b, "insec=%d;h2=%d;", sd->http.tls.insecure_skip_verify, sd->http.enable_http2);
-    sig_str(&b, "proxy", sd->http.proxy_url);
-    sig_str(&b, "sa", sd->service_account_dir);
+    cfg_http_signature(&sd->http, &b);
+    cfg_sig_str(&b, "sa", sd->service_account_dir);
     buf_printf(&b, "cap=%llu;", cfg ? (unsigned long long)cfg->limits.max_watch_line : 0ull);
     return b.data ? buf_steal(&b, NULL) : NULL;
 }
 
 /* ---------------------------------------------------------------- helpers */
-
-static json_object *jget(json_object *o, const char *k)
-{
-    json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object))
-        return NULL;
-    return json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-static const char *jstr(json_object *o, const char *k)
-{
-    json_object *v = jget(o, k);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : "";
-}
 
 static void put_encoded(struct buf *b, const char *s)
 {
@@ -252,8 +221,8 @@ static const struct disc__k8s_meta *meta_of(struct informer *mi, const char *key
 static void emit_pod(struct informer *inf, json_object *pod)
 {
     struct k8s_provider *kp = inf->kp;
-    const char *node = jstr(jget(pod, "spec"), "nodeName");
-    const char *ns = jstr(jget(pod, "metadata"), "namespace");
+    const char *node = disc__jstr(disc__jget(pod, "spec"), "nodeName", "");
+    const char *ns = disc__jstr(disc__jget(pod, "metadata"), "namespace", "");
     struct labels *t = NULL;
     size_t n = 0;
     char src[640];
@@ -303,16 +272,17 @@ static void requeue_pods(struct k8s_provider *kp, enum inf_kind kind, const char
 static void upsert(struct informer *inf, json_object *obj, unsigned gen)
 {
     struct k8s_provider *kp = inf->kp;
-    json_object *md = jget(obj, "metadata");
+    json_object *md = disc__jget(obj, "metadata");
     char key[600];
     struct entry *e;
 
     if (!md)
         return;
     if (inf->kind == INF_POD)
-        snprintf(key, sizeof(key), "%s/%s", jstr(md, "namespace"), jstr(md, "name"));
+        snprintf(key, sizeof(key), "%s/%s", disc__jstr(md, "namespace", ""),
+                 disc__jstr(md, "name", ""));
     else
-        snprintf(key, sizeof(key), "%s", jstr(md, "name"));
+        snprintf(key, sizeof(key), "%s", disc__jstr(md, "name", ""));
     e = lookup(inf->store, key);
     if (!e) {
         e = calloc(1, sizeof(*e));
@@ -332,7 +302,7 @@ static void upsert(struct informer *inf, json_object *obj, unsigned gen)
         if (kp->attach_node || kp->attach_ns) {
             json_object_put(e->obj);
             e->obj = json_object_get(obj);
-            set_str(&e->node, jstr(jget(obj, "spec"), "nodeName"));
+            set_str(&e->node, disc__jstr(disc__jget(obj, "spec"), "nodeName", ""));
         }
         emit_pod(inf, obj);
     } else {
@@ -366,13 +336,14 @@ static void remove_key(struct informer *inf, const char *key)
 
 static void remove_obj(struct informer *inf, json_object *obj)
 {
-    json_object *md = jget(obj, "metadata");
+    json_object *md = disc__jget(obj, "metadata");
     char key[600];
 
     if (inf->kind == INF_POD)
-        snprintf(key, sizeof(key), "%s/%s", jstr(md, "namespace"), jstr(md, "name"));
+        snprintf(key, sizeof(key), "%s/%s", disc__jstr(md, "namespace", ""),
+                 disc__jstr(md, "name", ""));
     else
-        snprintf(key, sizeof(key), "%s", jstr(md, "name"));
+        snprintf(key, sizeof(key), "%s", disc__jstr(md, "name", ""));
     remove_key(inf, key);
 }
 
@@ -532,8 +503,7 @@ static void do_watch(struct informer *inf)
     inf->err_code = 0;
     inf->watch_start = uv_now(disc__loop(inf->kp->base.m));
     inf->watching = true;
-    if (inf->kp->base.stats)
-        inf->kp->base.stats->watches++;
+    disc__count(&inf->kp->base, DISC_CNT_WATCHES);
     start_request(inf, &url, true, (uint64_t)(t + 60) * 1000);
 }
 
@@ -594,8 +564,7 @@ static void on_list_done(struct net_request *req, struct net_response *resp, voi
                 free(inf->continue_tok);
                 inf->continue_tok = NULL;
             }
-            if (kp->base.stats)
-                kp->base.stats->relists_expired++;
+            disc__count(&kp->base, DISC_CNT_RELISTS_EXPIRED);
             schedule(inf, NEXT_LIST, 0);
             return;
         }
@@ -604,8 +573,8 @@ static void on_list_done(struct net_request *req, struct net_response *resp, voi
         goto relist_later;
     }
     root = json_tokener_parse(body ? body : "");
-    items = jget(root, "items");
-    md = jget(root, "metadata");
+    items = disc__jget(root, "items");
+    md = disc__jget(root, "metadata");
     if (!root || !md || (items && !json_object_is_type(items, json_type_array))) {
         disc__error(&kp->base, DISC_ERR_JSON, "kubernetes: list %s: malformed response",
                     inf->url);
@@ -613,7 +582,7 @@ static void on_list_done(struct net_request *req, struct net_response *resp, voi
     }
     for (size_t i = 0; items && i < json_object_array_length(items); i++)
         upsert(inf, json_object_array_get_idx(items, i), inf->gen);
-    cont = jstr(md, "continue");
+    cont = disc__jstr(md, "continue", "");
     if (cont[0]) {
         if (!inf->continue_tok)
             inf->paginated = true;
@@ -624,13 +593,12 @@ static void on_list_done(struct net_request *req, struct net_response *resp, voi
     }
     free(inf->continue_tok);
     inf->continue_tok = NULL;
-    set_str(&inf->last_rv, jstr(md, "resourceVersion"));
+    set_str(&inf->last_rv, disc__jstr(md, "resourceVersion", ""));
     json_object_put(root);
     prune(inf, inf->gen);
     inf->rv_unavailable = false;
     inf->list_no_limit = false;
-    if (kp->base.stats)
-        kp->base.stats->lists++;
+    disc__count(&kp->base, DISC_CNT_LISTS);
     if (!inf->synced) {
         inf->synced = true;
         if (inf->kind != INF_POD)
@@ -651,20 +619,20 @@ relist_later:
 /* Handles one watch event. Returns 0 to go on, -1 to stop the stream. */
 static int handle_event(struct informer *inf, json_object *ev)
 {
-    const char *type = jstr(ev, "type");
-    json_object *obj = jget(ev, "object");
+    const char *type = disc__jstr(ev, "type", "");
+    json_object *obj = disc__jget(ev, "object");
     const char *rv;
 
-    if (!type[0] && strcmp(jstr(ev, "kind"), "Status") == 0) {
+    if (!type[0] && strcmp(disc__jstr(ev, "kind", ""), "Status") == 0) {
         /* An HTTP error body: handled by on_watch_done from the status. */
         inf->stop = STOP_ERROR_EVENT;
-        inf->err_code = (int)json_object_get_int(jget(ev, "code"));
+        inf->err_code = (int)json_object_get_int(disc__jget(ev, "code"));
         return -1;
     }
     if (strcmp(type, "ERROR") == 0) {
         inf->stop = STOP_ERROR_EVENT;
-        inf->err_code = (int)json_object_get_int(jget(obj, "code"));
-        snprintf(inf->err_msg, sizeof(inf->err_msg), "%s", jstr(obj, "message"));
+        inf->err_code = (int)json_object_get_int(disc__jget(obj, "code"));
+        snprintf(inf->err_msg, sizeof(inf->err_msg), "%s", disc__jstr(obj, "message", ""));
         return -1;
     }
     if (!obj || !json_object_is_type(obj, json_type_object) ||
@@ -676,7 +644,7 @@ static int handle_event(struct informer *inf, json_object *ev)
         return -1;
     }
     inf->events++;
-    rv = jstr(jget(obj, "metadata"), "resourceVersion");
+    rv = disc__jstr(disc__jget(obj, "metadata"), "resourceVersion", "");
     if (rv[0])
         set_str(&inf->last_rv, rv);
     if (strcmp(type, "DELETED") == 0)
@@ -755,12 +723,10 @@ static void on_watch_done(struct net_request *req, struct net_response *resp, vo
 {
     struct informer *inf = ud;
     struct k8s_provider *kp = inf->kp;
-    struct disc__stats *st = kp->base.stats;
     uint64_t dur = uv_now(disc__loop(kp->base.m)) - inf->watch_start;
 
     inf->req = NULL;
-    if (st)
-        st->watch_restarts++;
+    disc__count(&kp->base, DISC_CNT_WATCH_RESTARTS);
     if (resp->status == 401 || resp->status == 403) {
         disc__error(&kp->base, DISC_ERR_AUTH, "kubernetes: watch %s: HTTP %ld", inf->path,
                     resp->status);
@@ -778,8 +744,7 @@ static void on_watch_done(struct net_request *req, struct net_response *resp, vo
     if (resp->status == 410 || (inf->stop == STOP_ERROR_EVENT && inf->err_code == 410)) {
         /* Expired: re-list at the last resourceVersion (a 410 on that list
          * falls back to ""), after a backoff, as the reflector does. */
-        if (st)
-            st->relists_expired++;
+        disc__count(&kp->base, DISC_CNT_RELISTS_EXPIRED);
         schedule(inf, NEXT_LIST, backoff(inf));
         return;
     }
@@ -912,7 +877,6 @@ static void kp_free(struct disc__provider *bp)
         kp->infs = n;
     }
     disc__k8s_conn_done(&kp->conn);
-    free(kp->sig);
     disc__provider_done(&kp->base);
     free(kp);
 }
@@ -964,7 +928,6 @@ static struct disc__provider *kp_create(struct disc_manager *m, const struct cfg
         free(kp);
         return NULL;
     }
-    kp->sig = settings_sig(cfg, sd);
     kp->cap = cfg && cfg->limits.max_watch_line ? (size_t)cfg->limits.max_watch_line
                                                 : DEFAULT_CAP;
     kp->attach_node = sd->attach_node;
@@ -987,8 +950,6 @@ static struct disc__provider *kp_create(struct disc_manager *m, const struct cfg
     } else if (!inf_new(kp, INF_POD, NULL, ps ? ps->label : NULL, ps ? ps->field : NULL)) {
         goto oom;
     }
-    if (!kp->sig)
-        goto oom;
     return &kp->base;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -996,15 +957,9 @@ oom:
     return NULL;
 }
 
-static bool kp_same(const struct disc__provider *bp, const struct cfg *cfg,
-                    const struct cfg_scrape *sc, unsigned index)
+static char *kp_signature(const struct cfg *cfg, const struct cfg_scrape *sc, unsigned index)
 {
-    const struct k8s_provider *kp = (const struct k8s_provider *)bp;
-    char *sig = settings_sig(cfg, &sc->k8s_sd[index]);
-    bool same = sig && strcmp(sig, kp->sig) == 0;
-
-    free(sig);
-    return same;
+    return settings_sig(cfg, &sc->k8s_sd[index]);
 }
 
 static void check_synced(struct k8s_provider *kp)
@@ -1083,7 +1038,7 @@ static void kp_close(struct disc__provider *bp)
 const struct disc__provider_ops disc__k8s_ops = {
     .name = "kubernetes",
     .create = kp_create,
-    .same = kp_same,
+    .signature = kp_signature,
     .start = kp_start,
     .close = kp_close,
     .free = kp_free,

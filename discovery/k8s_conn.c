@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "discovery/k8s_conn.h"
+#include "discovery/util.h"
 #include "discovery/yaml_json.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -194,22 +195,6 @@ static int write_tmp(struct k8s_conn *c, const char *b64, char **path_out, char 
     return 0;
 }
 
-static json_object *jget(json_object *o, const char *k)
-{
-    json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object))
-        return NULL;
-    return json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
-
-static const char *jstr(json_object *o, const char *k)
-{
-    json_object *v = jget(o, k);
-
-    return v && json_object_is_type(v, json_type_string) ? json_object_get_string(v) : NULL;
-}
-
 /* Finds `name` in a kubeconfig list of {name, <field>: {...}}. */
 static json_object *named(json_object *list, const char *name, const char *field)
 {
@@ -220,10 +205,10 @@ static json_object *named(json_object *list, const char *name, const char *field
     n = json_object_array_length(list);
     for (size_t i = 0; i < n; i++) {
         json_object *e = json_object_array_get_idx(list, i);
-        const char *nm = jstr(e, "name");
+        const char *nm = disc__jstr(e, "name", NULL);
 
         if (nm && strcmp(nm, name) == 0)
-            return jget(e, field);
+            return disc__jget(e, field);
     }
     return NULL;
 }
@@ -270,48 +255,48 @@ static int load_kubeconfig(struct k8s_conn *c, const char *file, char *err, size
         goto out;
     }
     dir = dirname(dircopy);
-    cur = jstr(root, "current-context");
-    ctx = named(jget(root, "contexts"), cur, "context");
+    cur = disc__jstr(root, "current-context", NULL);
+    ctx = named(disc__jget(root, "contexts"), cur, "context");
     if (!ctx) {
         snprintf(err, errlen, "kubeconfig %s: current-context %s not found", file,
                  cur ? cur : "(unset)");
         rc = -EINVAL;
         goto out;
     }
-    cluster = named(jget(root, "clusters"), jstr(ctx, "cluster"), "cluster");
-    user = named(jget(root, "users"), jstr(ctx, "user"), "user");
-    if (!cluster || !jstr(cluster, "server")) {
+    cluster = named(disc__jget(root, "clusters"), disc__jstr(ctx, "cluster", NULL), "cluster");
+    user = named(disc__jget(root, "users"), disc__jstr(ctx, "user", NULL), "user");
+    if (!cluster || !disc__jstr(cluster, "server", NULL)) {
         snprintf(err, errlen, "kubeconfig %s: cluster of context %s has no server", file, cur);
         rc = -EINVAL;
         goto out;
     }
-    c->server = strdup(jstr(cluster, "server"));
-    if ((v = jstr(cluster, "certificate-authority-data")) != NULL)
+    c->server = strdup(disc__jstr(cluster, "server", NULL));
+    if ((v = disc__jstr(cluster, "certificate-authority-data", NULL)) != NULL)
         rc = write_tmp(c, v, &c->ca_file, err, errlen);
     else
-        c->ca_file = resolve(dir, jstr(cluster, "certificate-authority"));
+        c->ca_file = resolve(dir, disc__jstr(cluster, "certificate-authority", NULL));
     if (rc < 0)
         goto out;
-    v = jstr(cluster, "insecure-skip-tls-verify");
+    v = disc__jstr(cluster, "insecure-skip-tls-verify", NULL);
     c->insecure = v && strcmp(v, "true") == 0;
-    c->server_name = xstrdup(jstr(cluster, "tls-server-name"));
-    c->proxy_url = xstrdup(jstr(cluster, "proxy-url"));
+    c->server_name = xstrdup(disc__jstr(cluster, "tls-server-name", NULL));
+    c->proxy_url = xstrdup(disc__jstr(cluster, "proxy-url", NULL));
     if (user) {
-        if ((v = jstr(user, "client-certificate-data")) != NULL)
+        if ((v = disc__jstr(user, "client-certificate-data", NULL)) != NULL)
             rc = write_tmp(c, v, &c->cert_file, err, errlen);
         else
-            c->cert_file = resolve(dir, jstr(user, "client-certificate"));
-        if (rc == 0 && (v = jstr(user, "client-key-data")) != NULL)
+            c->cert_file = resolve(dir, disc__jstr(user, "client-certificate", NULL));
+        if (rc == 0 && (v = disc__jstr(user, "client-key-data", NULL)) != NULL)
             rc = write_tmp(c, v, &c->key_file, err, errlen);
         else if (rc == 0)
-            c->key_file = resolve(dir, jstr(user, "client-key"));
+            c->key_file = resolve(dir, disc__jstr(user, "client-key", NULL));
         if (rc < 0)
             goto out;
-        c->token = xstrdup(jstr(user, "token"));
+        c->token = xstrdup(disc__jstr(user, "token", NULL));
         if (!c->token)
-            c->token_file = resolve(dir, jstr(user, "tokenFile"));
-        c->username = xstrdup(jstr(user, "username"));
-        c->password = xstrdup(jstr(user, "password"));
+            c->token_file = resolve(dir, disc__jstr(user, "tokenFile", NULL));
+        c->username = xstrdup(disc__jstr(user, "username", NULL));
+        c->password = xstrdup(disc__jstr(user, "password", NULL));
     }
     rc = c->server ? 0 : -ENOMEM;
 out:

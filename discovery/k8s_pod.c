@@ -19,22 +19,14 @@
 
 #include "discovery/internal.h"
 #include "discovery/util.h"
+#include "relabel/relabel.h"
 
 #define META "__meta_kubernetes_"
-
-static json_object *jget(json_object *o, const char *k)
-{
-    json_object *v = NULL;
-
-    if (!o || !json_object_is_type(o, json_type_object))
-        return NULL;
-    return json_object_object_get_ex(o, k, &v) ? v : NULL;
-}
 
 /* The string at o[k], or "" (length in *len) when absent or not a string. */
 static const char *jstr(json_object *o, const char *k, size_t *len)
 {
-    json_object *v = jget(o, k);
+    json_object *v = disc__jget(o, k);
 
     if (!v || !json_object_is_type(v, json_type_string)) {
         if (len)
@@ -62,7 +54,7 @@ static int add_map(struct labels *ls, const char *prefix, const char *kind, json
         return 0;
     json_object_object_foreach(m, k, v)
     {
-        char *san = disc__sanitize(k, strlen(k));
+        char *san = relabel_sanitize_label_name(k, strlen(k));
         char *name;
         size_t cap;
         int rc = 0;
@@ -93,7 +85,7 @@ static int add_map(struct labels *ls, const char *prefix, const char *kind, json
 
 int disc__k8s_meta_build(json_object *obj, const char *kind, struct disc__k8s_meta *out)
 {
-    json_object *md = jget(obj, "metadata");
+    json_object *md = disc__jget(obj, "metadata");
     char prefix[64];
     int rc = 0;
 
@@ -104,9 +96,9 @@ int disc__k8s_meta_build(json_object *obj, const char *kind, struct disc__k8s_me
     if (strcmp(kind, "node") == 0)
         rc = set_str(&out->labels, META "node_name", md, "name");
     if (rc == 0)
-        rc = add_map(&out->labels, prefix, "label", jget(md, "labels"));
+        rc = add_map(&out->labels, prefix, "label", disc__jget(md, "labels"));
     if (rc == 0)
-        rc = add_map(&out->labels, prefix, "annotation", jget(md, "annotations"));
+        rc = add_map(&out->labels, prefix, "annotation", disc__jget(md, "annotations"));
     if (rc < 0)
         labels_done(&out->labels);
     return rc;
@@ -127,8 +119,8 @@ static int merge(struct labels *dst, const struct labels *src)
 static int group_labels(json_object *pod, const struct disc__k8s_meta *node,
                         const struct disc__k8s_meta *ns, struct labels *g)
 {
-    json_object *md = jget(pod, "metadata"), *spec = jget(pod, "spec");
-    json_object *status = jget(pod, "status"), *conds, *owners;
+    json_object *md = disc__jget(pod, "metadata"), *spec = disc__jget(pod, "spec");
+    json_object *status = disc__jget(pod, "status"), *conds, *owners;
     const char *ready = "unknown";
     char lower[32];
     int rc;
@@ -141,7 +133,7 @@ static int group_labels(json_object *pod, const struct disc__k8s_meta *node,
         (rc = set_str(g, META "pod_node_name", spec, "nodeName")) < 0 ||
         (rc = set_str(g, META "pod_phase", status, "phase")) < 0)
         return rc;
-    conds = jget(status, "conditions");
+    conds = disc__jget(status, "conditions");
     if (conds && json_object_is_type(conds, json_type_array)) {
         size_t n = json_object_array_length(conds);
 
@@ -164,16 +156,16 @@ static int group_labels(json_object *pod, const struct disc__k8s_meta *node,
     }
     if ((rc = labels_set(g, META "pod_ready", ready)) < 0)
         return rc;
-    if ((rc = add_map(g, META "pod_", "label", jget(md, "labels"))) < 0 ||
-        (rc = add_map(g, META "pod_", "annotation", jget(md, "annotations"))) < 0)
+    if ((rc = add_map(g, META "pod_", "label", disc__jget(md, "labels"))) < 0 ||
+        (rc = add_map(g, META "pod_", "annotation", disc__jget(md, "annotations"))) < 0)
         return rc;
-    owners = jget(md, "ownerReferences");
+    owners = disc__jget(md, "ownerReferences");
     if (owners && json_object_is_type(owners, json_type_array)) {
         size_t n = json_object_array_length(owners);
 
         for (size_t i = 0; i < n; i++) {
             json_object *o = json_object_array_get_idx(owners, i);
-            json_object *ctl = jget(o, "controller");
+            json_object *ctl = disc__jget(o, "controller");
 
             if (!ctl || !json_object_is_type(ctl, json_type_boolean) ||
                 !json_object_get_boolean(ctl))
@@ -237,7 +229,7 @@ static int add_containers(struct tvec *tv, const struct labels *g, json_object *
         return 0;
     n = json_object_array_length(list);
     for (size_t i = 0; i < n; i++) {
-        json_object *c = json_object_array_get_idx(list, i), *ports = jget(c, "ports");
+        json_object *c = json_object_array_get_idx(list, i), *ports = disc__jget(c, "ports");
         size_t nports = ports && json_object_is_type(ports, json_type_array)
                             ? json_object_array_length(ports)
                             : 0;
@@ -259,7 +251,7 @@ static int add_containers(struct tvec *tv, const struct labels *g, json_object *
                 rc = labels_setn(t, "__address__", 11, ip, ip_len);
             } else {
                 int64_t port = 0;
-                json_object *pn = jget(p, "containerPort");
+                json_object *pn = disc__jget(p, "containerPort");
                 bool v6 = memchr(ip, ':', ip_len) != NULL;
 
                 if (pn && json_object_is_type(pn, json_type_int))
@@ -292,8 +284,8 @@ int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, b
                           const struct disc__k8s_meta *ns, char *source, size_t source_len,
                           struct labels **targets, size_t *n)
 {
-    json_object *md = jget(pod, "metadata"), *spec = jget(pod, "spec");
-    json_object *status = jget(pod, "status");
+    json_object *md = disc__jget(pod, "metadata"), *spec = disc__jget(pod, "spec");
+    json_object *status = disc__jget(pod, "status");
     struct labels g = LABELS_INIT;
     struct tvec tv = {0};
     const char *ip;
@@ -311,11 +303,11 @@ int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, b
         return 0;
     rc = group_labels(pod, node, ns, &g);
     if (rc == 0)
-        rc = add_containers(&tv, &g, jget(spec, "containers"), jget(status, "containerStatuses"),
-                            false, ip, ip_len);
+        rc = add_containers(&tv, &g, disc__jget(spec, "containers"),
+                            disc__jget(status, "containerStatuses"), false, ip, ip_len);
     if (rc == 0)
-        rc = add_containers(&tv, &g, jget(spec, "initContainers"),
-                            jget(status, "initContainerStatuses"), true, ip, ip_len);
+        rc = add_containers(&tv, &g, disc__jget(spec, "initContainers"),
+                            disc__jget(status, "initContainerStatuses"), true, ip, ip_len);
     labels_done(&g);
     if (rc < 0) {
         disc__targets_free(tv.v, tv.n);

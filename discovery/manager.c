@@ -1,5 +1,24 @@
-/* The discovery manager: runs the providers a config asks for, keeps every
- * job's target groups by source and hands the changed ones to the agent.
+/* The discovery manager: runs the providers a config asks for, keeps what
+ * each provider currently sees by source and hands every job the groups
+ * that changed for it.
+ *
+ * Sharing: as Prometheus' discovery manager does, providers whose settings
+ * are the same run once. A provider kind with a `signature` op (kubernetes,
+ * file) is keyed by that signature: every job (and every piece of a job)
+ * whose settings give the same signature subscribes to one provider, so the
+ * Helm chart's one-job-per-profile-type layout costs one list+watch, not one
+ * per job. Kinds without it (static) are per job and compared with `same`.
+ * A provider runs while at least one job subscribes to it; an apply that
+ * leaves it without subscribers stops it.
+ *
+ * State: a provider's targets live once, in its own source table (source ->
+ * targets). A job keeps only the set of its sources that changed since the
+ * last delivery; at delivery the group of a source is built from the tables
+ * of the providers the job subscribes to (their concatenation, so a pod seen
+ * by two different kubernetes_sd pieces of a job appears twice, as in
+ * Prometheus). Subscribing or unsubscribing marks every source of the
+ * provider dirty in that job, so a new job receives the current groups and
+ * a job that goes away gets an empty group for each of its sources.
  *
  * Threading: loop thread only. Every provider emits through disc__emit(),
  * which only records the change and arms one coalescing timer; the update
@@ -8,14 +27,11 @@
  * once when the last delivery is at least `coalesce_ms` old, else when that
  * much time has passed since it, so a change waits at most `coalesce_ms`.
  *
- * Ownership: the manager owns the providers, the per-job source tables and
- * the per-(job, provider) counters. A source may receive targets from more
- * than one provider of a job (two kubernetes_sd pieces seeing the same pod);
- * the delivered group is their concatenation and disappears when the last
- * contribution does. Providers that are stopped lose their contributions at
- * once, so a job that goes away gets an empty group for each of its sources.
- * Teardown is two-phase: disc_manager_close() closes the providers and the
- * timer and frees the manager when the last close callback has run. */
+ * Ownership: the manager owns the providers, their source tables, the jobs
+ * and the per-(job, provider kind) counters, which outlive providers so that
+ * counters stay monotonic. Teardown is two-phase: disc_manager_close()
+ * closes the providers and the timer and frees the manager when the last
+ * close callback has run. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -25,30 +41,53 @@
 
 #include "discovery/internal.h"
 
-struct disc__contrib {
-    struct disc__provider *p;
-    struct labels *t;
-    size_t n;
-    struct disc__contrib *next;
+/* A chained hash table of named nodes, embedded first in its entries. */
+struct stab_node {
+    char *name;
+    struct stab_node *hnext;
 };
 
-struct disc__src {
-    char *name;
-    struct disc__contrib *contribs;
-    bool dirty;
-    struct disc__src *hnext;
-    struct disc__src *dnext;
+struct stab {
+    struct stab_node **b;
+    size_t nb; /* power of two, or 0 before the first insert */
+    size_t n;
+};
+
+/* One source of a provider: what the provider sees there now (never empty). */
+struct psrc {
+    struct stab_node node; /* first */
+    struct labels *t;
+    size_t n;
+};
+
+/* One changed source of a job, waiting for delivery. */
+struct dsrc {
+    struct stab_node node; /* first */
+    struct dsrc *dnext;
+};
+
+/* A provider's own table; the base struct only knows it by name. */
+struct disc__srctab {
+    struct stab t;
+};
+
+/* Job j receives provider p's groups. Linked in both p's and j's lists. */
+struct disc__sub {
+    struct disc__provider *p;
+    struct disc__job *job;
+    struct disc__stats *stats; /* (job, provider kind) counters */
+    bool mark;                 /* wanted by the config being applied */
+    struct disc__sub *pnext;   /* next job of p */
+    struct disc__sub *jnext;   /* next provider of the job, in subscription order */
 };
 
 struct disc__job {
     char *name;
-    struct disc__src **buckets;
-    size_t n_buckets;
-    size_t n_srcs;
-    struct disc__src *dirty;
+    struct disc__sub *subs;
+    struct stab dirty_set;
+    struct dsrc *dirty; /* the same entries, as a list */
     size_t n_dirty;
     bool listed_dirty;
-    size_t n_providers;
     struct disc__job *next;
     struct disc__job *dnext;
 };
@@ -131,6 +170,105 @@ struct net_client *disc__http(const struct disc_manager *m)
     return m->http;
 }
 
+/* ---------------------------------------------------------------- name tables */
+
+static struct stab_node *stab_find(const struct stab *t, const char *name)
+{
+    if (!t->nb)
+        return NULL;
+    for (struct stab_node *e = t->b[fnv1a(name) & (t->nb - 1)]; e; e = e->hnext)
+        if (strcmp(e->name, name) == 0)
+            return e;
+    return NULL;
+}
+
+static void stab_grow(struct stab *t)
+{
+    size_t nb = t->nb ? t->nb * 4 : 64;
+    struct stab_node **b = calloc(nb, sizeof(*b));
+
+    if (!b)
+        return; /* keep the old table: longer chains, still correct */
+    for (size_t i = 0; i < t->nb; i++) {
+        struct stab_node *e, *n;
+
+        for (e = t->b[i]; e; e = n) {
+            size_t k = fnv1a(e->name) & (nb - 1);
+
+            n = e->hnext;
+            e->hnext = b[k];
+            b[k] = e;
+        }
+    }
+    free(t->b);
+    t->b = b;
+    t->nb = nb;
+}
+
+/* Links `e` (its name set, not yet in the table). Returns 0 or -ENOMEM. */
+static int stab_insert(struct stab *t, struct stab_node *e)
+{
+    size_t k;
+
+    if (!t->nb || t->n >= t->nb * 2)
+        stab_grow(t);
+    if (!t->nb)
+        return -ENOMEM;
+    k = fnv1a(e->name) & (t->nb - 1);
+    e->hnext = t->b[k];
+    t->b[k] = e;
+    t->n++;
+    return 0;
+}
+
+static void stab_unlink(struct stab *t, struct stab_node *e)
+{
+    struct stab_node **pp = &t->b[fnv1a(e->name) & (t->nb - 1)];
+
+    for (; *pp; pp = &(*pp)->hnext) {
+        if (*pp == e) {
+            *pp = e->hnext;
+            t->n--;
+            return;
+        }
+    }
+}
+
+/* Frees the bucket array and, through `free_node`, every entry. */
+static void stab_done(struct stab *t, void (*free_node)(struct stab_node *e))
+{
+    for (size_t i = 0; i < t->nb; i++) {
+        struct stab_node *e, *n;
+
+        for (e = t->b[i]; e; e = n) {
+            n = e->hnext;
+            free_node(e);
+        }
+    }
+    free(t->b);
+    memset(t, 0, sizeof(*t));
+}
+
+static void psrc_free(struct stab_node *e)
+{
+    struct psrc *ps = (struct psrc *)e;
+
+    disc__targets_free(ps->t, ps->n);
+    free(ps->node.name);
+    free(ps);
+}
+
+static void dsrc_free(struct stab_node *e)
+{
+    free(e->name);
+    free(e);
+}
+
+static const struct psrc *provider_src(const struct disc__provider *p, const char *name)
+{
+    return p->_srcs ? (const struct psrc *)stab_find(&p->_srcs->t, name) : NULL;
+}
+
 /* ---------------------------------------------------------------- jobs */
 
 static struct disc__job *job_find(struct disc_manager *m, const char *name, bool create)
@@ -146,11 +284,7 @@ static struct disc__job *job_find(struct disc_manager *m, const char *name, bool
     if (!j)
         return NULL;
     j->name = strdup(name);
-    j->n_buckets = 64;
-    j->buckets = calloc(j->n_buckets, sizeof(*j->buckets));
-    if (!j->name || !j->buckets) {
-        free(j->name);
-        free(j->buckets);
+    if (!j->name) {
         free(j);
         return NULL;
     }
@@ -159,94 +293,26 @@ static struct disc__job *job_find(struct disc_manager *m, const char *name, bool
     return j;
 }
 
-static void src_free(struct disc__src *s)
-{
-    struct disc__contrib *c, *n;
-
-    for (c = s->contribs; c; c = n) {
-        n = c->next;
-        disc__targets_free(c->t, c->n);
-        free(c);
-    }
-    free(s->name);
-    free(s);
-}
-
 static void job_free(struct disc__job *j)
 {
     if (!j)
         return;
-    for (size_t i = 0; i < j->n_buckets; i++) {
-        struct disc__src *s, *n;
-
-        for (s = j->buckets[i]; s; s = n) {
-            n = s->hnext;
-            src_free(s);
-        }
-    }
-    free(j->buckets);
+    stab_done(&j->dirty_set, dsrc_free);
     free(j->name);
     free(j);
 }
 
-static void job_grow(struct disc__job *j)
+/* Frees the jobs that have no provider and nothing left to deliver. */
+static void forget_idle_jobs(struct disc_manager *m)
 {
-    size_t nb = j->n_buckets * 4;
-    struct disc__src **b = calloc(nb, sizeof(*b));
+    for (struct disc__job **pp = &m->jobs; *pp;) {
+        struct disc__job *j = *pp;
 
-    if (!b)
-        return; /* keep the old table: longer chains, still correct */
-    for (size_t i = 0; i < j->n_buckets; i++) {
-        struct disc__src *s, *n;
-
-        for (s = j->buckets[i]; s; s = n) {
-            size_t k = fnv1a(s->name) & (nb - 1);
-
-            n = s->hnext;
-            s->hnext = b[k];
-            b[k] = s;
-        }
-    }
-    free(j->buckets);
-    j->buckets = b;
-    j->n_buckets = nb;
-}
-
-static struct disc__src *src_find(struct disc__job *j, const char *name, bool create)
-{
-    size_t k = fnv1a(name) & (j->n_buckets - 1);
-    struct disc__src *s;
-
-    for (s = j->buckets[k]; s; s = s->hnext)
-        if (strcmp(s->name, name) == 0)
-            return s;
-    if (!create)
-        return NULL;
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
-    s->name = strdup(name);
-    if (!s->name) {
-        free(s);
-        return NULL;
-    }
-    s->hnext = j->buckets[k];
-    j->buckets[k] = s;
-    if (++j->n_srcs > j->n_buckets * 2)
-        job_grow(j);
-    return s;
-}
-
-static void src_remove(struct disc__job *j, struct disc__src *s)
-{
-    struct disc__src **pp = &j->buckets[fnv1a(s->name) & (j->n_buckets - 1)];
-
-    for (; *pp; pp = &(*pp)->hnext) {
-        if (*pp == s) {
-            *pp = s->hnext;
-            j->n_srcs--;
-            src_free(s);
-            return;
+        if (!j->subs && !j->n_dirty && !j->listed_dirty) {
+            *pp = j->next;
+            job_free(j);
+        } else {
+            pp = &j->next;
         }
     }
 }
@@ -263,51 +329,74 @@ static void check_ready(struct disc_manager *m)
     m->ready = true;
 }
 
+/* Builds the group of `d` for j from its providers' tables. `*tmp` gets an
+ * array to free after the callback when several providers contribute. */
+static int build_group(const struct disc__job *j, const struct dsrc *d, struct disc_group *g,
+                       struct labels **tmp)
+{
+    const struct psrc *only = NULL;
+    unsigned contributors = 0;
+    size_t total = 0, k = 0;
+    struct labels *t;
+
+    g->source = d->node.name;
+    g->targets = NULL;
+    g->n_targets = 0;
+    *tmp = NULL;
+    for (const struct disc__sub *s = j->subs; s; s = s->jnext) {
+        const struct psrc *ps = provider_src(s->p, d->node.name);
+
+        if (ps) {
+            only = ps;
+            contributors++;
+            total += ps->n;
+        }
+    }
+    if (contributors <= 1) {
+        if (only) {
+            g->targets = only->t;
+            g->n_targets = only->n;
+        }
+        return 0;
+    }
+    t = malloc(total * sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    for (const struct disc__sub *s = j->subs; s; s = s->jnext) {
+        const struct psrc *ps = provider_src(s->p, d->node.name);
+
+        for (size_t i = 0; ps && i < ps->n; i++)
+            t[k++] = ps->t[i]; /* shallow: borrowed for the callback */
+    }
+    g->targets = t;
+    g->n_targets = total;
+    *tmp = t;
+    return 0;
+}
+
 static void flush_job(struct disc_manager *m, struct disc__job *j)
 {
-    struct disc_group *groups = NULL;
-    struct labels **tmp = NULL;
-    struct disc__src *s, *n;
+    struct disc_group *groups;
+    struct labels **tmp;
+    struct dsrc *d, *n;
     size_t ng = 0, i;
 
     groups = calloc(j->n_dirty ? j->n_dirty : 1, sizeof(*groups));
     tmp = calloc(j->n_dirty ? j->n_dirty : 1, sizeof(*tmp));
     if (!groups || !tmp)
         goto out; /* dropped on OOM: the sources stay dirty for the next try */
-    for (s = j->dirty; s; s = s->dnext) {
-        struct disc_group *g = &groups[ng++];
-        size_t total = 0;
-
-        g->source = s->name;
-        for (struct disc__contrib *c = s->contribs; c; c = c->next)
-            total += c->n;
-        if (s->contribs && !s->contribs->next) {
-            g->targets = s->contribs->t;
-        } else if (total) {
-            struct labels *t = malloc(total * sizeof(*t));
-            size_t k = 0;
-
-            if (!t)
-                goto out;
-            for (struct disc__contrib *c = s->contribs; c; c = c->next)
-                for (i = 0; i < c->n; i++)
-                    t[k++] = c->t[i]; /* shallow: borrowed for the callback */
-            tmp[ng - 1] = t;
-            g->targets = t;
-        }
-        g->n_targets = total;
-    }
+    for (d = j->dirty; d; d = d->dnext, ng++)
+        if (build_group(j, d, &groups[ng], &tmp[ng]) < 0)
+            goto out;
     m->in_callback = true;
     if (m->cb && ng)
         m->cb(j->name, groups, ng, m->ud);
     m->in_callback = false;
     m->groups_delivered += ng;
-    for (s = j->dirty; s; s = n) {
-        n = s->dnext;
-        s->dirty = false;
-        s->dnext = NULL;
-        if (!s->contribs)
-            src_remove(j, s);
+    for (d = j->dirty; d; d = n) {
+        n = d->dnext;
+        stab_unlink(&j->dirty_set, &d->node);
+        dsrc_free(&d->node);
     }
     j->dirty = NULL;
     j->n_dirty = 0;
@@ -322,7 +411,7 @@ static void schedule(struct disc_manager *m);
 
 static void flush(struct disc_manager *m)
 {
-    struct disc__job *j, *n, **pp;
+    struct disc__job *j, *n;
 
     /* Detach first: nothing below can add a new dirty job, but stay safe. */
     j = m->dirty_jobs;
@@ -341,16 +430,7 @@ static void flush(struct disc_manager *m)
     m->updates++;
     m->last_delivery = uv_now(m->loop);
     m->delivered_once = true;
-    /* Forget jobs that have neither providers nor sources left. */
-    for (pp = &m->jobs; *pp;) {
-        j = *pp;
-        if (!j->n_providers && !j->n_srcs && !j->listed_dirty) {
-            *pp = j->next;
-            job_free(j);
-        } else {
-            pp = &j->next;
-        }
-    }
+    forget_idle_jobs(m);
     check_ready(m);
     if (m->dirty_jobs)
         schedule(m);
@@ -376,12 +456,23 @@ static void schedule(struct disc_manager *m)
     uv_timer_start(&m->timer, on_timer, delay, 0);
 }
 
-static void mark_dirty(struct disc_manager *m, struct disc__job *j, struct disc__src *s)
+/* Queues `source` for delivery to j. Returns 0 or -ENOMEM (the change is
+ * then lost for j, like any update dropped on OOM). */
+static int mark_dirty(struct disc_manager *m, struct disc__job *j, const char *source)
 {
-    if (!s->dirty) {
-        s->dirty = true;
-        s->dnext = j->dirty;
-        j->dirty = s;
+    if (!stab_find(&j->dirty_set, source)) {
+        struct dsrc *d = calloc(1, sizeof(*d));
+
+        if (!d || !(d->node.name = strdup(source))) {
+            free(d);
+            return -ENOMEM;
+        }
+        if (stab_insert(&j->dirty_set, &d->node) < 0) {
+            dsrc_free(&d->node);
+            return -ENOMEM;
+        }
+        d->dnext = j->dirty;
+        j->dirty = d;
         j->n_dirty++;
     }
     if (!j->listed_dirty) {
@@ -390,6 +481,20 @@ static void mark_dirty(struct disc_manager *m, struct disc__job *j, struct disc_
         m->dirty_jobs = j;
     }
     schedule(m);
+    return 0;
+}
+
+/* Marks every source of p dirty in j (p starts or stops feeding j). */
+static void mark_all_dirty(struct disc_manager *m, struct disc__job *j,
+                           const struct disc__provider *p)
+{
+    const struct stab *t = p->_srcs ? &p->_srcs->t : NULL;
+
+    if (m->closing)
+        return; /* nothing is delivered any more */
+    for (size_t i = 0; t && i < t->nb; i++)
+        for (const struct stab_node *e = t->b[i]; e; e = e->hnext)
+            mark_dirty(m, j, e->name);
 }
 
 /* ---------------------------------------------------------------- provider API */
@@ -410,60 +515,60 @@ void disc__provider_done(struct disc__provider *p)
         return;
     free(p->job);
     p->job = NULL;
+    free(p->_sig);
+    p->_sig = NULL;
+    if (p->_srcs) {
+        stab_done(&p->_srcs->t, psrc_free);
+        free(p->_srcs);
+        p->_srcs = NULL;
+    }
 }
 
 int disc__emit(struct disc__provider *p, const char *source, struct labels *targets, size_t n)
 {
     struct disc_manager *m = p->m;
-    struct disc__job *j = p->_job;
-    struct disc__contrib *c, **cp;
-    struct disc__src *s;
+    struct psrc *ps;
+    int rc = 0;
 
-    if (p->_closing || !j) {
+    if (p->_closing || !p->_srcs) {
         disc__targets_free(targets, n);
         return 0;
     }
-    s = src_find(j, source, n > 0);
-    if (!s) {
-        disc__targets_free(targets, n);
-        return n > 0 ? -ENOMEM : 0;
-    }
-    for (cp = &s->contribs; *cp; cp = &(*cp)->next)
-        if ((*cp)->p == p)
-            break;
-    c = *cp;
+    ps = (struct psrc *)stab_find(&p->_srcs->t, source);
     if (n == 0) {
         free(targets);
-        if (!c)
+        if (!ps)
             return 0;
-        p->n_targets -= c->n;
-        *cp = c->next;
-        disc__targets_free(c->t, c->n);
-        free(c);
-        mark_dirty(m, j, s);
-        return 0;
-    }
-    if (c && targets_equal(c->t, c->n, targets, n)) {
+        p->n_targets -= ps->n;
+        stab_unlink(&p->_srcs->t, &ps->node);
+        psrc_free(&ps->node);
+    } else if (ps && targets_equal(ps->t, ps->n, targets, n)) {
         disc__targets_free(targets, n);
         return 0;
-    }
-    if (!c) {
-        c = calloc(1, sizeof(*c));
-        if (!c) {
+    } else if (ps) {
+        p->n_targets -= ps->n;
+        disc__targets_free(ps->t, ps->n);
+        ps->t = targets;
+        ps->n = n;
+        p->n_targets += n;
+    } else {
+        ps = calloc(1, sizeof(*ps));
+        if (!ps || !(ps->node.name = strdup(source)) ||
+            stab_insert(&p->_srcs->t, &ps->node) < 0) {
+            if (ps)
+                free(ps->node.name);
+            free(ps);
             disc__targets_free(targets, n);
             return -ENOMEM;
         }
-        c->p = p;
-        *cp = c;
-    } else {
-        p->n_targets -= c->n;
-        disc__targets_free(c->t, c->n);
+        ps->t = targets;
+        ps->n = n;
+        p->n_targets += n;
     }
-    c->t = targets;
-    c->n = n;
-    p->n_targets += n;
-    mark_dirty(m, j, s);
-    return 0;
+    for (struct disc__sub *s = p->_subs; s; s = s->pnext)
+        if (mark_dirty(m, s->job, source) < 0)
+            rc = -ENOMEM; /* that job misses this change; the others still get it */
+    return rc;
 }
 
 static double now_unix(void)
@@ -476,8 +581,11 @@ static double now_unix(void)
 
 void disc__touch_sync(struct disc__provider *p)
 {
-    if (p->stats)
-        p->stats->last_sync = now_unix();
+    double now = now_unix();
+
+    for (struct disc__sub *s = p->_subs; s; s = s->pnext)
+        if (s->stats)
+            s->stats->last_sync = now;
 }
 
 void disc__synced(struct disc__provider *p)
@@ -489,16 +597,34 @@ void disc__synced(struct disc__provider *p)
     check_ready(p->m);
 }
 
+void disc__count(struct disc__provider *p, enum disc__counter c)
+{
+    for (struct disc__sub *s = p->_subs; s; s = s->pnext) {
+        struct disc__stats *st = s->stats;
+
+        if (!st)
+            continue;
+        switch (c) {
+        case DISC_CNT_LISTS: st->lists++; break;
+        case DISC_CNT_WATCHES: st->watches++; break;
+        case DISC_CNT_WATCH_RESTARTS: st->watch_restarts++; break;
+        case DISC_CNT_RELISTS_EXPIRED: st->relists_expired++; break;
+        }
+    }
+}
+
 void disc__error(struct disc__provider *p, enum disc__err_kind kind, const char *fmt, ...)
 {
     struct disc_manager *m = p->m;
     va_list ap;
 
-    if (p->stats && kind < DISC_ERR__N)
-        p->stats->errors[kind]++;
+    for (struct disc__sub *s = p->_subs; s; s = s->pnext)
+        if (s->stats && kind < DISC_ERR__N)
+            s->stats->errors[kind]++;
     va_start(ap, fmt);
     vsnprintf(m->last_error, sizeof(m->last_error), fmt, ap);
     va_end(ap);
+    /* Reported once, naming every job the provider feeds (p->job). */
     if (m->err_cb)
         m->err_cb(p->job, p->ops->name, m->last_error, m->err_ud);
 }
@@ -576,31 +702,70 @@ size_t disc_manager_providers(const struct disc_manager *m)
     return m->n_providers;
 }
 
-/* Drops every contribution of p (its sources become dirty). */
-static void drop_contributions(struct disc_manager *m, struct disc__provider *p)
+/* Sets a shared provider's job name to its subscribers' names joined by
+ * ',' (what error reports name). Keeps the old name on OOM. */
+static void provider_name_jobs(struct disc__provider *p)
 {
-    struct disc__job *j = p->_job;
+    size_t len = 0, o = 0;
+    char *s;
 
-    if (!j || !p->n_targets)
+    if (!p->ops->signature || !p->_subs)
         return;
-    for (size_t i = 0; i < j->n_buckets; i++) {
-        for (struct disc__src *s = j->buckets[i]; s; s = s->hnext) {
-            struct disc__contrib **cp;
+    for (struct disc__sub *sb = p->_subs; sb; sb = sb->pnext)
+        len += strlen(sb->job->name) + 1;
+    s = malloc(len);
+    if (!s)
+        return;
+    for (struct disc__sub *sb = p->_subs; sb; sb = sb->pnext)
+        o += (size_t)sprintf(s + o, "%s%s", o ? "," : "", sb->job->name);
+    free(p->job);
+    p->job = s;
+}
 
-            for (cp = &s->contribs; *cp; cp = &(*cp)->next) {
-                if ((*cp)->p == p) {
-                    struct disc__contrib *c = *cp;
+static struct disc__sub *sub_find(const struct disc__provider *p, const struct disc__job *j)
+{
+    for (struct disc__sub *s = p->_subs; s; s = s->pnext)
+        if (s->job == j)
+            return s;
+    return NULL;
+}
 
-                    *cp = c->next;
-                    disc__targets_free(c->t, c->n);
-                    free(c);
-                    mark_dirty(m, j, s);
-                    break;
-                }
-            }
-        }
-    }
-    p->n_targets = 0;
+/* Makes j receive p's groups, starting with every group p has now. */
+static struct disc__sub *subscribe(struct disc_manager *m, struct disc__provider *p,
+                                   struct disc__job *j)
+{
+    struct disc__sub *s = calloc(1, sizeof(*s)), **pp;
+
+    if (!s)
+        return NULL;
+    s->p = p;
+    s->job = j;
+    s->stats = stats_get(m, j->name, p->ops->name);
+    for (pp = &p->_subs; *pp; pp = &(*pp)->pnext)
+        ;
+    *pp = s;
+    for (pp = &j->subs; *pp; pp = &(*pp)->jnext)
+        ;
+    *pp = s; /* appended: groups concatenate in subscription order */
+    if (p->synced && s->stats)
+        s->stats->last_sync = now_unix();
+    mark_all_dirty(m, j, p);
+    return s;
+}
+
+/* Stops feeding s->job from s->p: the job's groups lose p's targets. */
+static void unsubscribe(struct disc_manager *m, struct disc__sub *s)
+{
+    struct disc__sub **pp;
+
+    for (pp = &s->p->_subs; *pp != s; pp = &(*pp)->pnext)
+        ;
+    *pp = s->pnext;
+    for (pp = &s->job->subs; *pp != s; pp = &(*pp)->jnext)
+        ;
+    *pp = s->jnext;
+    mark_all_dirty(m, s->job, s->p);
+    free(s);
 }
 
 static void provider_stop(struct disc_manager *m, struct disc__provider *p)
@@ -614,56 +779,73 @@ static void provider_stop(struct disc_manager *m, struct disc__provider *p)
         }
     }
     m->n_providers--;
-    drop_contributions(m, p);
-    if (p->_job)
-        p->_job->n_providers--;
+    while (p->_subs)
+        unsubscribe(m, p->_subs);
+    p->n_targets = 0;
     p->_closing = true;
-    p->_job = NULL;
     m->pending_closes++;
     p->ops->close(p);
 }
 
-static struct disc__provider *find_same(struct disc_manager *m, const struct disc__provider_ops *ops,
-                                        const struct cfg *cfg, const struct cfg_scrape *sc,
-                                        unsigned idx)
+static struct disc__provider *find_provider(struct disc_manager *m,
+                                            const struct disc__provider_ops *ops, const char *sig,
+                                            const struct cfg *cfg, const struct cfg_scrape *sc,
+                                            unsigned idx)
 {
-    for (struct disc__provider *p = m->providers; p; p = p->_next)
-        if (!p->_mark && p->ops == ops && strcmp(p->job, sc->job_name) == 0 &&
-            ops->same(p, cfg, sc, idx))
+    for (struct disc__provider *p = m->providers; p; p = p->_next) {
+        if (p->ops != ops)
+            continue;
+        if (sig ? strcmp(p->_sig, sig) == 0
+                : strcmp(p->job, sc->job_name) == 0 && ops->same(p, cfg, sc, idx))
             return p;
+    }
     return NULL;
 }
 
+/* Subscribes sc's job to the provider for piece `idx`, starting one when no
+ * running provider has the same settings. */
 static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
                   const struct cfg *cfg, const struct cfg_scrape *sc, unsigned idx, char *err,
                   size_t errlen)
 {
-    struct disc__provider *p = find_same(m, ops, cfg, sc, idx);
-    struct disc__job *j;
+    struct disc__job *j = job_find(m, sc->job_name, true);
+    char *sig = NULL;
+    struct disc__provider *p;
+    struct disc__sub *s;
     char msg[384];
     int rc;
 
+    if (!j)
+        goto oom;
+    if (ops->signature && !(sig = ops->signature(cfg, sc, idx)))
+        goto oom;
+    p = find_provider(m, ops, sig, cfg, sc, idx);
     if (p) {
-        p->_mark = true;
+        free(sig);
+        s = sub_find(p, j);
+        if (!s && !(s = subscribe(m, p, j)))
+            goto oom;
+        s->mark = true;
         return 0;
     }
     msg[0] = '\0';
-    j = job_find(m, sc->job_name, true);
-    if (!j)
-        return -ENOMEM;
     p = ops->create(m, cfg, sc, idx, msg, sizeof(msg));
     if (!p) {
+        free(sig);
         snprintf(err, errlen, "job %s: %s discovery #%u: %s", sc->job_name, ops->name, idx,
                  msg[0] ? msg : "out of memory");
         return -EINVAL;
     }
-    p->stats = stats_get(m, sc->job_name, ops->name);
-    p->_job = j;
-    p->_mark = true;
+    p->_sig = sig;
+    p->_srcs = calloc(1, sizeof(*p->_srcs));
     p->_next = m->providers;
     m->providers = p;
     m->n_providers++;
-    j->n_providers++;
+    if (!p->_srcs || !(s = subscribe(m, p, j))) {
+        provider_stop(m, p);
+        goto oom;
+    }
+    s->mark = true;
     rc = ops->start(p, msg, sizeof(msg));
     if (rc < 0) {
         snprintf(err, errlen, "job %s: %s discovery #%u: %s", sc->job_name, ops->name, idx, msg);
@@ -671,6 +853,10 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
         return rc;
     }
     return 0;
+oom:
+    snprintf(err, errlen, "job %s: %s discovery #%u: out of memory", sc->job_name, ops->name,
+             idx);
+    return -ENOMEM;
 }
 
 int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err, size_t errlen)
@@ -684,7 +870,8 @@ int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err,
         return -EBUSY;
     }
     for (p = m->providers; p; p = p->_next)
-        p->_mark = false;
+        for (struct disc__sub *s = p->_subs; s; s = s->pnext)
+            s->mark = false;
     for (unsigned i = 0; cfg && i < cfg->n_scrape; i++) {
         const struct cfg_scrape *sc = &cfg->scrape[i];
         int rc = 0;
@@ -712,22 +899,23 @@ int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err,
             }
         }
     }
+    /* Drop the subscriptions the config no longer asks for; a provider
+     * left without any stops, the others keep running untouched. */
     for (p = m->providers; p; p = n) {
-        n = p->_next;
-        if (!p->_mark)
-            provider_stop(m, p);
-    }
-    /* Jobs left without providers or sources need no delivery at all. */
-    for (struct disc__job **pp = &m->jobs; *pp;) {
-        struct disc__job *j = *pp;
+        struct disc__sub *s, *sn;
 
-        if (!j->n_providers && !j->n_srcs && !j->listed_dirty) {
-            *pp = j->next;
-            job_free(j);
-        } else {
-            pp = &j->next;
+        n = p->_next;
+        for (s = p->_subs; s; s = sn) {
+            sn = s->pnext;
+            if (!s->mark)
+                unsubscribe(m, s);
         }
+        if (!p->_subs)
+            provider_stop(m, p);
+        else
+            provider_name_jobs(p);
     }
+    forget_idle_jobs(m);
     m->applied = true;
     check_ready(m);
     return first;
@@ -838,7 +1026,8 @@ void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
     head(out, "proflet_discovery_ready", "gauge",
          "1 once every discovery provider has completed its first sync.");
     buf_printf(out, "proflet_discovery_ready %d\n", m->ready ? 1 : 0);
-    head(out, "proflet_discovery_providers", "gauge", "Discovery providers running.");
+    head(out, "proflet_discovery_providers", "gauge",
+         "Discovery providers running (one per distinct settings, shared by the jobs using it).");
     buf_printf(out, "proflet_discovery_providers %zu\n", m->n_providers);
     head(out, "proflet_discovery_updates_total", "counter",
          "Coalesced update rounds delivered to the target manager.");
@@ -855,8 +1044,9 @@ void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
         size_t n = 0;
 
         for (const struct disc__provider *p = m->providers; p; p = p->_next)
-            if (p->stats == s)
-                n += p->n_targets;
+            for (const struct disc__sub *sb = p->_subs; sb; sb = sb->pnext)
+                if (sb->stats == s)
+                    n += p->n_targets;
         put_series(out, "proflet_discovery_targets", s, NULL);
         buf_printf(out, "%zu\n", n);
     }

@@ -1,14 +1,16 @@
-/** Pure string helpers for discovery. Any thread. */
+/** Small json-c helpers shared by the Kubernetes client (k8s.c), its
+ * connection setup (k8s_conn.c) and the pod builder (k8s_pod.c). Pure; any
+ * thread. */
 #ifndef PROFLET_DISCOVERY_UTIL_H
 #define PROFLET_DISCOVERY_UTIL_H
 
-#include <stdbool.h>
-#include <stddef.h>
+#include <json-c/json.h>
 
-/** True if s[0..n) is valid UTF-8 (no surrogates, no overlongs). */
-bool disc__valid_utf8(const char *s, size_t n);
-/** Prometheus' SanitizeLabelName: each rune outside [a-zA-Z0-9_] and each
- * invalid UTF-8 byte becomes one "_". Returns a malloc'd string or NULL. */
-char *disc__sanitize(const char *s, size_t n);
+/** The member `k` of `o`, or NULL when `o` is not an object or lacks it.
+ * Borrowed from `o`. */
+json_object *disc__jget(json_object *o, const char *k);
+/** The string member `k` of `o`, or `dflt` when it is absent or not a
+ * string. Borrowed from `o`. */
+const char *disc__jstr(json_object *o, const char *k, const char *dflt);
 
 #endif

@@ -158,50 +158,33 @@ static void spool_cfg_done(struct cfg_spool *s)
     memset(s, 0, sizeof(*s));
 }
 
-static void sig_str(struct buf *b, const char *k, const char *v)
-{
-    buf_printf(b, "%s=%zu:%s;", k, v ? strlen(v) : 0, v ? v : "");
-}
-
 static char *signature(const struct cfg_remote *r, const struct cfg_spool *s)
 {
     struct buf b;
     size_t n;
 
     buf_init(&b, 1 << 20);
-    sig_str(&b, "name", r->name);
-    sig_str(&b, "url", r->url);
+    cfg_sig_str(&b, "name", r->name);
+    cfg_sig_str(&b, "url", r->url);
     buf_printf(&b, "proto=%d;", (int)r->protocol);
     for (unsigned i = 0; i < r->n_headers; i++) {
-        sig_str(&b, "hk", r->headers[i].key);
-        sig_str(&b, "hv", r->headers[i].value);
+        cfg_sig_str(&b, "hk", r->headers[i].key);
+        cfg_sig_str(&b, "hv", r->headers[i].value);
     }
-    sig_str(&b, "tenant", r->tenant_id);
-    if (r->http.basic_auth) {
-        sig_str(&b, "user", r->http.basic_auth->username);
-        sig_str(&b, "pass", r->http.basic_auth->password);
-        sig_str(&b, "passfile", r->http.basic_auth->password_file);
-    }
-    sig_str(&b, "bearer", r->http.bearer_token);
-    sig_str(&b, "bearerfile", r->http.bearer_token_file);
-    sig_str(&b, "ca", r->http.tls.ca_file);
-    sig_str(&b, "cert", r->http.tls.cert_file);
-    sig_str(&b, "key", r->http.tls.key_file);
-    sig_str(&b, "sni", r->http.tls.server_name);
-    sig_str(&b, "proxy", r->http.proxy_url);
-    buf_printf(&b, "b=%d%d%d;", r->http.tls.insecure_skip_verify, r->http.enable_http2,
-               r->gzip_request);
+    cfg_sig_str(&b, "tenant", r->tenant_id);
+    cfg_http_signature(&r->http, &b);
+    buf_printf(&b, "gzip=%d;", r->gzip_request);
     buf_printf(&b, "n=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64
                ",%u,%" PRIu64 ";",
                r->remote_timeout_ms, r->min_backoff_ms, r->max_backoff_ms, r->max_retries,
                r->batch_max_profiles, r->batch_max_bytes, r->batch_max_wait_ms,
                r->queue_max_profiles, r->queue_max_bytes, r->max_inflight, r->dir_max_bytes);
     for (unsigned i = 0; i < r->n_external_labels; i++) {
-        sig_str(&b, "ek", r->external_labels[i].key);
-        sig_str(&b, "ev", r->external_labels[i].value);
+        cfg_sig_str(&b, "ek", r->external_labels[i].key);
+        cfg_sig_str(&b, "ev", r->external_labels[i].value);
     }
-    sig_str(&b, "spool", s->dir);
-    sig_str(&b, "fsync", s->fsync);
+    cfg_sig_str(&b, "spool", s->dir);
+    cfg_sig_str(&b, "fsync", s->fsync);
     buf_printf(&b, "s=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ";", s->max_bytes, s->max_age_ms,
                s->segment_bytes);
     return buf_steal(&b, &n);

@@ -27,6 +27,7 @@
 #include <xxhash.h>
 #include <zstd.h>
 
+#include "common/fsutil.h"
 #include "forward/internal.h"
 
 #define SEG_HDR 16 /* magic (8) + created ms (8) */
@@ -638,22 +639,10 @@ static struct seg *seg_new(struct fwd__spool *s, uint64_t id)
 static void cursor_work(uv_work_t *w)
 {
     struct cursor_job *j = container_of(w, struct cursor_job, work);
-    char tmp[4200], dst[4200];
-    int fd;
 
-    snprintf(tmp, sizeof(tmp), "%s/.cursor.tmp", j->dir);
-    snprintf(dst, sizeof(dst), "%s/cursor", j->dir);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return;
-    if (write(fd, j->text, strlen(j->text)) == (ssize_t)strlen(j->text)) {
-        if (j->sync)
-            fdatasync(fd);
-        close(fd);
-        rename(tmp, dst);
-        return;
-    }
-    close(fd);
+    /* A failed write leaves the previous cursor in place; the next cursor
+     * update writes the whole state again, so there is nothing to retry. */
+    (void)fsutil_write_atomic(j->dir, "cursor", j->text, strlen(j->text), j->sync);
 }
 
 static void cursor_done(uv_work_t *w, int status)
@@ -1201,27 +1190,6 @@ static void scan_done(uv_work_t *w, int status)
     check_closed(s);
 }
 
-static int mkdir_p(const char *path)
-{
-    char tmp[4096];
-    size_t n = strlen(path);
-
-    if (n >= sizeof(tmp))
-        return -ENAMETOOLONG;
-    memcpy(tmp, path, n + 1);
-    for (size_t i = 1; i <= n; i++) {
-        if (tmp[i] == '/' || tmp[i] == '\0') {
-            char c = tmp[i];
-
-            tmp[i] = '\0';
-            if (mkdir(tmp, 0700) < 0 && errno != EEXIST)
-                return -errno;
-            tmp[i] = c;
-        }
-    }
-    return 0;
-}
-
 int fwd__spool_open(struct fwd_ep *ep, const struct fwd__spool_ops_cb *cb, void *ud,
                     struct fwd__spool **out, char *err, size_t errlen)
 {
@@ -1240,7 +1208,7 @@ int fwd__spool_open(struct fwd_ep *ep, const struct fwd__spool_ops_cb *cb, void 
         s->dir = NULL;
         goto oom;
     }
-    r = mkdir_p(s->dir);
+    r = fsutil_mkdir_p(s->dir, 0700);
     if (r < 0) {
         snprintf(err, errlen, "%s: spool directory %s: %s", ep->name, s->dir, strerror(-r));
         fwd__spool_free(s);

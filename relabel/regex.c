@@ -1497,7 +1497,7 @@ int relabel__regex_search(const struct relabel__regex *re, const char *s, size_t
     uint32_t pairs = re->ngroups + 1;
     struct match_tls *t;
     PCRE2_SIZE *pv;
-    size_t bad = 0;
+    size_t bad;
     int rc;
 
     if (re->kind != RX_PCRE)
@@ -1507,17 +1507,7 @@ int relabel__regex_search(const struct relabel__regex *re, const char *s, size_t
     t = tls_get(pairs);
     if (!t)
         return -ENOMEM;
-    for (size_t i = 0; i < len;) {
-        uint32_t r;
-        bool invalid;
-
-        if ((unsigned char)s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        i += relabel__decode((const unsigned char *)s + i, len - i, &r, &invalid);
-        bad += invalid;
-    }
+    bad = relabel__utf8_invalid(s, len);
     if (!bad) {
         rc = pcre_exec(re, t, s, len, start);
         if (rc <= 0)

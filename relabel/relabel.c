@@ -108,8 +108,10 @@ const char *relabel_strerror(int code)
 /* Label names, UTF-8, sanitising                                         */
 /* ---------------------------------------------------------------------- */
 
-bool relabel_valid_utf8(const char *s, size_t len)
+size_t relabel__utf8_invalid(const char *s, size_t len)
 {
+    size_t bad = 0;
+
     for (size_t i = 0; i < len;) {
         uint32_t r;
         bool invalid;
@@ -119,10 +121,14 @@ bool relabel_valid_utf8(const char *s, size_t len)
             continue;
         }
         i += relabel__decode((const unsigned char *)s + i, len - i, &r, &invalid);
-        if (invalid)
-            return false;
+        bad += invalid;
     }
-    return true;
+    return bad;
+}
+
+bool relabel_valid_utf8(const char *s, size_t len)
+{
+    return relabel__utf8_invalid(s, len) == 0;
 }
 
 static bool legacy_first(char c)
@@ -522,34 +528,12 @@ static long kv_find(const struct kvlist *l, const char *name, size_t nlen)
     return -1;
 }
 
-static long base_find(const struct labels *ls, const char *name, size_t nlen)
-{
-    size_t lo = 0, hi = ls->n;
-
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        const struct label *l = &ls->v[mid];
-        size_t m = l->name_len < nlen ? l->name_len : nlen;
-        int c = memcmp(l->name, name, m);
-
-        if (c == 0)
-            c = l->name_len < nlen ? -1 : l->name_len > nlen;
-        if (c == 0)
-            return (long)mid;
-        if (c < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return -1;
-}
-
 /* labels.Builder.Get: add first (Set does not clear del), then del, then
  * base. An unshadowed base label is in neither list, so it answers at once;
  * otherwise only add can hold a value. */
 static const char *b_get(const struct builder *b, const char *name, size_t nlen, size_t *vlen)
 {
-    long i = base_find(b->base, name, nlen);
+    long i = labels_find(b->base, name, nlen);
 
     if (i >= 0 && !b->shadow[i]) {
         *vlen = b->base->v[i].value_len;
@@ -564,10 +548,23 @@ static const char *b_get(const struct builder *b, const char *name, size_t nlen,
 
 static void b_shadow(struct builder *b, const char *name, size_t nlen)
 {
-    long i = base_find(b->base, name, nlen);
+    long i = labels_find(b->base, name, nlen);
 
     if (i >= 0)
         b->shadow[i] = 1;
+}
+
+/* Appends `name` (copied into the arena) with kv's value to `list`, add or
+ * del, and shadows the base label of that name. */
+static int b_record(struct builder *b, struct kvlist *list, const char *name, size_t nlen,
+                    struct kv kv)
+{
+    b_shadow(b, name, nlen);
+    kv.name = arena_strndup(b->a, name, nlen);
+    if (!kv.name)
+        return -ENOMEM;
+    kv.nlen = nlen;
+    return kv_push(b->a, list, kv);
 }
 
 static int b_del(struct builder *b, const char *name, size_t nlen)
@@ -581,12 +578,7 @@ static int b_del(struct builder *b, const char *name, size_t nlen)
     }
     if (kv_find(&b->del, name, nlen) >= 0)
         return 0;
-    b_shadow(b, name, nlen);
-    kv.name = arena_strndup(b->a, name, nlen);
-    if (!kv.name)
-        return -ENOMEM;
-    kv.nlen = nlen;
-    return kv_push(b->a, &b->del, kv);
+    return b_record(b, &b->del, name, nlen, kv);
 }
 
 static int b_set(struct builder *b, const char *name, size_t nlen, const char *value, size_t vlen)
@@ -606,12 +598,7 @@ static int b_set(struct builder *b, const char *name, size_t nlen, const char *v
         b->add.v[i].vlen = vlen;
         return 0;
     }
-    b_shadow(b, name, nlen);
-    kv.name = arena_strndup(b->a, name, nlen);
-    if (!kv.name)
-        return -ENOMEM;
-    kv.nlen = nlen;
-    return kv_push(b->a, &b->add, kv);
+    return b_record(b, &b->add, name, nlen, kv);
 }
 
 /* labels.Builder.Range's snapshot: base labels neither deleted nor set,

@@ -68,6 +68,10 @@ bad:
     return 1;
 }
 
+/** Number of bytes of s[0..len) that start no valid UTF-8 sequence, each of
+ * which Go reads as one U+FFFD (0: the string is valid UTF-8). */
+size_t relabel__utf8_invalid(const char *s, size_t len);
+
 /** Appends the UTF-8 encoding of `r` (a valid scalar value) to `out`; returns the length. */
 static inline size_t relabel__encode(uint32_t r, char *out)
 {

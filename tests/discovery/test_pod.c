@@ -1,14 +1,14 @@
 /* Golden tests of the pod -> targets builder: every file in data/pods holds a
  * pod (plus optional node/namespace objects) and the targets expected,
- * written by hand from reference/prometheus.md §3. Also the sanitiser on
- * bytes that JSON cannot carry. */
+ * written by hand from reference/prometheus.md §3. Also the sanitiser the
+ * builder uses (relabel's) on bytes that JSON cannot carry. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "discovery/internal.h"
-#include "discovery/util.h"
+#include "relabel/relabel.h"
 #include "tests/harness/test.h"
 
 static json_object *get(json_object *o, const char *k)
@@ -124,14 +124,14 @@ TEST(sanitize_invalid_utf8)
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        char *s = disc__sanitize(cases[i].in, cases[i].n);
+        char *s = relabel_sanitize_label_name(cases[i].in, cases[i].n);
 
         ASSERT_STR_EQ(s, cases[i].out);
         free(s);
     }
-    ASSERT_TRUE(disc__valid_utf8("\xc3\xa9", 2));
-    ASSERT_FALSE(disc__valid_utf8("\xed\xa0\x80", 3));
-    ASSERT_FALSE(disc__valid_utf8("\xe2\x82", 2));
+    ASSERT_TRUE(relabel_valid_utf8("\xc3\xa9", 2));
+    ASSERT_FALSE(relabel_valid_utf8("\xed\xa0\x80", 3));
+    ASSERT_FALSE(relabel_valid_utf8("\xe2\x82", 2));
 }
 
 TEST(pod_not_an_object)

@@ -37,7 +37,9 @@ change the cluster and inject faults:
   POST /settings   {"page_size_cap": N, "watch_max_seconds": S,
                     "bookmark_every": S, "close_empty_watch": bool}
   GET  /requests                                          log of API requests
-  GET  /state                                             rv, counts
+  GET  /state                                             rv, counts, open watches,
+                                                          requests {"list": N, "watch": N}
+                                                          (API requests under /api/v1/)
 
 Scenario files (--scenario FILE) preload objects and settings:
   {"settings": {...}, "namespaces": [...], "nodes": [...], "pods": [...]}
@@ -51,6 +53,7 @@ import copy
 import json
 import os
 import re
+import select
 import signal
 import socket
 import ssl
@@ -74,6 +77,7 @@ class Cluster:
         self.fails = []
         self.token = None
         self.requests = []
+        self.request_counts = {"list": 0, "watch": 0}   # never trimmed, unlike requests
         self.settings = {"page_size_cap": 0, "watch_max_seconds": 0,
                          "bookmark_every": 0, "close_empty_watch": False}
         self.generation = 0          # bumps on restart: watches end
@@ -235,6 +239,8 @@ class Api(BaseHTTPRequestHandler):
                                "auth": self.headers.get("Authorization", ""),
                                "time": time.time()})
             del C.requests[:-5000]
+            if path.startswith("/api/v1/"):
+                C.request_counts["watch" if watch else "list"] += 1
             if C.token is not None and self.headers.get("Authorization") != "Bearer " + C.token:
                 return self.send_json(401, status(401, "Unauthorized", "Unauthorized"))
             for f in list(C.fails):
@@ -382,7 +388,7 @@ class Api(BaseHTTPRequestHandler):
                 out = []
                 with C.lock:
                     while True:
-                        if C.generation != gen:
+                        if C.generation != gen or peer_closed(box["sock"]):
                             raise ConnectionAbortedError()
                         if box["faults"]:
                             break
@@ -468,6 +474,19 @@ class Api(BaseHTTPRequestHandler):
 WATCHERS = {}
 
 
+def peer_closed(sock):
+    """True once the client has closed a watch connection (it sends nothing
+    after its request, so a readable socket with no data means EOF). Lets
+    /state count open watches without waiting for the next write to fail."""
+    if isinstance(sock, ssl.SSLSocket):
+        return False  # no MSG_PEEK on TLS sockets; found on the next write
+    try:
+        readable, _, _ = select.select([sock], [], [], 0)
+        return bool(readable) and sock.recv(1, socket.MSG_PEEK) == b""
+    except (OSError, ValueError):
+        return True
+
+
 class ApiServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
@@ -517,6 +536,7 @@ class Control(BaseHTTPRequestHandler):
             if self.path.startswith("/state"):
                 return self.reply({"rv": C.rv, "compacted": C.compacted,
                                    "watches": len(C.watches),
+                                   "requests": dict(C.request_counts),
                                    "counts": {k: len(v) for k, v in C.objects.items()}})
         self.reply({"error": "not found"}, 404)
 
