@@ -6,6 +6,7 @@ lateness. The fixture and the receiver are Python and share the machine's
 two cores with proflet.
 
 Usage: bench_scale.py [N ...]   (default: 1000 5000)
+With BENCH_PERF=FILE, `perf record -g` samples proflet during the window.
 Prints one line per N. Not a test: it asserts nothing about speed.
 """
 import json
@@ -90,7 +91,11 @@ remote-write:
     time.sleep(WARMUP)  # a benchmark's measurement window, not a wait for a condition
     c0, t0 = cpu_seconds(p.pid), time.monotonic()
     m0 = metrics(sport)
-    time.sleep(WINDOW)
+    if os.environ.get("BENCH_PERF"):
+        subprocess.run(["perf", "record", "-g", "-o", os.environ["BENCH_PERF"], "-p", str(p.pid),
+                        "--", "sleep", str(WINDOW)], capture_output=True)
+    else:
+        time.sleep(WINDOW)
     c1, t1 = cpu_seconds(p.pid), time.monotonic()
     m1 = metrics(sport)
     scrapes = (metric_value(m1, "proflet_scrapes_total") or 0) - (metric_value(m0, "proflet_scrapes_total") or 0)
