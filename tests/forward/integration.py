@@ -259,7 +259,8 @@ def s_outage():
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 1600, "--rate", 20,
                        "--series", 4, "--spool", spool, "--min-backoff-ms", 200,
                        "--max-backoff-ms", 2000, "--linger-s", 60, wait=False)
-    time.sleep(5)
+    # Let healthy traffic flow first, so the outage cuts a running stream.
+    wait_for(lambda: len(r.accepted()) >= 50, 30, "deliveries before the outage")
     r.ctl("/faults", {"down_for": 60})
     rc = p.wait(timeout=200)
     assert rc == 0, rc
