@@ -208,3 +208,18 @@ def sanitized():
     """True when proflet was built with AddressSanitizer (its memory use differs)."""
     r = subprocess.run(["ldd", PROFLET], capture_output=True, text=True)
     return "libasan" in r.stdout or "asan" in BUILD
+
+
+def make_ca(tmp):
+    ca_key, ca_crt = os.path.join(tmp, "ca.key"), os.path.join(tmp, "ca.crt")
+    key, csr, crt = os.path.join(tmp, "srv.key"), os.path.join(tmp, "srv.csr"), os.path.join(tmp, "srv.crt")
+    ext = os.path.join(tmp, "ext.cnf")
+    with open(ext, "w") as f:
+        f.write("subjectAltName=DNS:pyroscope.test,IP:127.0.0.1\n")
+    run = lambda *a: subprocess.run(a, check=True, capture_output=True)
+    run("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", ca_key, "-out", ca_crt,
+        "-days", "2", "-subj", "/CN=proflet test CA")
+    run("openssl", "req", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", csr, "-subj", "/CN=pyroscope.test")
+    run("openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-out", crt,
+        "-days", "2", "-extfile", ext)
+    return ca_crt, crt, key
