@@ -28,6 +28,8 @@ struct net_server;
 struct disc_manager;
 struct fwd;
 
+#define AGENT_SCRAPE_CLIENTS 8
+
 /** Latency histogram with fixed bucket bounds (seconds). */
 #define AGENT_HIST_BUCKETS 12
 struct agent_hist {
@@ -130,7 +132,12 @@ struct agent {
     uv_loop_t *loop;
     struct agent_cfg *acfg;            /**< current config */
     char *config_path;                 /**< NULL: embedded default */
-    struct net_client *http;
+    struct net_client *http;           /**< discovery and remote-write */
+    /** Scrapes are spread over several clients by target address: libcurl
+     * 7.88 walks a multi handle's whole connection cache about once a
+     * second, so one cache of thousands of kept-alive connections stalls the
+     * loop in one long burst; eight caches make eight short ones. */
+    struct net_client *scrapers[AGENT_SCRAPE_CLIENTS];
     struct net_server *status;
     struct disc_manager *disc;
     struct fwd *fwd;
@@ -163,6 +170,7 @@ struct agent {
 };
 
 /* main.c */
+size_t agent__inflight(const struct agent *a);
 uint64_t agent__now_ns(void);
 uint64_t agent__now_ms(void);
 

@@ -137,6 +137,15 @@ static void on_fwd_error(const char *endpoint, const char *msg, void *ud)
     log_warn("remote-write error", "endpoint", endpoint, "err", msg, "suppressed", sup);
 }
 
+size_t agent__inflight(const struct agent *a)
+{
+    size_t n = net_client_inflight(a->http);
+
+    for (int i = 0; i < AGENT_SCRAPE_CLIENTS; i++)
+        n += net_client_inflight(a->scrapers[i]);
+    return n;
+}
+
 /* ------------------------------------------------------------- shutdown */
 
 static void all_closed(void *ud)
@@ -156,6 +165,8 @@ static void finish_close(struct agent *a)
     if (a->status)
         net_server_close(a->status, all_closed, NULL);
     a->status = NULL;
+    for (int i = 0; i < AGENT_SCRAPE_CLIENTS; i++)
+        net_client_close(a->scrapers[i], all_closed, NULL);
     net_client_close(a->http, all_closed, NULL);
     uv_close((uv_handle_t *)&a->sig_term, NULL);
     uv_close((uv_handle_t *)&a->sig_int, NULL);
@@ -179,7 +190,7 @@ static void disc_closed(void *ud)
 static void drain_check(uv_timer_t *t)
 {
     struct agent *a = t->data;
-    bool idle = net_client_inflight(a->http) == 0 && a->pool.inflight == 0 &&
+    bool idle = agent__inflight(a) == 0 && a->pool.inflight == 0 &&
                 a->pool.backlog_len == 0;
 
     if (!idle && agent__now_ms() < a->shutdown_deadline_ms)
@@ -356,9 +367,19 @@ static int run(const char *config_path, const char *log_level, bool targets_mode
     labels_done(&a.external);
 
     a.http = net_client_new(&loop, 1024, err, sizeof(err));
+    for (int i = 0; a.http && i < AGENT_SCRAPE_CLIENTS; i++) {
+        a.scrapers[i] = net_client_new(&loop, 1024, err, sizeof(err));
+        if (!a.scrapers[i]) {
+            while (i--)
+                net_client_close(a.scrapers[i], all_closed, NULL);
+            net_client_close(a.http, all_closed, NULL);
+            a.http = NULL;
+        }
+    }
     if (!a.http) {
         fprintf(stderr, "proflet: %s\n", err);
         cfg_free(cfg);
+        uv_run(&loop, UV_RUN_DEFAULT);
         uv_loop_close(&loop);
         return 1;
     }

@@ -396,6 +396,21 @@ static const char *job_password(struct scrape_job *job)
     return job->password;
 }
 
+/* The scrape client of a URL, by its scheme and authority, so every profile
+ * type of one target shares that client's kept-alive connection. */
+static unsigned client_of(const char *url)
+{
+    const char *s = strstr(url, "://");
+    const char *end;
+    uint64_t h = 14695981039346656037ULL;
+
+    s = s ? s + 3 : url;
+    end = s + strcspn(s, "/?#");
+    for (const char *c = url; c < end; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return (unsigned)(h % AGENT_SCRAPE_CLIENTS);
+}
+
 static void start_scrape(struct agent *a, struct scrape_pair *p)
 {
     struct scrape_job *job = p->job;
@@ -423,8 +438,9 @@ static void start_scrape(struct agent *a, struct scrape_pair *p)
     o.proxy_url = sc->http.proxy_url;
     o.http2 = false;
     o.follow_redirects = sc->http.follow_redirects;
+    o.no_dns_cache = true;
     p->req_start_ns = agent__now_ns();
-    r = net_request_start(a->http, &o, scrape_done, p, &p->req);
+    r = net_request_start(a->scrapers[client_of(p->tp.url)], &o, scrape_done, p, &p->req);
     if (r < 0) {
         p->req = NULL;
         set_error(a, p, FAIL_IO, "could not start request");

@@ -278,7 +278,8 @@ void agent__on_discovery(const char *jobname, const struct disc_group *groups, s
             entry_free(old);
         }
     }
-    net_client_set_max_connects(a->http, a->pairs.n + 16);
+    for (int i = 0; i < AGENT_SCRAPE_CLIENTS; i++)
+        net_client_set_max_connects(a->scrapers[i], a->pairs.n / AGENT_SCRAPE_CLIENTS * 2 + 64);
 }
 
 /* ----------------------------------------------------------------- views */

@@ -695,6 +695,8 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
     SET(CURLOPT_URL, o->url);
     SET(CURLOPT_PROTOCOLS_STR, "http,https");
     SET(CURLOPT_NOSIGNAL, 1L);
+    if (o->no_dns_cache)
+        SET(CURLOPT_DNS_CACHE_TIMEOUT, 0L);
     SET(CURLOPT_ERRORBUFFER, r->errbuf);
     SET(CURLOPT_WRITEFUNCTION, write_fn);
     SET(CURLOPT_WRITEDATA, r);

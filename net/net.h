@@ -59,6 +59,11 @@ struct net_request_opts {
     bool http2;                  /**< offer HTTP/2 (ALPN over TLS); HTTP/1.1 otherwise */
     bool accept_gzip;            /**< send Accept-Encoding: gzip and decode transparently */
     bool follow_redirects;       /**< follow up to 10 redirects (http/https only) */
+    /** Resolve the host afresh instead of through the client's DNS cache.
+     * For scrapes: thousands of targets each visited once per interval
+     * would fill the cache, and libcurl 7.88 scans the whole cache on every
+     * lookup (measured: half of proflet's CPU at 5000 targets). */
+    bool no_dns_cache;
     /** Streaming mode: when set, each chunk of the response body is passed
      * here instead of being buffered (max_response still applies to the
      * total). Return 0 to go on, <0 to abort (result NET_EABORTED). `ud` is
