@@ -581,6 +581,8 @@ void fwd_metrics(const struct fwd *f, struct buf *out)
            dropped_profiles[FWD_DROP_REJECTED]);
     SIMPLE("queue_profiles", "gauge", "Profiles queued in memory.", queue_len);
     SIMPLE("queue_bytes", "gauge", "Profile bytes queued in memory.", queue_bytes);
+    SIMPLE("inflight_profiles", "gauge", "Profiles in requests not yet answered.",
+           inflight_profiles);
     SIMPLE("spool_bytes", "gauge", "Bytes in the disk spool.", spool_bytes);
     SIMPLE("spool_segments", "gauge", "Segment files in the disk spool.", spool_segments);
     SIMPLE("spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",

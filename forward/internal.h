@@ -48,6 +48,7 @@ struct fwd__stats {
     uint64_t ambiguous_profiles; /* resent after an outcome nobody reported */
     uint64_t dropped_profiles[FWD_DROP__N], dropped_bytes[FWD_DROP__N];
     uint64_t queue_len, queue_bytes;
+    uint64_t inflight_profiles;   /* in requests on the wire or being encoded */
     uint64_t spool_bytes, spool_segments, spool_records;
     uint64_t spool_oldest_ms; /* wall-clock ms of the oldest spooled record, 0 if none */
     uint64_t spool_written_profiles, spool_replayed_profiles;

@@ -283,11 +283,18 @@ static void req_free(struct req *q)
     free(q);
 }
 
+static void inflight_add(struct remote *rm, struct req *q)
+{
+    rm->inflight[rm->n_inflight++] = q;
+    rm->ep->st.inflight_profiles += q->n;
+}
+
 static void inflight_remove(struct remote *rm, struct req *q)
 {
     for (unsigned i = 0; i < rm->n_inflight; i++) {
         if (rm->inflight[i] == q) {
             rm->inflight[i] = rm->inflight[--rm->n_inflight];
+            rm->ep->st.inflight_profiles -= q->n;
             break;
         }
     }
@@ -466,11 +473,11 @@ static void send_req(struct remote *rm, struct req *q)
         struct net_response resp = {.result = NET_ECONNECT, .error = "could not start"};
 
         buf_init(&resp.body, 1);
-        rm->inflight[rm->n_inflight++] = q; /* on_done removes it */
+        inflight_add(rm, q); /* on_done removes it */
         on_done(NULL, &resp, q);
         return;
     }
-    rm->inflight[rm->n_inflight++] = q;
+    inflight_add(rm, q);
 }
 
 static void enc_work(uv_work_t *w)
@@ -558,7 +565,7 @@ static void start_req(struct remote *rm, struct qent **batch, size_t n, uint64_t
     }
     q->gzip = ep->cfg.gzip_request;
     q->encoding = true;
-    rm->inflight[rm->n_inflight++] = q; /* counts against the window; series busy */
+    inflight_add(rm, q); /* counts against the window; series busy */
     r = uv_queue_work(ep->loop, &q->work, enc_work, enc_done);
     if (r < 0) {
         inflight_remove(rm, q);
@@ -925,6 +932,7 @@ static void maybe_closed(struct remote *rm)
             }
             net_request_cancel(q->nr);
             rm->inflight[i] = rm->inflight[--rm->n_inflight];
+            rm->ep->st.inflight_profiles -= q->n;
             for (size_t k = 0; k < q->n; k++)
                 q_insert_sorted(rm, q->e[k]);
             req_free(q);

@@ -179,6 +179,7 @@ static void on_check(uv_timer_t *t)
     buf_init(&b, 16 << 20);
     fwd_metrics(fwd, &b);
     pending = metric_sum(b.data ? b.data : "", "proflet_remote_queue_profiles") +
+              metric_sum(b.data ? b.data : "", "proflet_remote_inflight_profiles") +
               metric_sum(b.data ? b.data : "", "proflet_remote_spool_profiles");
     buf_done(&b);
     if (pending == 0) {

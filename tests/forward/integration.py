@@ -176,7 +176,8 @@ def s_partial():
     check_exactly_once(sub, acc)
     check_order(acc)
     assert metric(m, "proflet_remote_retried_profiles_total", endpoint="a") > 0
-    assert metric(m, "proflet_remote_sent_profiles_total", endpoint="a") == 400
+    sent = metric(m, "proflet_remote_sent_profiles_total", endpoint="a")
+    assert sent == 400, "sent_profiles_total %s:\n%s" % (sent, open(m).read())
 
     # Now 400 for chosen ids: pre-compute ids by running a driver whose ids we
     # read as it goes; the receiver refuses ids listed before they arrive. Use a
