@@ -33,8 +33,11 @@
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
- * parallel. Ownership: input borrowed; output malloc'd for the caller; all
- * per-call memory is freed before returning. */
+ * parallel. Ownership: input borrowed; output malloc'd for the caller. The
+ * large per-call buffers (gunzipped input, span tables, per-entry arrays,
+ * the output before gzip) are the calling thread's scratch (scratch.c),
+ * kept between calls up to 64 MiB per thread; the rest is freed before
+ * returning. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -90,6 +93,9 @@ struct ent {
     uint32_t vbytes; /* bytes of that sample's value fields, tags included */
     size_t slot;
     uint32_t out_vlen; /* encode(): bytes of its output values, 0 = dropped */
+    /* [voff, vend): the sample's only value field, tag included, relative
+     * to the sample's content; vend = 0 when it has several (or none). */
+    uint32_t voff, vend;
     bool matched;      /* the key was in the state */
 };
 
@@ -112,6 +118,7 @@ struct ctx {
 
     uint64_t *strhash; /* lazy; 0 = not computed yet */
     uint8_t *str_used;
+    uint8_t *str_lbl; /* strings of the labels the sample scan met */
     size_t max_str_used;
 
     struct pprof__idmap mapmap, fnmap, locmap;
@@ -141,6 +148,8 @@ struct ctx {
 
     uint8_t *out;
     size_t out_len;
+    bool out_scratch; /* out is the thread's scratch, not malloc'd */
+    size_t samples_in; /* bytes of the sample records, tags included */
 
     /* Most samples repeat the label bytes of the previous one (Go's heap
      * `bytes` label): the last label parsed and its hash. */
@@ -377,7 +386,16 @@ static int scan_top(struct ctx *c)
         return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
                           "profile too large: %zu bytes > 4 GiB", c->len);
     for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++) {
-        c->spans[k] = malloc((c->n[k] ? c->n[k] : 1) * sizeof(struct span));
+        size_t bytes = (c->n[k] ? c->n[k] : 1) * sizeof(struct span);
+        /* The large tables live in the thread's scratch (not freed here). */
+        if (k == F_SAMPLE)
+            c->spans[k] = pprof__scratch(PPROF__S_SPANS_SAMPLE, bytes, false);
+        else if (k == F_LOCATION)
+            c->spans[k] = pprof__scratch(PPROF__S_SPANS_LOCATION, bytes, false);
+        else if (k == F_STRING)
+            c->spans[k] = pprof__scratch(PPROF__S_SPANS_STRING, bytes, false);
+        else
+            c->spans[k] = malloc(bytes);
         if (!c->spans[k])
             return -ENOMEM;
     }
@@ -392,6 +410,8 @@ static int scan_top(struct ctx *c)
             struct span *s = &c->spans[f.num][idx[f.num]++];
             s->off = (uint32_t)(f.data - c->raw);
             s->len = (uint32_t)f.len;
+            if (f.num == F_SAMPLE)
+                c->samples_in += (size_t)(p - f.start);
             continue;
         }
         if (f.num == F_PERIOD_TYPE) {
@@ -443,10 +463,14 @@ static int scan_strings(struct ctx *c)
 
     if (n == 0 || c->spans[F_STRING][0].len != 0)
         return corrupt(c, "string_table[0] must be empty");
-    c->strhash = calloc(n, sizeof(uint64_t));
-    c->str_used = calloc(n, 1);
-    if (!c->strhash || !c->str_used)
+    c->strhash = pprof__scratch(PPROF__S_STRHASH, n * sizeof(uint64_t), false);
+    c->str_used = pprof__scratch(PPROF__S_STRUSED, n, false);
+    c->str_lbl = pprof__scratch(PPROF__S_STRLBL, n, false);
+    if (!c->strhash || !c->str_used || !c->str_lbl)
         return -ENOMEM;
+    memset(c->strhash, 0, n * sizeof(uint64_t));
+    memset(c->str_used, 0, n);
+    memset(c->str_lbl, 0, n);
     mark_str(c, 0);
     for (size_t i = 0; i < c->n_comments; i++) {
         if (!str_ok(c, c->comments[i]))
@@ -606,11 +630,11 @@ static int scan_functions(struct ctx *c)
 static int scan_locations(struct ctx *c)
 {
     size_t n = c->n[F_LOCATION];
-    uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+    uint64_t *ids = pprof__scratch(PPROF__S_LOCIDS, (n ? n : 1) * sizeof(uint64_t), false);
     int rc = 0;
 
     c->loc_ids = ids;
-    c->lockey = malloc((n ? n : 1) * sizeof(uint64_t));
+    c->lockey = pprof__scratch(PPROF__S_LOCKEY, (n ? n : 1) * sizeof(uint64_t), false);
     if (!ids || !c->lockey)
         return -ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
@@ -682,18 +706,25 @@ static int scan_locations(struct ctx *c)
          * tables). */
         size_t len = c->locmap.dense_len;
         size_t nid = len <= 128 ? 128 : len > LOC_FAST_IDS ? len : LOC_FAST_IDS;
-        uint64_t *byid = calloc(nid, sizeof(uint64_t));
+        uint64_t *byid = pprof__scratch(PPROF__S_LOCBYID, nid * sizeof(uint64_t), false);
         if (!byid)
             return -ENOMEM;
+        memset(byid, 0, nid * sizeof(uint64_t));
         for (size_t i = 0; i < n; i++)
             byid[ids[i]] = c->lockey[i];
-        free(c->lockey);
         c->lockey = byid;
         c->loc_by_id = nid;
     }
-    c->loc_used = calloc(c->loc_by_id ? c->loc_by_id : n ? n : 1, 1);
-    c->loc_seen = calloc(c->loc_by_id ? c->loc_by_id : n ? n : 1, 1);
-    return c->loc_used && c->loc_seen ? 0 : -ENOMEM;
+    {
+        size_t nl = c->loc_by_id ? c->loc_by_id : n ? n : 1;
+        c->loc_used = pprof__scratch(PPROF__S_LOCUSED, nl, false);
+        c->loc_seen = pprof__scratch(PPROF__S_LOCSEEN, nl, false);
+        if (!c->loc_used || !c->loc_seen)
+            return -ENOMEM;
+        memset(c->loc_used, 0, nl);
+        memset(c->loc_seen, 0, nl);
+    }
+    return 0;
 }
 
 /* ---- samples ---- */
@@ -755,6 +786,9 @@ static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t
         return corrupt(c, "bad label");
     *h = mix64(str_hash(c, v[1]) ^ mix64(str_hash(c, v[2]) + v[3]) ^
                (str_hash(c, v[4]) << 1));
+    c->str_lbl[v[1]] = 1;
+    c->str_lbl[v[2]] = 1;
+    c->str_lbl[v[4]] = 1;
     return 0;
 }
 
@@ -897,11 +931,12 @@ static int lookup(struct ctx *c, uint64_t key, size_t *slot, bool *inserted)
 /* Parses sample `i`: its key, its values into `row`, and the bytes its
  * value fields take. */
 static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out,
-                        uint32_t *vbytes_out)
+                        uint32_t *vbytes_out, uint64_t *vspan_out)
 {
     const struct span *s = &c->spans[F_SAMPLE][i];
-    const uint8_t *p = c->raw + s->off, *end = p + s->len;
-    size_t depth = 0, nv = 0, nlabels = 0, vbytes = 0;
+    const uint8_t *p = c->raw + s->off, *end = p + s->len, *base = p;
+    size_t depth = 0, nv = 0, nlabels = 0, vbytes = 0, nvf = 0;
+    uint64_t vspan = 0;
     uint64_t labels = 0, stack = 0x5eed, key;
     struct pprof__field f;
     int r = 0, rc;
@@ -938,6 +973,8 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
             break;
         case 2:
             vbytes += (size_t)(p - f.start);
+            nvf++;
+            vspan = (uint64_t)(p - base) << 32 | (uint64_t)(f.start - base);
             if (f.wt == PPROF__WT_LEN) {
                 const uint8_t *q = f.data, *qe = f.data + f.len;
                 uint64_t v;
@@ -980,13 +1017,14 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
     key = mix64(stack ^ mix64(labels + depth)) & ~SEEN_BIT;
     *key_out = key ? key : 2;
     *vbytes_out = (uint32_t)vbytes;
+    *vspan_out = nvf == 1 ? vspan : 0;
     return 0;
 }
 
 /* Enters parsed sample `i` into the table: a new entry, or a duplicate
  * summed into the entry of its key. */
 static int commit_sample(struct ctx *c, size_t i, uint64_t key, const int64_t *row,
-                         uint32_t vbytes)
+                         uint32_t vbytes, uint64_t vspan)
 {
     struct pprof_delta *d = c->d;
     size_t slot;
@@ -1006,6 +1044,8 @@ static int commit_sample(struct ctx *c, size_t i, uint64_t key, const int64_t *r
     int64_t *prev = c->prevs + c->n_ents * (c->ncum ? c->ncum : 1);
     e->sample = (uint32_t)i;
     e->vbytes = vbytes;
+    e->voff = (uint32_t)vspan;
+    e->vend = (uint32_t)(vspan >> 32);
     e->slot = slot;
     e->matched = !inserted;
     if (inserted)
@@ -1030,12 +1070,13 @@ static int scan_samples(struct ctx *c)
     size_t n = c->n[F_SAMPLE], ncols1 = c->ncols ? c->ncols : 1;
     uint64_t keys[PIPELINE];
     uint32_t vbytes[PIPELINE];
+    uint64_t vspans[PIPELINE];
     int64_t *rows;
     int rc;
 
-    c->ents = malloc((n ? n : 1) * sizeof(struct ent));
-    c->sums = malloc((n ? n : 1) * ncols1 * sizeof(int64_t));
-    c->prevs = malloc((n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t));
+    c->ents = pprof__scratch(PPROF__S_ENTS, (n ? n : 1) * sizeof(struct ent), false);
+    c->sums = pprof__scratch(PPROF__S_SUMS, (n ? n : 1) * ncols1 * sizeof(int64_t), false);
+    c->prevs = pprof__scratch(PPROF__S_PREVS, (n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
     free(c->row);
     c->row = rows = malloc(PIPELINE * ncols1 * sizeof(int64_t));
     if (!c->ents || !c->sums || !c->prevs || !rows)
@@ -1049,11 +1090,13 @@ static int scan_samples(struct ctx *c)
         size_t ring = i % PIPELINE;
         if (i >= PIPELINE) {
             size_t j = i - PIPELINE;
-            if ((rc = commit_sample(c, j, keys[ring], rows + ring * ncols1, vbytes[ring])) < 0)
+            if ((rc = commit_sample(c, j, keys[ring], rows + ring * ncols1, vbytes[ring],
+                                    vspans[ring])) < 0)
                 return rc;
         }
         if (i < n) {
-            if ((rc = parse_sample(c, i, rows + ring * ncols1, &keys[ring], &vbytes[ring])) < 0)
+            if ((rc = parse_sample(c, i, rows + ring * ncols1, &keys[ring], &vbytes[ring],
+                                   &vspans[ring])) < 0)
                 return rc;
             __builtin_prefetch(slot_at(d, home(keys[ring], d->cap)), 1);
         }
@@ -1223,6 +1266,33 @@ static uint8_t *copy_sample_fields(struct ctx *c, uint8_t *o, const struct span 
     return o;
 }
 
+/* Marks what an emitted sample references (its locations, its labels'
+ * strings) without copying it, as copy_sample_fields() does. */
+static void mark_sample_refs(struct ctx *c, const struct span *s)
+{
+    const uint8_t *p = c->raw + s->off, *end = p + s->len;
+    struct pprof__field f;
+
+    while (pprof__next_field(&p, end, &f) > 0) {
+        if (f.num == 1)
+            mark_locations(c, &f);
+        else if (f.num == 3 && !(f.len == c->last_label_len && c->last_label &&
+                                 memcmp(f.data, c->last_label, f.len) == 0)) {
+            const uint8_t *q = f.data, *qe = f.data + f.len;
+            struct pprof__field g;
+            uint64_t v[5] = {0};
+            c->last_label = f.data;
+            c->last_label_len = f.len;
+            while (pprof__next_field(&q, qe, &g) > 0)
+                if (g.num <= 4)
+                    v[g.num] = g.val;
+            mark_str(c, v[1]);
+            mark_str(c, v[2]);
+            mark_str(c, v[4]);
+        }
+    }
+}
+
 static void mark_location_functions(struct ctx *c, const struct span *s)
 {
     const uint8_t *p = c->raw + s->off, *end = p + s->len;
@@ -1257,9 +1327,7 @@ static int encode(struct ctx *c, int64_t prev_time)
     /* First the output values (in place of the sums, which the state has
      * taken), so the output buffer can be sized exactly: every other
      * record is copied or shrunk, never grown. */
-    for (size_t i = 0; i < c->n[F_SAMPLE]; i++)
-        samples_in += 1 + pprof__varint_size(c->spans[F_SAMPLE][i].len) +
-                      c->spans[F_SAMPLE][i].len;
+    samples_in = c->samples_in;
     for (size_t i = 0; i < c->n_ents; i++) {
         struct ent *e = &c->ents[i];
         int64_t *outv = c->sums + i * c->ncols;
@@ -1293,9 +1361,13 @@ static int encode(struct ctx *c, int64_t prev_time)
         uint8_t *t = c->loc_used;
         c->loc_used = c->loc_seen;
         c->loc_seen = t;
+        /* Likewise the strings of the labels: every label is emitted. */
+        for (size_t i = 0; i < c->n[F_STRING]; i++)
+            if (c->str_lbl[i])
+                mark_str(c, i);
     }
     bound = c->len - samples_in + samples_out + 11 * c->n_comments + 64;
-    c->out = malloc(bound);
+    c->out = c->out_scratch ? pprof__scratch(PPROF__S_OUT, bound, false) : malloc(bound);
     if (!c->out)
         return -ENOMEM;
     o = c->out;
@@ -1314,6 +1386,22 @@ static int encode(struct ctx *c, int64_t prev_time)
         body = s->len - e->vbytes + 1 + pprof__varint_size(vlen) + vlen;
         *o++ = 0x12;
         o = pprof__put_varint(o, body);
+        if (e->vend) {
+            /* One value field (as Go writes samples): the bytes around it
+             * are copied as they are, the new values put in its place. */
+            const uint8_t *sp = c->raw + s->off;
+            if (c->mark_locs)
+                mark_sample_refs(c, s);
+            memcpy(o, sp, e->voff);
+            o += e->voff;
+            *o++ = 0x12;
+            o = pprof__put_varint(o, vlen);
+            for (size_t k = 0; k < c->ncols; k++)
+                o = pprof__put_varint(o, (uint64_t)outv[k]);
+            memcpy(o, sp + e->vend, s->len - e->vend);
+            o += s->len - e->vend;
+            continue;
+        }
         o = copy_sample_fields(c, o, s);
         *o++ = 0x12;
         o = pprof__put_varint(o, vlen);
@@ -1367,11 +1455,11 @@ static int encode(struct ctx *c, int64_t prev_time)
 
 static void ctx_done(struct ctx *c)
 {
-    for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++)
-        free(c->spans[k]);
+    /* Samples, locations and strings: scratch spans. */
+    free(c->spans[F_SAMPLE_TYPE]);
+    free(c->spans[F_MAPPING]);
+    free(c->spans[F_FUNCTION]);
     free(c->comments);
-    free(c->strhash);
-    free(c->str_used);
     pprof__idmap_done(&c->mapmap);
     pprof__idmap_done(&c->fnmap);
     pprof__idmap_done(&c->locmap);
@@ -1379,16 +1467,10 @@ static void ctx_done(struct ctx *c)
     free(c->fn_sys);
     free(c->fn_file);
     free(c->fn_used);
-    free(c->lockey);
-    free(c->loc_used);
-    free(c->loc_seen);
-    free(c->loc_ids);
     free(c->cum_of_col);
     free(c->row);
-    free(c->ents);
-    free(c->sums);
-    free(c->prevs);
-    free(c->out);
+    if (!c->out_scratch)
+        free(c->out);
 }
 
 /* ---- public ---- */
@@ -1427,7 +1509,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
                                char *err, size_t errlen, struct pprof__phase_ns *ph)
 {
     struct ctx c;
-    uint8_t *raw = NULL;
+    const uint8_t *raw = NULL;
     size_t raw_len = 0;
     bool reset = false;
     int64_t prev_time = d->prev_time;
@@ -1440,7 +1522,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         err[0] = '\0';
     pthread_once(&pos_weight_once, pos_weight_init);
     memset(&c, 0, sizeof(c));
-    rc = pprof_gunzip(in, in_len, lim->max_decompressed, &raw, &raw_len);
+    rc = pprof__gunzip_scratch(in, in_len, lim->max_decompressed, &raw, &raw_len);
     if (rc == PPROF_ETOOLARGE) {
         pprof__err(err, errlen, rc, "profile too large: decompressed size > cap %zu bytes",
                    lim->max_decompressed);
@@ -1504,9 +1586,10 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     d->mapping_fp = c.mapping_fp;
     if (baseline || reset) {
         ctx_done(&c);
-        free(raw);
+        pprof__scratch_release();
         return baseline ? PPROF_DELTA_BASELINE : PPROF_DELTA_RESET;
     }
+    c.out_scratch = lim->gzip_level > 0; /* else the output is the caller's */
     if ((rc = encode(&c, prev_time)) < 0)
         goto fail;
     if (ph) {
@@ -1515,7 +1598,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         t0 = t1;
     }
     if (lim->gzip_level > 0) {
-        if ((rc = pprof__gzip(c.out, c.out_len, lim->gzip_level, out, out_len)) < 0) {
+        if ((rc = pprof__gzip_cached(c.out, c.out_len, lim->gzip_level, out, out_len)) < 0) {
             pprof__err(err, errlen, rc, "gzip failed: %s", pprof_strerror(rc));
             goto fail;
         }
@@ -1527,7 +1610,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     if (ph)
         ph->gzip = now_ns() - t0;
     ctx_done(&c);
-    free(raw);
+    pprof__scratch_release();
     return PPROF_DELTA_EMITTED;
 
 fail:
@@ -1536,7 +1619,7 @@ fail:
     /* Poison: the next profile is a fresh baseline. */
     state_clear(d);
     ctx_done(&c);
-    free(raw);
+    pprof__scratch_release();
     return rc;
 }
 

@@ -86,4 +86,11 @@ size_t pprof_delta_keys(const struct pprof_delta *d);
  * that the caller frees. Returns 0, -EINVAL for a bad level, or -ENOMEM. */
 int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
 
+/** Frees the calling thread's cached delta scratch memory. A thread keeps
+ * up to 64 MiB of buffers (about 3x the raw size of the largest recent
+ * profile) and one libdeflate compressor between pprof_delta_process()
+ * calls, so that their pages stay mapped; they are also freed when the
+ * thread exits. Optional. */
+void pprof_thread_cleanup(void);
+
 #endif

@@ -195,6 +195,56 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
  * 0, -EINVAL for a bad level, or -ENOMEM. */
 int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
 
+/** Per-thread scratch buffers (scratch.c), reused across calls on one
+ * thread so that their pages stay mapped. One id per purpose: a call uses
+ * each id for one buffer at a time. */
+enum {
+    PPROF__S_RAW,      /**< gunzipped input */
+    PPROF__S_OUT,      /**< encoded output before gzip */
+    PPROF__S_SPANS_SAMPLE,
+    PPROF__S_SPANS_LOCATION,
+    PPROF__S_SPANS_STRING,
+    PPROF__S_ENTS,
+    PPROF__S_SUMS,
+    PPROF__S_PREVS,
+    PPROF__S_STRHASH,
+    PPROF__S_STRUSED,
+    PPROF__S_STRLBL,
+    PPROF__S_LOCKEY,
+    PPROF__S_LOCBYID,
+    PPROF__S_LOCIDS,
+    PPROF__S_LOCUSED,
+    PPROF__S_LOCSEEN,
+    PPROF__S_COUNT
+};
+
+/** Bytes of scratch a thread keeps between calls; past it the call that
+ * grew it frees all of it at its end. */
+#define PPROF__SCRATCH_RETAIN ((size_t)64 << 20)
+
+/** The calling thread's buffer `id` of at least `bytes` bytes (uninitialised;
+ * with `keep`, the old contents are kept when it grows). NULL on OOM. Owned
+ * by the thread: never freed by the caller. */
+void *pprof__scratch(unsigned id, size_t bytes, bool keep);
+/** End of a call: frees the thread's buffers if they exceed the retain cap. */
+void pprof__scratch_release(void);
+/** Bytes of scratch buffers the calling thread holds (tests). */
+size_t pprof__scratch_bytes(void);
+/** The thread's cached libdeflate compressor for `level`, or decompressor;
+ * NULL on OOM. Owned by the thread. */
+struct libdeflate_compressor *pprof__scratch_compressor(int level);
+struct libdeflate_decompressor *pprof__scratch_decompressor(void);
+
+/** Gunzips (or, for plain input, borrows) `in` within `max` bytes into the
+ * thread's RAW scratch buffer; `*out` is that buffer or `in` itself, never to
+ * be freed. Same return codes as pprof_gunzip(). */
+int pprof__gunzip_scratch(const uint8_t *in, size_t in_len, size_t max, const uint8_t **out,
+                          size_t *out_len);
+
+/** Gzips with the thread's cached compressor into a malloc'd buffer. */
+int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out,
+                       size_t *out_len);
+
 /** Fills `err` with a formatted message and returns `code`. */
 int pprof__err(char *err, size_t errlen, int code, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));

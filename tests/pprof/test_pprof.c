@@ -1065,6 +1065,49 @@ TEST(randomized_against_reference_model)
     ASSERT_GT(clamped, 3);
 }
 
+TEST(scratch_kept_per_thread_capped_and_freed)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[2] = {0x1000, 0x2000}, B[1] = {0x3000};
+    struct tprof *tp;
+    struct run r;
+    size_t kept;
+
+    pprof_thread_cleanup();
+    ASSERT_EQ(pprof__scratch_bytes(), 0);
+    for (int round = 0; round < 3; round++) {
+        tp = mem_prof(1000 * (round + 1));
+        add(tp, A, 2, (int64_t[]){10 * (round + 1), 640 * (round + 1), 2, 128});
+        tp_label_num(tp, "bytes", 64, NULL);
+        add(tp, B, 1, (int64_t[]){1 + round, 128 * (round + 1), 1, 128});
+        tp_label_num(tp, "bytes", 128, NULL);
+        run(d, tp, &r);
+        ASSERT_EQ(r.rc, round == 0 ? PPROF_DELTA_BASELINE : PPROF_DELTA_EMITTED);
+        if (round > 0) {
+            ASSERT_EQ(r.dec.prof->n_sample, 2);
+            assert_vals(tp_find(r.dec.prof, "1000,2000,|bytes=#64#;"),
+                        (int64_t[]){10, 640, 2, 128}, 4);
+        }
+        run_done(&r);
+        /* Kept between calls, within the cap; freed on request, after
+         * which the next call simply allocates again. */
+        kept = pprof__scratch_bytes();
+        ASSERT_GT(kept, 0);
+        ASSERT_LE(kept, PPROF__SCRATCH_RETAIN);
+        if (round == 1) {
+            pprof_thread_cleanup();
+            ASSERT_EQ(pprof__scratch_bytes(), 0);
+        }
+    }
+    /* A call that needed more than the cap frees it all at its end. */
+    ASSERT_NOT_NULL(pprof__scratch(PPROF__S_OUT, PPROF__SCRATCH_RETAIN + 1, false));
+    ASSERT_GT(pprof__scratch_bytes(), PPROF__SCRATCH_RETAIN);
+    pprof__scratch_release();
+    ASSERT_EQ(pprof__scratch_bytes(), 0);
+    pprof_thread_cleanup();
+    pprof_delta_free(d);
+}
+
 int main(int argc, char **argv)
 {
     return test_main(argc, argv);
