@@ -6,6 +6,7 @@
  * state. A reload loads and validates the new file completely before
  * anything changes; an invalid file leaves the running config untouched. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -113,6 +114,28 @@ static void hist(struct buf *b, const char *name, const struct agent_stats *s,
     }
 }
 
+/* The per-(job, type) counters, all plain uint64_t fields of agent_stats. */
+static const struct pair_counter {
+    const char *name;
+    const char *help;
+    size_t offset;
+} pair_counters[] = {
+    {"proflet_scrapes_total", "Scrapes completed, by job and profile type.",
+     offsetof(struct agent_stats, scrapes)},
+    {"proflet_scrape_body_bytes_total", "Bytes of scraped profile bodies.",
+     offsetof(struct agent_stats, body_bytes)},
+    {"proflet_scrape_skipped_ticks_total",
+     "Ticks skipped because the previous scrape of the pair was still running.",
+     offsetof(struct agent_stats, skipped_ticks)},
+    {"proflet_profiles_produced_total", "Profiles handed to the forwarder.",
+     offsetof(struct agent_stats, profiles_out)},
+    {"proflet_delta_baselines_total",
+     "First profiles of a pair kept as the delta baseline and not sent.",
+     offsetof(struct agent_stats, delta_baselines)},
+    {"proflet_delta_resets_total", "Target restarts detected by the delta; that profile is dropped.",
+     offsetof(struct agent_stats, delta_resets)},
+};
+
 static void metrics(struct agent *a, struct buf *b)
 {
     const struct agent_stats *s;
@@ -125,9 +148,16 @@ static void metrics(struct agent *a, struct buf *b)
     help(b, "proflet_start_time_seconds", "gauge", "Start time of the process.");
     buf_printf(b, "proflet_start_time_seconds %.3f\n", (double)a->start_time_ns / 1e9);
 
-    help(b, "proflet_scrapes_total", "counter", "Scrapes completed, by job and profile type.");
-    for (s = a->stats; s; s = s->next)
-        jt(b, "proflet_scrapes_total", s), buf_printf(b, "} %llu\n", (unsigned long long)s->scrapes);
+    for (size_t i = 0; i < sizeof(pair_counters) / sizeof(pair_counters[0]); i++) {
+        const struct pair_counter *c = &pair_counters[i];
+
+        help(b, c->name, "counter", c->help);
+        for (s = a->stats; s; s = s->next) {
+            jt(b, c->name, s);
+            buf_printf(b, "} %llu\n",
+                       (unsigned long long)*(const uint64_t *)((const char *)s + c->offset));
+        }
+    }
     help(b, "proflet_scrape_failures_total", "counter", "Failed scrapes, by reason.");
     for (s = a->stats; s; s = s->next)
         for (int i = 0; i < FAIL_N; i++) {
@@ -135,29 +165,6 @@ static void metrics(struct agent *a, struct buf *b)
             buf_printf(b, ",reason=\"%s\"} %llu\n", agent_fail_names[i],
                        (unsigned long long)s->failures[i]);
         }
-    help(b, "proflet_scrape_body_bytes_total", "counter", "Bytes of scraped profile bodies.");
-    for (s = a->stats; s; s = s->next)
-        jt(b, "proflet_scrape_body_bytes_total", s),
-            buf_printf(b, "} %llu\n", (unsigned long long)s->body_bytes);
-    help(b, "proflet_scrape_skipped_ticks_total", "counter",
-         "Ticks skipped because the previous scrape of the pair was still running.");
-    for (s = a->stats; s; s = s->next)
-        jt(b, "proflet_scrape_skipped_ticks_total", s),
-            buf_printf(b, "} %llu\n", (unsigned long long)s->skipped_ticks);
-    help(b, "proflet_profiles_produced_total", "counter", "Profiles handed to the forwarder.");
-    for (s = a->stats; s; s = s->next)
-        jt(b, "proflet_profiles_produced_total", s),
-            buf_printf(b, "} %llu\n", (unsigned long long)s->profiles_out);
-    help(b, "proflet_delta_baselines_total", "counter",
-         "First profiles of a pair kept as the delta baseline and not sent.");
-    for (s = a->stats; s; s = s->next)
-        jt(b, "proflet_delta_baselines_total", s),
-            buf_printf(b, "} %llu\n", (unsigned long long)s->delta_baselines);
-    help(b, "proflet_delta_resets_total", "counter",
-         "Target restarts detected by the delta; that profile is dropped.");
-    for (s = a->stats; s; s = s->next)
-        jt(b, "proflet_delta_resets_total", s),
-            buf_printf(b, "} %llu\n", (unsigned long long)s->delta_resets);
     help(b, "proflet_scrape_duration_seconds", "histogram", "Scrape request duration.");
     for (s = a->stats; s; s = s->next) {
         hist(b, "proflet_scrape_duration_seconds_bucket", s, &s->duration);
