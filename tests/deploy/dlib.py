@@ -13,6 +13,15 @@ import urllib.request
 
 import yaml
 
+
+def _terminated(signum, frame):
+    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
+    # blocks, context managers) still stops the children and removes temp dirs.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
 SRC = os.environ.get("PROFLET_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(SRC, "helm", "proflet")
 

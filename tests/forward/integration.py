@@ -20,6 +20,15 @@ import tempfile
 import time
 import urllib.request
 
+
+def _terminated(signum, frame):
+    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
+    # blocks, context managers) still stops the children and removes temp dirs.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
 DRIVER, RECEIVER, PROTO, SCENARIO = sys.argv[1:5]
 TMP = tempfile.mkdtemp(prefix="fwd-it-")
 PROCS = []

@@ -17,6 +17,15 @@ import tempfile
 import time
 import urllib.request
 
+
+def _terminated(signum, frame):
+    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
+    # blocks, context managers) still stops the children and removes temp dirs.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
 SRC = os.environ.get("PROFLET_SRC", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..")))
 PROFLET = os.environ.get("PROFLET", os.path.join(SRC, "build", "agent", "proflet"))
 BUILD = os.environ.get("PROFLET_BUILD", os.path.dirname(os.path.dirname(PROFLET)))

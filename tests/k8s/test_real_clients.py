@@ -4,6 +4,7 @@ kubectl (list + watch with --output-watch-events) and the official Python
 client (watch.Watch().stream over list_namespaced_pod) must see the pods a
 test adds and deletes through the control interface. Bounded: every wait
 has a deadline; the server and kubectl are killed at the end."""
+import signal
 import json
 import os
 import subprocess
@@ -12,6 +13,15 @@ import tempfile
 import threading
 import time
 import urllib.request
+
+
+def _terminated(signum, frame):
+    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
+    # blocks, context managers) still stops the children and removes temp dirs.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

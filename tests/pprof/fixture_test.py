@@ -31,6 +31,15 @@ from oracle_test import build_go, start_service  # noqa: E402
 from pprof_raw import go_raw  # noqa: E402
 
 
+def _terminated(signum, frame):
+    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
+    # blocks, context managers) still stops the children and removes temp dirs.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
+
+
 def get(port, path, dest=None):
     with urllib.request.urlopen("http://127.0.0.1:%d%s" % (port, path), timeout=60) as r:
         data = r.read()

@@ -33,6 +33,7 @@ semantics we implement), not because we differ from Prometheus:
     2.42 bug), so they are not compared; kept targets are paired by a case
     id label no rule removes, dropped and failed ones are compared by count.
 """
+import signal
 import concurrent.futures
 import json
 import os
@@ -43,6 +44,15 @@ import sys
 import tempfile
 
 import yaml
+
+
+def _terminated(signum, frame):
+    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
+    # blocks, context managers) still stops the children and removes temp dirs.
+    raise SystemExit(128 + signum)
+
+
+signal.signal(signal.SIGTERM, _terminated)
 
 SEED = int(os.environ.get("RELABEL_DIFF_SEED", "424242"))
 LONG = int(os.environ.get("RELABEL_DIFF_LONG", "1") or "1")
