@@ -48,6 +48,22 @@ static int grow(uint8_t **buf, size_t *cap, size_t want, size_t max)
     return 0;
 }
 
+/* The first output buffer size. The gzip trailer's size is only a hint:
+ * trust it as far as a pprof body plausibly inflates (64x; real profiles
+ * compress 5-25x), so a forged hint cannot make us allocate the whole cap up
+ * front. Past it, the buffer doubles. */
+static size_t initial_guess(const uint8_t *in, size_t in_len)
+{
+    size_t guess = le32(in + in_len - 4);
+    size_t plausible = in_len <= (SIZE_MAX - GUNZIP_MIN_GUESS) / GUNZIP_MAX_RATIO
+                           ? in_len * GUNZIP_MAX_RATIO + GUNZIP_MIN_GUESS
+                           : SIZE_MAX;
+
+    if (guess < GUNZIP_MIN_GUESS)
+        guess = GUNZIP_MIN_GUESS;
+    return guess > plausible ? plausible : guess;
+}
+
 int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, size_t *out_len)
 {
     struct libdeflate_decompressor *dec = NULL;
@@ -77,21 +93,8 @@ int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, si
     dec = libdeflate_alloc_decompressor();
     if (!dec)
         return -ENOMEM;
-    {
-        /* Trust the hint only as far as a pprof body plausibly inflates
-         * (64x; real profiles compress 5-25x): a forged hint must not make
-         * us allocate the whole cap up front. Past it, the buffer doubles. */
-        size_t guess = le32(in + in_len - 4);
-        size_t plausible = in_len <= (SIZE_MAX - GUNZIP_MIN_GUESS) / GUNZIP_MAX_RATIO
-                               ? in_len * GUNZIP_MAX_RATIO + GUNZIP_MIN_GUESS
-                               : SIZE_MAX;
-        if (guess < GUNZIP_MIN_GUESS)
-            guess = GUNZIP_MIN_GUESS;
-        if (guess > plausible)
-            guess = plausible;
-        if ((rc = grow(&buf, &cap, guess, max)) < 0)
-            goto fail;
-    }
+    if ((rc = grow(&buf, &cap, initial_guess(in, in_len), max)) < 0)
+        goto fail;
     while (pos < in_len) {
         size_t in_used = 0, got = 0;
         enum libdeflate_result r;
@@ -191,15 +194,8 @@ int pprof__gunzip_scratch(const uint8_t *in, size_t in_len, size_t max, const ui
     if (!dec)
         return -ENOMEM;
     {
-        /* The same plausibility bound on the hint as pprof_gunzip(). */
-        size_t guess = le32(in + in_len - 4);
-        size_t plausible = in_len <= (SIZE_MAX - GUNZIP_MIN_GUESS) / GUNZIP_MAX_RATIO
-                               ? in_len * GUNZIP_MAX_RATIO + GUNZIP_MIN_GUESS
-                               : SIZE_MAX;
-        if (guess < GUNZIP_MIN_GUESS)
-            guess = GUNZIP_MIN_GUESS;
-        if (guess > plausible)
-            guess = plausible;
+        size_t guess = initial_guess(in, in_len);
+
         if (guess > max)
             guess = max;
         cap = guess;
