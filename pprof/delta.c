@@ -204,6 +204,24 @@ static bool bad_scalar(const struct pprof__field *f, uint32_t last)
     return f->num <= last && f->wt != PPROF__WT_VARINT;
 }
 
+/* Reads a message made of scalar fields into v[1..keep] (by field number;
+ * later duplicates win, as protobuf-c). Fields up to `last` must be varints.
+ * Returns 0, or -1 for a malformed message. */
+static int read_scalars(const uint8_t *p, const uint8_t *end, uint32_t last, uint64_t *v,
+                        uint32_t keep)
+{
+    struct pprof__field f;
+    int r;
+
+    while ((r = pprof__next_field(&p, end, &f)) > 0) {
+        if (bad_scalar(&f, last))
+            return -1;
+        if (f.num >= 1 && f.num <= keep)
+            v[f.num] = f.val;
+    }
+    return r < 0 ? -1 : 0;
+}
+
 static bool str_ok(const struct ctx *c, int64_t i)
 {
     return i >= 0 && (uint64_t)i < c->n[F_STRING];
@@ -490,21 +508,14 @@ static int scan_strings(struct ctx *c)
 /* Reads a ValueType (sample_type, period_type) and marks its strings. */
 static int value_type(struct ctx *c, const struct span *s, uint64_t *type, uint64_t *unit)
 {
-    const uint8_t *p = c->raw + s->off, *end = p + s->len;
-    struct pprof__field f;
-    int r;
+    const uint8_t *p = c->raw + s->off;
+    uint64_t v[3] = {0};
 
-    *type = *unit = 0;
-    while ((r = pprof__next_field(&p, end, &f)) > 0) {
-        if (bad_scalar(&f, 2))
-            return corrupt(c, "bad value type");
-        if (f.num == 1)
-            *type = f.val;
-        else if (f.num == 2)
-            *unit = f.val;
-    }
-    if (r < 0 || !str_ok(c, (int64_t)*type) || !str_ok(c, (int64_t)*unit))
+    if (read_scalars(p, p + s->len, 2, v, 2) < 0 || !str_ok(c, (int64_t)v[1]) ||
+        !str_ok(c, (int64_t)v[2]))
         return corrupt(c, "bad value type");
+    *type = v[1];
+    *unit = v[2];
     mark_str(c, *type);
     mark_str(c, *unit);
     return 0;
@@ -552,20 +563,11 @@ static int scan_mappings(struct ctx *c)
     c->mapping_fp = 0;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct span *s = &c->spans[F_MAPPING][i];
-        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        const uint8_t *p = c->raw + s->off;
         uint64_t v[7] = {0}; /* by field number 1..6 */
-        struct pprof__field f;
-        int r;
 
-        while ((r = pprof__next_field(&p, end, &f)) > 0) {
-            if (bad_scalar(&f, 10)) {
-                r = -1;
-                break;
-            }
-            if (f.num <= 6)
-                v[f.num] = f.val;
-        }
-        if (r < 0 || !str_ok(c, (int64_t)v[5]) || !str_ok(c, (int64_t)v[6])) {
+        if (read_scalars(p, p + s->len, 10, v, 6) < 0 || !str_ok(c, (int64_t)v[5]) ||
+            !str_ok(c, (int64_t)v[6])) {
             rc = corrupt(c, "bad mapping");
             break;
         }
@@ -598,20 +600,11 @@ static int scan_functions(struct ctx *c)
     }
     for (size_t i = 0; i < n; i++) {
         const struct span *s = &c->spans[F_FUNCTION][i];
-        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        const uint8_t *p = c->raw + s->off;
         uint64_t v[5] = {0};
-        struct pprof__field f;
-        int r;
 
-        while ((r = pprof__next_field(&p, end, &f)) > 0) {
-            if (bad_scalar(&f, 5)) {
-                r = -1;
-                break;
-            }
-            if (f.num <= 4)
-                v[f.num] = f.val;
-        }
-        if (r < 0 || !str_ok(c, (int64_t)v[2]) || !str_ok(c, (int64_t)v[3]) ||
+        if (read_scalars(p, p + s->len, 5, v, 4) < 0 || !str_ok(c, (int64_t)v[2]) ||
+            !str_ok(c, (int64_t)v[3]) ||
             !str_ok(c, (int64_t)v[4])) {
             rc = corrupt(c, "bad function");
             break;
@@ -768,20 +761,10 @@ static inline int label_hash(struct ctx *c, const uint8_t *p, size_t len, uint64
 
 static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h)
 {
-    const uint8_t *end = p + len;
     uint64_t v[5] = {0};
-    struct pprof__field f;
-    int r;
 
-    while ((r = pprof__next_field(&p, end, &f)) > 0) {
-        if (bad_scalar(&f, 4)) {
-            r = -1;
-            break;
-        }
-        if (f.num <= 4)
-            v[f.num] = f.val;
-    }
-    if (r < 0 || !str_ok(c, (int64_t)v[1]) || !str_ok(c, (int64_t)v[2]) ||
+    if (read_scalars(p, p + len, 4, v, 4) < 0 || !str_ok(c, (int64_t)v[1]) ||
+        !str_ok(c, (int64_t)v[2]) ||
         !str_ok(c, (int64_t)v[4]))
         return corrupt(c, "bad label");
     *h = mix64(str_hash(c, v[1]) ^ mix64(str_hash(c, v[2]) + v[3]) ^
