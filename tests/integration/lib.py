@@ -232,3 +232,68 @@ def make_ca(tmp):
     run("openssl", "x509", "-req", "-in", csr, "-CA", ca_crt, "-CAkey", ca_key, "-CAcreateserial", "-out", crt,
         "-days", "2", "-extfile", ext)
     return ca_crt, crt, key
+
+
+class RecordingProxy:
+    """An HTTP relay on 127.0.0.1 that records what passes through it.
+
+    With `upstream` (a port) it is a reverse proxy: requests go to
+    127.0.0.1:upstream. Without, it is a forward proxy: clients send it an
+    absolute URI (proxy-url). `seen` lists (request target, sha256 of the
+    response body) for every request relayed."""
+
+    def __init__(self, upstream=None):
+        import hashlib
+        import http.server
+        import socketserver
+        import threading
+
+        self.seen = []
+        self.lock = threading.Lock()
+        rec = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def relay(self, method):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0)) if method == "POST" else None
+                url = self.path if upstream is None else f"http://127.0.0.1:{upstream}{self.path}"
+                hdrs = {k: v for k, v in self.headers.items()
+                        if k.lower() not in ("host", "proxy-connection", "connection", "content-length")}
+                req = urllib.request.Request(url, data=body, headers=hdrs, method=method)
+                try:
+                    with urllib.request.urlopen(req, timeout=30) as r:
+                        code, data, ctype = r.status, r.read(), r.headers.get("Content-Type", "")
+                except urllib.error.HTTPError as e:
+                    code, data, ctype = e.code, e.read(), e.headers.get("Content-Type", "")
+                with rec.lock:
+                    rec.seen.append((self.path, hashlib.sha256(data).hexdigest()))
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self.relay("GET")
+
+            def do_POST(self):
+                self.relay("POST")
+
+        class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
+            daemon_threads = True
+
+        self.srv = S(("127.0.0.1", 0), H)
+        self.port = self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+
+    def records(self):
+        with self.lock:
+            return list(self.seen)
+
+    def close(self):
+        self.srv.shutdown()
+        self.srv.server_close()

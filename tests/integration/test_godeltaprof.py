@@ -6,43 +6,9 @@ memory/mutex/block with __delta__="false", and the bytes reach the sink
 untouched: a recording proxy between fixture and proflet hashes every body
 it served and every stored profile must be one of them."""
 import hashlib
-import http.server
 import os
-import socketserver
-import threading
-import urllib.request
 
 from lib import *
-
-SERVED = {}
-LOCK = threading.Lock()
-
-
-def start_proxy(upstream):
-    class H(http.server.BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-
-        def log_message(self, *a):
-            pass
-
-        def do_GET(self):
-            with urllib.request.urlopen(f"http://127.0.0.1:{upstream}{self.path}", timeout=30) as r:
-                body, ctype = r.read(), r.headers.get("Content-Type", "application/octet-stream")
-            with LOCK:
-                SERVED[hashlib.sha256(body).hexdigest()] = self.path
-            self.send_response(200)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    class S(socketserver.ThreadingMixIn, http.server.HTTPServer):
-        daemon_threads = True
-
-    srv = S(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
-
 
 def main():
     with environment() as (tmp, procs):
@@ -50,7 +16,7 @@ def main():
         pf = os.path.join(tmp, "fx.port")
         procs.start([fx, "-addr", "127.0.0.1:0", "-port-file", pf], stderr=subprocess.DEVNULL)
         fport = int(wait_for("fixture port", lambda: open(pf).read().strip()))
-        proxy = start_proxy(fport)
+        proxy = RecordingProxy(upstream=fport)
         sport = free_port()
         sink = os.path.join(tmp, "sink")
         p = start_proflet(tmp, procs, f"""
@@ -63,7 +29,7 @@ scrape-configs:
     use-delta-profiles: true
     static-configs:
       - application: deltaprof
-        targets: [127.0.0.1:{proxy.server_address[1]}]
+        targets: [127.0.0.1:{proxy.port}]
 remote-write:
   - url: file://{sink}
 """)
@@ -76,7 +42,8 @@ remote-write:
         wait_for("three profiles of each type", three_each, timeout=30)
         code = stop(p)
         check(code == 0, f"exit status {code}")
-        proxy.shutdown()
+        proxy.close()
+        served = {digest: path for path, digest in proxy.records()}
         profs = sink_profiles(sink)
         paths = set()
         for path, meta in profs:
@@ -84,17 +51,14 @@ remote-write:
             check(l.get("__name__") in ("memory", "mutex", "block"), f"unexpected type {l}")
             check(l.get("__delta__") == "false", f"{path}: missing __delta__=false: {l}")
             digest = hashlib.sha256(open(path, "rb").read()).hexdigest()
-            with LOCK:
-                src = SERVED.get(digest)
+            src = served.get(digest)
             check(src is not None, f"{path} is not byte-identical to anything the fixture served")
             paths.add(src.split("?")[0])
             pprof_raw(path)
         check(paths == {"/debug/pprof/delta_heap", "/debug/pprof/delta_mutex", "/debug/pprof/delta_block"},
               f"profiles came from {paths}")
         # Nothing was swallowed as a baseline: every scrape became a profile.
-        with LOCK:
-            served = len(SERVED)
-        check(len(profs) >= 9 and len(profs) <= served, f"{len(profs)} stored, {served} served")
+        check(9 <= len(profs) <= len(served), f"{len(profs)} stored, {len(served)} served")
 
 
 run_test(main)
