@@ -12,10 +12,13 @@
  * an error; a file that vanished from the globs loses its groups; a file
  * with fewer groups than before gets empty groups for the rest.
  *
- * Threading: loop thread only. Files are small and read synchronously with
- * a hard cap (limits.max_watch_line, 16 MiB by default): a file beyond it is
- * an error. Ownership: the provider copies the globs; handles are embedded
- * and counted for the two-phase close. */
+ * Threading: the provider lives on the loop thread. A refresh (glob, read
+ * with a hard cap of limits.max_watch_line, 16 MiB by default, and parse)
+ * runs as one job in libuv's pool, so a large or slow file never stalls the
+ * loop; its results are applied on the loop. One refresh runs at a time; a
+ * request during it runs once more afterwards. Ownership: the provider copies
+ * the globs, which the job borrows (they outlive it: the job counts as an
+ * open handle for the two-phase close); handles are embedded. */
 #include <errno.h>
 #include <fcntl.h>
 #include <glob.h>
@@ -246,8 +249,10 @@ struct file_provider {
     size_t n_watches;
     uv_timer_t refresh;
     uv_timer_t debounce;
-    unsigned open_handles;
+    unsigned open_handles;      /* handles, plus a refresh job in flight */
     bool closing;
+    bool refreshing;            /* a refresh job is in flight */
+    bool again;                 /* a refresh was asked for during it */
 };
 
 static size_t cap_of(const struct cfg *cfg)
@@ -417,70 +422,167 @@ static void emit_empty(struct file_provider *p, const char *path, size_t from, s
     }
 }
 
-static void refresh_file(struct file_provider *p, struct file_entry *e)
-{
-    struct disc__file_group *g = NULL;
-    size_t ng = 0, len = 0;
-    char *data = NULL, err[512], src[4200];
-    int rc;
+/* What a refresh job found for one file. */
+struct file_result {
+    char *path;
+    int rc;          /* 0, or the error of `kind` */
+    enum disc__err_kind kind; /* DISC_ERR_FILE_READ or DISC_ERR_FILE_PARSE */
+    char err[512];
+    struct disc__file_group *groups;
+    size_t n_groups;
+};
 
-    e->seen = true;
-    rc = read_capped(e->path, p->cap, &data, &len, err, sizeof(err));
-    if (rc < 0) {
-        disc__error(&p->base, DISC_ERR_FILE_READ, "file_sd: %s", err);
-        return; /* keep the last good groups */
-    }
-    rc = disc__file_parse(data, len, is_yaml(e->path), e->path, &g, &ng, err, sizeof(err));
-    free(data);
-    if (rc < 0) {
-        disc__error(&p->base, DISC_ERR_FILE_PARSE, "file_sd: %s: %s", e->path, err);
-        return;
-    }
-    for (size_t i = 0; i < ng; i++) {
-        snprintf(src, sizeof(src), "%s:%zu", e->path, i);
-        disc__emit(&p->base, src, g[i].targets, g[i].n_targets);
-        g[i].targets = NULL; /* ownership passed */
-        g[i].n_targets = 0;
-    }
-    if (e->n_groups > ng)
-        emit_empty(p, e->path, ng, e->n_groups);
-    e->n_groups = ng;
-    disc__file_groups_free(g, ng);
+struct refresh_job {
+    uv_work_t req;
+    struct file_provider *p;
+    struct file_result *res;
+    size_t n_res;
+};
+
+static bool result_has(const struct refresh_job *j, const char *path)
+{
+    for (size_t i = 0; i < j->n_res; i++)
+        if (strcmp(j->res[i].path, path) == 0)
+            return true;
+    return false;
 }
 
-static void refresh(struct file_provider *p)
+/* Pool thread: expands the globs, reads and parses every file. Touches only
+ * the job and the provider's immutable globs and cap. */
+static void refresh_work(uv_work_t *req)
 {
-    size_t i;
+    struct refresh_job *j = req->data;
+    const struct file_provider *p = j->p;
 
-    for (i = 0; i < p->n_files; i++)
-        p->files[i].seen = false;
     for (unsigned k = 0; k < p->n_globs; k++) {
         glob_t gl;
 
         memset(&gl, 0, sizeof(gl));
         if (glob(p->globs[k], GLOB_NOSORT, NULL, &gl) == 0) {
-            for (size_t j = 0; j < gl.gl_pathc; j++) {
-                struct file_entry *e = entry_get(p, gl.gl_pathv[j]);
+            for (size_t i = 0; i < gl.gl_pathc; i++) {
+                struct file_result *r, *res;
+                char *data = NULL;
+                size_t len = 0;
 
-                if (e && !e->seen)
-                    refresh_file(p, e);
+                if (result_has(j, gl.gl_pathv[i]))
+                    continue;
+                res = realloc(j->res, (j->n_res + 1) * sizeof(*res));
+                if (!res)
+                    break;
+                j->res = res;
+                r = &res[j->n_res];
+                memset(r, 0, sizeof(*r));
+                if (!(r->path = strdup(gl.gl_pathv[i])))
+                    break;
+                j->n_res++;
+                r->rc = read_capped(r->path, p->cap, &data, &len, r->err, sizeof(r->err));
+                if (r->rc < 0) {
+                    r->kind = DISC_ERR_FILE_READ;
+                    continue;
+                }
+                r->rc = disc__file_parse(data, len, is_yaml(r->path), r->path, &r->groups,
+                                         &r->n_groups, r->err, sizeof(r->err));
+                r->kind = DISC_ERR_FILE_PARSE;
+                free(data);
             }
         }
         globfree(&gl);
     }
-    /* Files that are gone lose their groups. */
-    for (i = 0; i < p->n_files;) {
-        struct file_entry *e = &p->files[i];
+}
 
-        if (e->seen) {
-            i++;
-            continue;
+static void refresh(struct file_provider *p);
+
+/* Loop thread: applies what the job found. */
+static void refresh_done(uv_work_t *req, int status)
+{
+    struct refresh_job *j = req->data;
+    struct file_provider *p = j->p;
+    char src[4200];
+    size_t i;
+
+    p->refreshing = false;
+    if (!p->closing && status == 0) {
+        for (i = 0; i < p->n_files; i++)
+            p->files[i].seen = false;
+        for (size_t k = 0; k < j->n_res; k++) {
+            struct file_result *r = &j->res[k];
+            struct file_entry *e = entry_get(p, r->path);
+
+            if (!e)
+                continue;
+            e->seen = true;
+            if (r->rc < 0) {
+                /* Keep the last good groups. */
+                if (r->kind == DISC_ERR_FILE_READ)
+                    disc__error(&p->base, r->kind, "file_sd: %s", r->err);
+                else
+                    disc__error(&p->base, r->kind, "file_sd: %s: %s", r->path, r->err);
+                continue;
+            }
+            for (size_t g = 0; g < r->n_groups; g++) {
+                snprintf(src, sizeof(src), "%s:%zu", r->path, g);
+                disc__emit(&p->base, src, r->groups[g].targets, r->groups[g].n_targets);
+                r->groups[g].targets = NULL; /* ownership passed */
+                r->groups[g].n_targets = 0;
+            }
+            if (e->n_groups > r->n_groups)
+                emit_empty(p, e->path, r->n_groups, e->n_groups);
+            e->n_groups = r->n_groups;
         }
-        emit_empty(p, e->path, 0, e->n_groups);
-        free(e->path);
-        p->files[i] = p->files[--p->n_files];
+        /* Files that are gone lose their groups. */
+        for (i = 0; i < p->n_files;) {
+            struct file_entry *e = &p->files[i];
+
+            if (e->seen) {
+                i++;
+                continue;
+            }
+            emit_empty(p, e->path, 0, e->n_groups);
+            free(e->path);
+            p->files[i] = p->files[--p->n_files];
+        }
+        disc__synced(&p->base);
     }
-    disc__synced(&p->base);
+    for (size_t k = 0; k < j->n_res; k++) {
+        disc__file_groups_free(j->res[k].groups, j->res[k].n_groups);
+        free(j->res[k].path);
+    }
+    free(j->res);
+    free(j);
+    if (p->closing) {
+        if (--p->open_handles == 0)
+            disc__provider_closed(&p->base);
+        return;
+    }
+    p->open_handles--;
+    if (p->again) {
+        p->again = false;
+        refresh(p);
+    }
+}
+
+static void refresh(struct file_provider *p)
+{
+    struct refresh_job *j;
+
+    if (p->refreshing) {
+        p->again = true;
+        return;
+    }
+    j = calloc(1, sizeof(*j));
+    if (!j) {
+        disc__error(&p->base, DISC_ERR_FILE_READ, "file_sd: out of memory");
+        return;
+    }
+    j->p = p;
+    j->req.data = j;
+    if (uv_queue_work(disc__loop(p->base.m), &j->req, refresh_work, refresh_done) < 0) {
+        free(j);
+        disc__error(&p->base, DISC_ERR_FILE_READ, "file_sd: cannot queue a refresh");
+        return;
+    }
+    p->refreshing = true;
+    p->open_handles++;
 }
 
 static void on_refresh(uv_timer_t *t)
@@ -511,7 +613,7 @@ static int fp_start(struct disc__provider *bp, char *err, size_t errlen)
     uv_timer_init(loop, &p->debounce);
     p->refresh.data = p;
     p->debounce.data = p;
-    p->open_handles = 2;
+    p->open_handles += 2;
     p->watches = calloc(p->n_globs ? p->n_globs : 1, sizeof(*p->watches));
     if (!p->watches) {
         snprintf(err, errlen, "out of memory");
