@@ -118,7 +118,10 @@ struct ctx {
 
     uint64_t *strhash; /* lazy; 0 = not computed yet */
     uint8_t *str_used;
-    uint8_t *str_lbl; /* strings of the labels the sample scan met */
+    /* References to each string from sample labels, and to each location
+     * from stacks, counted by the sample scan. Every reference takes at
+     * least a byte of the profile, which is under 4 GiB: no overflow. */
+    uint32_t *str_lblrefs;
     size_t max_str_used;
 
     struct pprof__idmap mapmap, fnmap, locmap;
@@ -130,8 +133,10 @@ struct ctx {
      * then needs one load per frame, no id map), else by location index. */
     uint64_t *lockey;
     uint8_t *loc_used;
-    uint8_t *loc_seen; /* referenced by any sample */
+    uint32_t *loc_refs;
     bool mark_locs;    /* encode(): loc_used is to be marked sample by sample */
+    /* The label the sample scan met last: its string indices. */
+    uint64_t last_label_str[3];
     size_t loc_by_id; /* by-id mode: entries in lockey/loc_used, else 0 */
     uint64_t *loc_ids; /* id of each location, by index */
 
@@ -483,12 +488,12 @@ static int scan_strings(struct ctx *c)
         return corrupt(c, "string_table[0] must be empty");
     c->strhash = pprof__scratch(PPROF__S_STRHASH, n * sizeof(uint64_t), false);
     c->str_used = pprof__scratch(PPROF__S_STRUSED, n, false);
-    c->str_lbl = pprof__scratch(PPROF__S_STRLBL, n, false);
-    if (!c->strhash || !c->str_used || !c->str_lbl)
+    c->str_lblrefs = pprof__scratch(PPROF__S_STRLBL, n * sizeof(uint32_t), false);
+    if (!c->strhash || !c->str_used || !c->str_lblrefs)
         return -ENOMEM;
     memset(c->strhash, 0, n * sizeof(uint64_t));
     memset(c->str_used, 0, n);
-    memset(c->str_lbl, 0, n);
+    memset(c->str_lblrefs, 0, n * sizeof(uint32_t));
     mark_str(c, 0);
     for (size_t i = 0; i < c->n_comments; i++) {
         if (!str_ok(c, c->comments[i]))
@@ -711,11 +716,11 @@ static int scan_locations(struct ctx *c)
     {
         size_t nl = c->loc_by_id ? c->loc_by_id : n ? n : 1;
         c->loc_used = pprof__scratch(PPROF__S_LOCUSED, nl, false);
-        c->loc_seen = pprof__scratch(PPROF__S_LOCSEEN, nl, false);
-        if (!c->loc_used || !c->loc_seen)
+        c->loc_refs = pprof__scratch(PPROF__S_LOCSEEN, nl * sizeof(uint32_t), false);
+        if (!c->loc_used || !c->loc_refs)
             return -ENOMEM;
         memset(c->loc_used, 0, nl);
-        memset(c->loc_seen, 0, nl);
+        memset(c->loc_refs, 0, nl * sizeof(uint32_t));
     }
     return 0;
 }
@@ -743,19 +748,23 @@ static int64_t sat_sub(int64_t a, int64_t b)
 
 static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h);
 
+/* Hashes a label and counts the references to its strings. */
 static inline int label_hash(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h)
 {
     int rc;
 
     if (len == c->last_label_len && c->last_label && memcmp(p, c->last_label, len) == 0) {
         *h = c->last_label_hash;
-        return 0;
+    } else {
+        if ((rc = label_hash_slow(c, p, len, h)) < 0)
+            return rc;
+        c->last_label = p;
+        c->last_label_len = len;
+        c->last_label_hash = *h;
     }
-    if ((rc = label_hash_slow(c, p, len, h)) < 0)
-        return rc;
-    c->last_label = p;
-    c->last_label_len = len;
-    c->last_label_hash = *h;
+    c->str_lblrefs[c->last_label_str[0]]++;
+    c->str_lblrefs[c->last_label_str[1]]++;
+    c->str_lblrefs[c->last_label_str[2]]++;
     return 0;
 }
 
@@ -769,9 +778,9 @@ static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t
         return corrupt(c, "bad label");
     *h = mix64(str_hash(c, v[1]) ^ mix64(str_hash(c, v[2]) + v[3]) ^
                (str_hash(c, v[4]) << 1));
-    c->str_lbl[v[1]] = 1;
-    c->str_lbl[v[2]] = 1;
-    c->str_lbl[v[4]] = 1;
+    c->last_label_str[0] = v[1];
+    c->last_label_str[1] = v[2];
+    c->last_label_str[2] = v[4];
     return 0;
 }
 
@@ -791,17 +800,18 @@ static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
  * so frames cost throughput rather than latency. Random weights keep it
  * order-sensitive (no two depth sets share a weight sum, which small weights
  * such as 2i+1 would break on palindromic recursion). The ids are checked
- * here, and every location met is marked in loc_seen (a store, not a count:
- * a count chains every frame of a recursive stack on the previous increment
- * of the same counter); encode() uses the marks when it emits every
- * sample, and marks the locations of the samples it emits otherwise.
+ * here, and the references to every location are counted in loc_refs, so
+ * that encode() can tell which locations the emitted samples use by taking
+ * out the few samples it does not emit (recursion makes some increments
+ * wait on the previous one of the same counter, a small cost against a
+ * second walk over every emitted stack).
  * Locals, not ctx fields, so the compiler keeps them in registers. */
 static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const uint8_t *q,
                                                           const uint8_t *qe, size_t *depth,
                                                           uint64_t *h)
 {
     const uint64_t *key = c->lockey;
-    uint8_t *seen = c->loc_seen;
+    uint32_t *refs = c->loc_refs;
     const size_t nid = c->loc_by_id, cap = c->lim->max_stack_depth;
     size_t dep = *depth;
     uint64_t hh = *h;
@@ -828,7 +838,7 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
 #pragma GCC unroll 8
                 for (unsigned j = 0; j < 8; j++) {
                     k = key[(w >> (8 * j)) & 0x7f];
-                    seen[(w >> (8 * j)) & 0x7f] = 1;
+                    refs[(w >> (8 * j)) & 0x7f]++;
                     all &= k;
                     hh += k * pos_weight[dep + j];
                 }
@@ -837,11 +847,14 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
                 continue;
             }
             if (m == 0x0080008000800080ULL && nid >= LOC_FAST_IDS) {
+                /* Both 7-bit halves of each id joined in its 16-bit lane
+                 * at once. */
+                uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
 #pragma GCC unroll 4
                 for (unsigned j = 0; j < 4; j++) {
-                    size_t i = ((w >> (16 * j)) & 0x7f) | ((w >> (16 * j + 8)) & 0x7f) << 7;
+                    size_t i = (uint16_t)(x >> (16 * j));
                     k = key[i];
-                    seen[i] = 1;
+                    refs[i]++;
                     all &= k;
                     hh += k * pos_weight[dep + j];
                 }
@@ -858,13 +871,13 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
             if (__builtin_expect(id >= nid || key[id] == 0, 0))
                 return add_loc_error(c, UINT32_MAX, id);
             k = key[id];
-            seen[id] = 1;
+            refs[id]++;
         } else {
             uint32_t li = pprof__idmap_get(&c->locmap, id);
             if (__builtin_expect(li == UINT32_MAX, 0))
                 return add_loc_error(c, li, id);
             k = key[li];
-            seen[li] = 1;
+            refs[li]++;
         }
         if (__builtin_expect(dep == cap, 0))
             return add_loc_error(c, 0, id);
@@ -1194,9 +1207,10 @@ static void mark_locations(struct ctx *c, const struct pprof__field *f)
                     continue;
                 }
                 if (m == 0x0080008000800080ULL) {
+                    uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
 #pragma GCC unroll 4
                     for (unsigned j = 0; j < 4; j++)
-                        used[((w >> (16 * j)) & 0x7f) | ((w >> (16 * j + 8)) & 0x7f) << 7] = 1;
+                        used[(uint16_t)(x >> (16 * j))] = 1;
                     q += 8;
                     continue;
                 }
@@ -1300,11 +1314,54 @@ static void mark_location_functions(struct ctx *c, const struct span *s)
     }
 }
 
+/* Takes the references of the samples that are not emitted out of the
+ * counts of the sample scan: after it, a location or label string is used
+ * by the output iff its count is not zero. The ids and labels were checked
+ * by the scan. */
+static int uncount_not_emitted(struct ctx *c)
+{
+    size_t n = c->n[F_SAMPLE];
+    uint8_t *emitted = pprof__scratch(PPROF__S_EMITTED, n ? n : 1, false);
+
+    if (!emitted)
+        return -ENOMEM;
+    memset(emitted, 0, n);
+    for (size_t i = 0; i < c->n_ents; i++)
+        if (c->ents[i].out_vlen)
+            emitted[c->ents[i].sample] = 1;
+    for (size_t i = 0; i < n; i++) {
+        const struct span *s = &c->spans[F_SAMPLE][i];
+        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        struct pprof__field f;
+
+        if (emitted[i])
+            continue;
+        while (pprof__next_field(&p, end, &f) > 0) {
+            if (f.num == 1 && f.wt == PPROF__WT_VARINT) {
+                c->loc_refs[c->loc_by_id ? f.val : pprof__idmap_get(&c->locmap, f.val)]--;
+            } else if (f.num == 1) {
+                const uint8_t *q = f.data, *qe = f.data + f.len;
+                uint64_t id;
+                while (q < qe && pprof__varint(&q, qe, &id) == 0)
+                    c->loc_refs[c->loc_by_id ? id : pprof__idmap_get(&c->locmap, id)]--;
+            } else if (f.num == 3) {
+                uint64_t v[5] = {0};
+                read_scalars(f.data, f.data + f.len, 4, v, 4);
+                c->str_lblrefs[v[1]]--;
+                c->str_lblrefs[v[2]]--;
+                c->str_lblrefs[v[4]]--;
+            }
+        }
+    }
+    return 0;
+}
+
 static int encode(struct ctx *c, int64_t prev_time)
 {
     size_t stride_cum = c->ncum ? c->ncum : 1;
     size_t samples_in = 0, samples_out = 0, samples_kept = 0, bound;
     uint8_t *o;
+    int rc;
 
     c->last_label = NULL;
     /* First the output values (in place of the sums, which the state has
@@ -1336,17 +1393,18 @@ static int encode(struct ctx *c, int64_t prev_time)
                vlen;
         samples_out += 1 + pprof__varint_size(body) + body;
     }
-    /* When every sample is emitted (no duplicates, none dropped), the
-     * locations to keep are those any sample references, which the sample
-     * scan marked: no need to walk the stacks again. */
-    c->mark_locs = samples_kept != c->n[F_SAMPLE];
+    /* The locations and label strings to keep are those the emitted
+     * samples reference: the references the sample scan counted, less
+     * those of the samples not emitted (duplicates merged, all-zero deltas
+     * dropped) when they are the fewer; else the emitted ones are walked
+     * and marked as they are written. */
+    size_t not_emitted = c->n[F_SAMPLE] - samples_kept;
+    c->mark_locs = not_emitted > samples_kept;
     if (!c->mark_locs) {
-        uint8_t *t = c->loc_used;
-        c->loc_used = c->loc_seen;
-        c->loc_seen = t;
-        /* Likewise the strings of the labels: every label is emitted. */
+        if (not_emitted && (rc = uncount_not_emitted(c)) < 0)
+            return rc;
         for (size_t i = 0; i < c->n[F_STRING]; i++)
-            if (c->str_lbl[i])
+            if (c->str_lblrefs[i])
                 mark_str(c, i);
     }
     bound = c->len - samples_in + samples_out + 11 * c->n_comments + 64;
@@ -1397,7 +1455,8 @@ static int encode(struct ctx *c, int64_t prev_time)
     }
     for (size_t i = 0; i < c->n[F_LOCATION]; i++) {
         const struct span *s = &c->spans[F_LOCATION][i];
-        if (!c->loc_used[c->loc_by_id ? c->loc_ids[i] : i])
+        size_t li = c->loc_by_id ? c->loc_ids[i] : i;
+        if (c->mark_locs ? !c->loc_used[li] : c->loc_refs[li] == 0)
             continue;
         mark_location_functions(c, s);
         o = put_raw(o, 0x22, c->raw + s->off, s->len);

@@ -215,6 +215,7 @@ enum {
     PPROF__S_LOCIDS,
     PPROF__S_LOCUSED,
     PPROF__S_LOCSEEN,
+    PPROF__S_EMITTED,
     PPROF__S_COUNT
 };
 

@@ -462,6 +462,70 @@ TEST(unused_locations_functions_strings_pruned)
     pprof_delta_free(d);
 }
 
+/* Pruning takes one of two ways: the references of the few samples not
+ * emitted are taken out of the scan's counts, or, when most are not
+ * emitted, the emitted ones are walked. Both must keep exactly what the
+ * emitted samples reference, labels included, with duplicates (whose
+ * locations differ by id only) merged into an emitted sample. */
+TEST(pruning_keeps_exactly_what_emitted_samples_reference)
+{
+    for (int most_dropped = 0; most_dropped < 2; most_dropped++) {
+        struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+        int emitted = most_dropped ? 1 : 4, dropped = most_dropped ? 4 : 1;
+        struct run r;
+
+        for (int step = 0; step < 2; step++) {
+            struct tprof *tp = cont_prof(step + 1);
+            uint64_t root = tp_loc(tp, 0x100, tp_func(tp, "root", "main.go"), 1);
+            char name[32];
+
+            for (int i = 0; i < emitted + dropped; i++) {
+                bool drop = i >= emitted;
+                uint64_t ids[2];
+                snprintf(name, sizeof(name), "%s_fn_%d", drop ? "dropped" : "emitted", i);
+                ids[0] = tp_loc(tp, 0xe00 + (uint64_t)i, tp_func(tp, name, "x.go"), 2);
+                ids[1] = root;
+                tp_sample(tp, ids, 2, (int64_t[]){10 + (drop ? 0 : step), 100});
+                snprintf(name, sizeof(name), "%s_val_%d", drop ? "dropped" : "emitted", i);
+                tp_label_str(tp, drop ? "dropped_key" : "emitted_key", name);
+                if (step == 1 && i == 0) {
+                    /* A duplicate of sample 0 through fresh location ids. */
+                    snprintf(name, sizeof(name), "emitted_fn_%d", i);
+                    ids[0] = tp_loc(tp, 0xe00, tp_func(tp, name, "x.go"), 2);
+                    ids[1] = tp_loc(tp, 0x100, tp_func(tp, "root", "main.go"), 1);
+                    tp_sample(tp, ids, 2, (int64_t[]){1, 1});
+                    tp_label_str(tp, "emitted_key", "emitted_val_0");
+                }
+            }
+            run(d, tp, &r);
+            if (step == 0) {
+                ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+                run_done(&r);
+                continue;
+            }
+            ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+            const Perftools__Profiles__Profile *p = r.dec.prof;
+            ASSERT_EQ(p->n_sample, (size_t)emitted);
+            assert_vals(tp_find(p, "e00,100,|emitted_key=emitted_val_0#0#;"),
+                        (int64_t[]){2, 1}, 2);
+            /* Sample 0's two location ids and the emitted ones' own, plus
+             * the root; the duplicate's copies are gone. */
+            ASSERT_EQ(p->n_location, (size_t)emitted + 1);
+            ASSERT_EQ(p->n_function, (size_t)emitted + 1);
+            size_t emitted_strings = 0;
+            for (size_t i = 0; i < p->n_string_table; i++) {
+                const char *str = p->string_table[i];
+                ASSERT(strncmp(str, "dropped", 7) != 0);
+                emitted_strings += strncmp(str, "emitted_", 8) == 0;
+            }
+            /* emitted_fn_i and emitted_val_i per sample, and the key. */
+            ASSERT_EQ(emitted_strings, 2 * (size_t)emitted + 1);
+            run_done(&r);
+        }
+        pprof_delta_free(d);
+    }
+}
+
 TEST(reset_when_time_goes_back)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);

@@ -42,6 +42,26 @@ static uint8_t *slurp(const char *path, size_t *len)
     return buf;
 }
 
+/* A kB field of /proc/self/status: VmHWM is the peak RSS (not ru_maxrss,
+ * which survives execve() and would count the launcher's RSS), VmRSS the
+ * current one. */
+static long status_kb(const char *field)
+{
+    char line[256];
+    size_t n = strlen(field);
+    long kb = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, field, n) == 0 && line[n] == ':') {
+            kb = strtol(line + n + 1, NULL, 10);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 static uint64_t ns(clockid_t clk)
 {
     struct timespec ts;
@@ -127,20 +147,15 @@ int main(int argc, char **argv)
     cur = slurp(argv[optind + 1], &cur_len);
 
     if (peak_mode) {
+        /* The process's own footprint with both inputs read, and what one
+         * delta (baseline included) adds to it at its peak. */
         struct pprof__phase_ns ph;
-        char line[256];
-        long hwm = -1;
-        FILE *f;
+        long base = status_kb("VmRSS");
+        long a0 = status_kb("RssAnon"), f0 = status_kb("RssFile");
         delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes);
-        /* VmHWM, not ru_maxrss: the latter survives execve() and would
-         * count the launcher's RSS. */
-        f = fopen("/proc/self/status", "r");
-        while (f && fgets(line, sizeof(line), f))
-            if (sscanf(line, "VmHWM: %ld kB", &hwm) == 1)
-                break;
-        if (f)
-            fclose(f);
-        printf("peak_rss_kb=%ld state_bytes=%zu out_bytes=%zu\n", hwm, state_bytes, out_len);
+        fprintf(stderr, "anon %ld -> %ld file %ld -> %ld\n", a0, status_kb("RssAnon"), f0, status_kb("RssFile"));
+        printf("peak_rss_kb=%ld base_rss_kb=%ld state_bytes=%zu out_bytes=%zu\n",
+               status_kb("VmHWM"), base, state_bytes, out_len);
         return 0;
     }
     for (int i = 0; i < iters; i++) {

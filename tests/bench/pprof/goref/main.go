@@ -26,17 +26,18 @@ func cpu() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// peakRSS is VmHWM: getrusage's Maxrss survives execve and would count the
-// launcher's RSS.
-func peakRSS() int64 {
+// status reads a kB field of /proc/self/status: VmHWM for the peak RSS
+// (getrusage's Maxrss survives execve and would count the launcher's RSS),
+// VmRSS for the current one.
+func status(field string) int64 {
 	data, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "VmHWM:") {
+		if strings.HasPrefix(line, field+":") {
 			var kb int64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "VmHWM:")), "%d", &kb)
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, field+":")), "%d", &kb)
 			return kb
 		}
 	}
@@ -58,6 +59,9 @@ func main() {
 		log.Fatal(err)
 	}
 	var outLen int
+	// The runtime's own footprint, with both inputs read: what a delta adds
+	// to it is the figure to compare.
+	baseRSS := status("VmRSS")
 	c0, w0 := cpu(), time.Now()
 	for i := 0; i < *n; i++ {
 		prev, err := profile.ParseData(prevBytes)
@@ -80,6 +84,7 @@ func main() {
 		outLen = out.Len()
 	}
 	c1, w1 := cpu(), time.Now()
-	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d out_bytes=%d\n",
-		float64(c1-c0)/1e6/float64(*n), float64(w1.Sub(w0))/1e6/float64(*n), peakRSS(), outLen)
+	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d base_rss_kb=%d out_bytes=%d\n",
+		float64(c1-c0)/1e6/float64(*n), float64(w1.Sub(w0))/1e6/float64(*n), status("VmHWM"),
+		baseRSS, outLen)
 }
