@@ -151,9 +151,7 @@ int main(int argc, char **argv)
          * delta (baseline included) adds to it at its peak. */
         struct pprof__phase_ns ph;
         long base = status_kb("VmRSS");
-        long a0 = status_kb("RssAnon"), f0 = status_kb("RssFile");
         delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes);
-        fprintf(stderr, "anon %ld -> %ld file %ld -> %ld\n", a0, status_kb("RssAnon"), f0, status_kb("RssFile"));
         printf("peak_rss_kb=%ld base_rss_kb=%ld state_bytes=%zu out_bytes=%zu\n",
                status_kb("VmHWM"), base, state_bytes, out_len);
         return 0;

@@ -5,7 +5,9 @@
 //	                         sync), snapshotted twice from one process
 //	gen -mode big -out DIR   a heap pair with 2^depth distinct stacks
 //	                         (call paths through two recursive functions;
-//	                         -depth 17 -prefix 10 gives 131k stacks, ~10 MB)
+//	                         -depth 17 -prefix 10 gives 131k stacks, ~10 MB;
+//	                         -active 10: one path in ten allocates again
+//	                         before the second snapshot)
 //
 // Standard library only: GO111MODULE=off go build.
 package main
@@ -127,10 +129,14 @@ func prefix(n int, f func()) {
 }
 
 // bigWork allocates from 2^depth distinct call paths, below `pre` frames
-// of a common prefix (which only lengthens every stack).
-func bigWork(depth, pre, round int) {
+// of a common prefix (which only lengthens every stack). After the first
+// round only `active` percent of the paths allocate again.
+func bigWork(depth, pre, round, active int) {
 	prefix(pre, func() {
 		for p := uint32(0); p < 1<<depth; p++ {
+			if round > 0 && int(p%100) >= active {
+				continue
+			}
 			for k := 0; k <= round; k++ {
 				left(depth, p, 64)
 			}
@@ -142,6 +148,7 @@ func main() {
 	mode := flag.String("mode", "std", "std or big")
 	depth := flag.Int("depth", 17, "big: 2^depth call paths")
 	pre := flag.Int("prefix", 10, "big: frames of common prefix")
+	active := flag.Int("active", 100, "big: percent of the paths that allocate again before the second snapshot")
 	out := flag.String("out", ".", "output directory")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -165,7 +172,7 @@ func main() {
 		runtime.MemProfileRate = 1
 		// One call site, so both snapshots see the same stacks.
 		for round := 0; round < 2; round++ {
-			bigWork(*depth, *pre, round)
+			bigWork(*depth, *pre, round, *active)
 			write(*out, fmt.Sprintf("heap.%d.pb.gz", round+1))
 		}
 	default:
