@@ -488,7 +488,7 @@ static int scan_strings(struct ctx *c)
         return corrupt(c, "string_table[0] must be empty");
     c->strhash = pprof__scratch(PPROF__S_STRHASH, n * sizeof(uint64_t), false);
     c->str_used = pprof__scratch(PPROF__S_STRUSED, n, false);
-    c->str_lblrefs = pprof__scratch(PPROF__S_STRLBL, n * sizeof(uint32_t), false);
+    c->str_lblrefs = pprof__scratch(PPROF__S_STRREFS, n * sizeof(uint32_t), false);
     if (!c->strhash || !c->str_used || !c->str_lblrefs)
         return -ENOMEM;
     memset(c->strhash, 0, n * sizeof(uint64_t));
@@ -716,7 +716,7 @@ static int scan_locations(struct ctx *c)
     {
         size_t nl = c->loc_by_id ? c->loc_by_id : n ? n : 1;
         c->loc_used = pprof__scratch(PPROF__S_LOCUSED, nl, false);
-        c->loc_refs = pprof__scratch(PPROF__S_LOCSEEN, nl * sizeof(uint32_t), false);
+        c->loc_refs = pprof__scratch(PPROF__S_LOCREFS, nl * sizeof(uint32_t), false);
         if (!c->loc_used || !c->loc_refs)
             return -ENOMEM;
         memset(c->loc_used, 0, nl);
