@@ -19,9 +19,16 @@ echo then starts with "PROXY ".
 
 Options: --tls CERT KEY [--client-ca CA] serves HTTPS (client certificate
 required when --client-ca is given).
+
+The server exits with the test process that started it, even when that one
+dies without stopping it (a failed assertion, a sanitizer's exit): left
+running, it would hold the test runner's stderr open until its timeout.
 """
+import ctypes
 import gzip
 import http.server
+import os
+import signal
 import ssl
 import sys
 import threading
@@ -135,8 +142,17 @@ class Handler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = dispatch
 
 
+def die_with_parent():
+    parent = os.getppid()
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the parent died before the prctl
+        os._exit(0)
+
+
 def main():
     global tls_ctx
+    die_with_parent()
     args = sys.argv[1:]
     if args[:1] == ["--tls"]:
         tls_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
