@@ -49,6 +49,7 @@
 struct sock_ctx {
     uv_poll_t poll;
     curl_socket_t fd;
+    int events; /* UV_READABLE | UV_WRITABLE: what libcurl waits for */
     struct net_client *c;
 };
 
@@ -221,9 +222,16 @@ static void poll_cb(uv_poll_t *h, int status, int events)
     int flags = 0;
 
     if (status < 0) {
-        /* Let libcurl find out what is wrong with the socket. After EBADF
-         * libuv has stopped polling it, so this handle is finished. */
-        flags = CURL_CSELECT_ERR;
+        /* A socket error (libuv reports POLLERR as EBADF, and stops
+         * polling). Say the socket is ready for what libcurl waits for, so
+         * that its own read or write meets the error and libcurl handles
+         * it as it would: a kept-alive connection the server closed just
+         * as a request went out on it is retried on a fresh one. Passing
+         * CURL_CSELECT_ERR instead fails that request at once. */
+        flags = (s->events & UV_READABLE ? CURL_CSELECT_IN : 0) |
+                (s->events & UV_WRITABLE ? CURL_CSELECT_OUT : 0);
+        if (!flags)
+            flags = CURL_CSELECT_IN | CURL_CSELECT_OUT;
         if (status == UV_EBADF)
             sock_release(c, s);
     } else {
@@ -277,6 +285,7 @@ static int socket_fn(CURL *easy, curl_socket_t fd, int what, void *userp, void *
     if (what == CURL_POLL_OUT || what == CURL_POLL_INOUT)
         events |= UV_WRITABLE;
     /* On an active poll this only changes the mask. */
+    s->events = events;
     uv_poll_start(&s->poll, events, poll_cb);
     return 0;
 }
