@@ -133,7 +133,7 @@ struct ctx {
      * then needs one load per frame, no id map), else by location index. */
     uint64_t *lockey;
     uint8_t *loc_used;
-    uint32_t *loc_refs;
+    uint32_t *loc_refs; /* by id or index, as lockey; see str_lblrefs */
     bool mark_locs;    /* encode(): loc_used is to be marked sample by sample */
     /* The label the sample scan met last: its string indices. */
     uint64_t last_label_str[3];
@@ -557,6 +557,17 @@ static int scan_types(struct ctx *c)
     return 0;
 }
 
+/* Builds the id map of one table once its records were read (rc: how
+ * that went); a zero or repeated id makes the profile malformed. */
+static int build_idmap(struct ctx *c, int rc, struct pprof__idmap *m, const uint64_t *ids,
+                       size_t n, const char *what)
+{
+    if (rc == 0 && (rc = pprof__idmap_init(m, ids, n)) < 0 && rc != -ENOMEM)
+        rc = pprof__err(c->err, c->errlen, PPROF_ECORRUPT,
+                        "malformed profile: %s id 0 or repeated", what);
+    return rc;
+}
+
 static int scan_mappings(struct ctx *c)
 {
     size_t n = c->n[F_MAPPING];
@@ -583,8 +594,7 @@ static int scan_mappings(struct ctx *c)
             c->mapping_fp = mix64(mix64(mix64(v[2] ^ 0x9e37) ^ v[3]) ^ v[4]) ^
                             str_hash(c, v[5]) ^ mix64(str_hash(c, v[6]));
     }
-    if (rc == 0 && (rc = pprof__idmap_init(&c->mapmap, ids, n)) < 0 && rc != -ENOMEM)
-        rc = corrupt(c, "mapping id 0 or repeated");
+    rc = build_idmap(c, rc, &c->mapmap, ids, n, "mapping");
     free(ids);
     return rc;
 }
@@ -619,8 +629,7 @@ static int scan_functions(struct ctx *c)
         c->fn_sys[i] = (uint32_t)v[3];
         c->fn_file[i] = (uint32_t)v[4];
     }
-    if (rc == 0 && (rc = pprof__idmap_init(&c->fnmap, ids, n)) < 0 && rc != -ENOMEM)
-        rc = corrupt(c, "function id 0 or repeated");
+    rc = build_idmap(c, rc, &c->fnmap, ids, n, "function");
     free(ids);
     return rc;
 }
@@ -693,9 +702,7 @@ static int scan_locations(struct ctx *c)
          * such location" in the by-id table. */
         c->lockey[i] = (addr ? mix64(addr ^ 0xadd7) : fallback) | 1;
     }
-    if (rc == 0 && (rc = pprof__idmap_init(&c->locmap, ids, n)) < 0 && rc != -ENOMEM)
-        rc = corrupt(c, "location id 0 or repeated");
-    if (rc < 0)
+    if ((rc = build_idmap(c, rc, &c->locmap, ids, n, "location")) < 0)
         return rc;
     if (c->locmap.dense) {
         /* Re-index keys by id, padded so that one-byte ids, and two-byte
@@ -827,9 +834,10 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
          * the stacks of profiles with under 128, resp. 16384, locations):
          * decoded at a fixed stride, so frames do not wait on each other.
          * The by-id table has at least 128 entries, or 16384 when any id
-         * takes two bytes, so such ids need no bounds check, and an absent one (key 0; keys are odd) shows in
-         * the AND of the keys, checked once per field: on error nothing
-         * computed here is kept. */
+         * takes two bytes, so such ids need no bounds check, and an
+         * absent one (key 0; keys are odd) shows in the AND of the keys,
+         * checked once per field: on error nothing computed here is kept
+         * (the reference counts are only read after a successful scan). */
         if (qe - q >= 8 && dep + 8 <= fast_cap) {
             uint64_t w, m;
             memcpy(&w, q, 8);
@@ -1072,7 +1080,8 @@ static int scan_samples(struct ctx *c)
 
     c->ents = pprof__scratch(PPROF__S_ENTS, (n ? n : 1) * sizeof(struct ent), false);
     c->sums = pprof__scratch(PPROF__S_SUMS, (n ? n : 1) * ncols1 * sizeof(int64_t), false);
-    c->prevs = pprof__scratch(PPROF__S_PREVS, (n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
+    c->prevs = pprof__scratch(PPROF__S_PREVS,
+                              (n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
     free(c->row);
     c->row = rows = malloc(PIPELINE * ncols1 * sizeof(int64_t));
     if (!c->ents || !c->sums || !c->prevs || !rows)
