@@ -188,6 +188,7 @@ static uint64_t mix64(uint64_t x)
 
 /* Location ids below this take at most two bytes as varints. */
 #define LOC_FAST_IDS 16384
+#define LANES16_HIGH 0x8000800080008000ULL
 
 /* Stack hash weights by depth (see add_locs()); deeper frames, past the
  * default depth cap, compute theirs. Filled once per process. */
@@ -705,12 +706,11 @@ static int scan_locations(struct ctx *c)
     if ((rc = build_idmap(c, rc, &c->locmap, ids, n, "location")) < 0)
         return rc;
     if (c->locmap.dense) {
-        /* Re-index keys by id, padded so that one-byte ids, and two-byte
-         * ones when there are any, need no bounds check in the sample loop
-         * (small profiles, such as most mutex and block ones, keep small
-         * tables). */
+        /* Re-index keys by id, padded so that one-byte ids need no bounds
+         * check in the sample loop (two-byte ones are checked four at a
+         * time). */
         size_t len = c->locmap.dense_len;
-        size_t nid = len <= 128 ? 128 : len > LOC_FAST_IDS ? len : LOC_FAST_IDS;
+        size_t nid = len <= 128 ? 128 : len;
         uint64_t *byid = pprof__scratch(PPROF__S_LOCBYID, nid * sizeof(uint64_t), false);
         if (!byid)
             return -ENOMEM;
@@ -824,6 +824,10 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
     uint64_t hh = *h;
 
     const size_t fast_cap = nid && cap < POS_WEIGHTS ? cap : nid ? POS_WEIGHTS : 0;
+    /* Added to four two-byte ids in their 16-bit lanes, sets a lane's top
+     * bit iff its id is out of the table (0 when every such id is in). */
+    const uint64_t lane_bias =
+        nid >= LOC_FAST_IDS ? 0 : (uint64_t)(0x8000 - nid) * 0x0001000100010001ULL;
     const uint8_t *q0 = q;
     uint64_t all = 1;
 
@@ -833,9 +837,9 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
         /* Eight bytes of one-byte ids, or of two-byte ids (how Go writes
          * the stacks of profiles with under 128, resp. 16384, locations):
          * decoded at a fixed stride, so frames do not wait on each other.
-         * The by-id table has at least 128 entries, or 16384 when any id
-         * takes two bytes, so such ids need no bounds check, and an
-         * absent one (key 0; keys are odd) shows in the AND of the keys,
+         * The by-id table has at least 128 entries, so one-byte ids need
+         * no bounds check, and two-byte ones are checked four at once; an
+         * absent id (key 0; keys are odd) shows in the AND of the keys,
          * checked once per field: on error nothing computed here is kept
          * (the reference counts are only read after a successful scan). */
         if (qe - q >= 8 && dep + 8 <= fast_cap) {
@@ -854,10 +858,10 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
                 dep += 8;
                 continue;
             }
-            if (m == 0x0080008000800080ULL && nid >= LOC_FAST_IDS) {
-                /* Both 7-bit halves of each id joined in its 16-bit lane
-                 * at once. */
-                uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
+            /* Both 7-bit halves of each id joined in its 16-bit lane at
+             * once. */
+            uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
+            if (m == 0x0080008000800080ULL && ((x + lane_bias) & LANES16_HIGH) == 0) {
 #pragma GCC unroll 4
                 for (unsigned j = 0; j < 4; j++) {
                     size_t i = (uint16_t)(x >> (16 * j));

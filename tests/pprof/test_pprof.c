@@ -788,6 +788,50 @@ TEST(error_poisons_state_and_next_profile_reseeds)
     pprof_delta_free(d);
 }
 
+/* Location ids of two bytes are bounds-checked four at a time against a
+ * table sized to the profile's ids. A larger profile first leaves keys for
+ * higher ids in the thread's scratch table, so an id past the end would
+ * read a stale key and pass unnoticed if the check were missing. */
+TEST(two_byte_ids_past_the_table_are_unknown_locations)
+{
+    struct pprof_delta *big = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+    uint64_t ids[4];
+
+    tp = cont_prof(1);
+    for (uint64_t i = 0; i < 400; i++) {
+        ids[0] = tp_loc(tp, 0x1000 + i, 0, 0);
+        tp_sample(tp, ids, 1, (int64_t[]){1, 1});
+    }
+    run(big, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+
+    for (int past = 0; past < 2; past++) {
+        tp = cont_prof(1);
+        for (uint64_t i = 0; i < 130; i++)
+            tp_loc(tp, 0x1000 + i, 0, 0);
+        ids[0] = 129;
+        ids[1] = 130;
+        ids[2] = past ? 300 : 128;
+        ids[3] = 129;
+        tp_sample(tp, ids, 4, (int64_t[]){1, 1});
+        tp_sample(tp, ids, 4, (int64_t[]){1, 1}); /* eight bytes in a row */
+        run(d, tp, &r);
+        if (past) {
+            ASSERT_EQ(r.rc, PPROF_ECORRUPT);
+            ASSERT(strstr(r.err, "unknown location 300") != NULL);
+        } else {
+            ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+        }
+        run_done(&r);
+    }
+    pprof_delta_free(big);
+    pprof_delta_free(d);
+}
+
 TEST(state_forgets_vanished_keys_and_reports_memory)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
