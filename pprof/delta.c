@@ -635,6 +635,39 @@ static int scan_functions(struct ctx *c)
     return rc;
 }
 
+/* Checks one Line of a location and, with `key`, folds its function's
+ * name and file and its line number into the location's symbolic key. */
+static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key)
+{
+    const uint8_t *q = f->data, *qe = f->data + f->len;
+    struct pprof__field g;
+    uint64_t fid = 0, line = 0;
+    uint32_t fi;
+    int r;
+
+    while ((r = pprof__next_field(&q, qe, &g)) > 0) {
+        if (bad_scalar(&g, 3))
+            return corrupt(c, "bad line");
+        if (g.num == 1)
+            fid = g.val;
+        else if (g.num == 2)
+            line = g.val;
+    }
+    if (r < 0)
+        return corrupt(c, "bad line");
+    if (fid == 0) {
+        if (key)
+            *key = mix64(*key ^ line);
+        return 0;
+    }
+    if ((fi = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)
+        return corrupt(c, "line references unknown function");
+    if (key)
+        *key = mix64(*key ^ str_hash(c, c->fn_name[fi])) +
+               mix64(str_hash(c, c->fn_file[fi]) ^ line);
+    return 0;
+}
+
 static int scan_locations(struct ctx *c)
 {
     size_t n = c->n[F_LOCATION];
@@ -655,32 +688,8 @@ static int scan_locations(struct ctx *c)
 
         while ((r = pprof__next_field(&p, end, &f)) > 0) {
             if (f.num == 4 && f.wt == PPROF__WT_LEN) {
-                const uint8_t *q = f.data, *qe = f.data + f.len;
-                struct pprof__field g;
-                uint64_t fid = 0, line = 0;
-                uint32_t fi;
-                int r2;
-
-                while ((r2 = pprof__next_field(&q, qe, &g)) > 0) {
-                    if (bad_scalar(&g, 3)) {
-                        r2 = -1;
-                        break;
-                    }
-                    if (g.num == 1)
-                        fid = g.val;
-                    else if (g.num == 2)
-                        line = g.val;
-                }
-                if (r2 < 0)
-                    return corrupt(c, "bad line");
-                if (fid == 0) {
-                    fallback = mix64(fallback ^ line);
-                    continue;
-                }
-                if ((fi = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)
-                    return corrupt(c, "line references unknown function");
-                fallback = mix64(fallback ^ str_hash(c, c->fn_name[fi])) +
-                           mix64(str_hash(c, c->fn_file[fi]) ^ line);
+                if ((r = scan_line(c, &f, NULL)) < 0)
+                    return r;
             } else if (f.num == 4 || (f.num <= 5 && f.wt != PPROF__WT_VARINT)) {
                 r = -1;
                 break;
@@ -692,6 +701,14 @@ static int scan_locations(struct ctx *c)
                 else if (f.num == 3)
                     addr = f.val;
             }
+        }
+        if (r == 0 && addr == 0) {
+            /* The symbolic key, needed only without an address (Go always
+             * writes one): the lines again, checked already. */
+            p = c->raw + s->off;
+            while (pprof__next_field(&p, end, &f) > 0)
+                if (f.num == 4)
+                    scan_line(c, &f, &fallback);
         }
         if (r < 0)
             rc = corrupt(c, "bad location");
