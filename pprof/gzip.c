@@ -132,11 +132,33 @@ fail:
     return rc;
 }
 
+/* Compresses into a buffer of the worst-case size, then gives back what the
+ * output did not use: the caller may keep the result queued for a while,
+ * and a profile compresses to a third or less of that bound (realloc()
+ * shrinks in place, or with mremap() for large blocks: no copy). */
+static int gzip_with(struct libdeflate_compressor *c, const uint8_t *in, size_t in_len,
+                     uint8_t **out, size_t *out_len)
+{
+    size_t bound = libdeflate_gzip_compress_bound(c, in_len), n;
+    uint8_t *buf = malloc(bound), *shrunk;
+
+    if (!buf)
+        return -ENOMEM;
+    n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
+    if (n == 0) {
+        free(buf);
+        return -ENOMEM;
+    }
+    shrunk = realloc(buf, n);
+    *out = shrunk ? shrunk : buf;
+    *out_len = n;
+    return 0;
+}
+
 int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
 {
     struct libdeflate_compressor *c;
-    uint8_t *buf;
-    size_t bound, n;
+    int rc;
 
     *out = NULL;
     *out_len = 0;
@@ -145,21 +167,9 @@ int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size
     c = libdeflate_alloc_compressor(level);
     if (!c)
         return -ENOMEM;
-    bound = libdeflate_gzip_compress_bound(c, in_len);
-    buf = malloc(bound);
-    if (!buf) {
-        libdeflate_free_compressor(c);
-        return -ENOMEM;
-    }
-    n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
+    rc = gzip_with(c, in, in_len, out, out_len);
     libdeflate_free_compressor(c);
-    if (n == 0) {
-        free(buf);
-        return -ENOMEM;
-    }
-    *out = buf;
-    *out_len = n;
-    return 0;
+    return rc;
 }
 
 int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
@@ -233,8 +243,6 @@ int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **ou
                        size_t *out_len)
 {
     struct libdeflate_compressor *c;
-    uint8_t *buf;
-    size_t bound, n;
 
     *out = NULL;
     *out_len = 0;
@@ -243,16 +251,5 @@ int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **ou
     c = pprof__scratch_compressor(level);
     if (!c)
         return -ENOMEM;
-    bound = libdeflate_gzip_compress_bound(c, in_len);
-    buf = malloc(bound);
-    if (!buf)
-        return -ENOMEM;
-    n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
-    if (n == 0) {
-        free(buf);
-        return -ENOMEM;
-    }
-    *out = buf;
-    *out_len = n;
-    return 0;
+    return gzip_with(c, in, in_len, out, out_len);
 }

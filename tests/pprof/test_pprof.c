@@ -6,6 +6,7 @@
  * values are worked out by hand in each test; the randomized test checks
  * against a reference model that sums and subtracts decoded samples. */
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -125,6 +126,33 @@ TEST(gunzip_roundtrip_and_plain)
     ASSERT_EQ(memcmp(out, data, 100), 0);
     free(out);
     ASSERT_EQ(pprof_gunzip(data, 101, 100, &out, &out_len), PPROF_ETOOLARGE);
+}
+
+/* A compressed profile may wait in the forwarder's queue: it must hold
+ * about its own size, not the compressor's worst-case bound (about the raw
+ * size). Both gzip paths, a large (mmap'd) and a small output. */
+TEST(gzip_output_holds_only_its_bytes)
+{
+    size_t sizes[2] = {4 << 20, 64 << 10};
+
+    for (int k = 0; k < 2; k++) {
+        size_t len = sizes[k];
+        uint8_t *data = malloc(len), *gz;
+        size_t gz_len;
+
+        ASSERT_NOT_NULL(data);
+        for (size_t i = 0; i < len; i++)
+            data[i] = (uint8_t)(i % 251 * (i / 4096 % 3));
+        for (int cached = 0; cached < 2; cached++) {
+            ASSERT_EQ(cached ? pprof__gzip_cached(data, len, 1, &gz, &gz_len)
+                             : pprof_gzip(data, len, 1, &gz, &gz_len),
+                      0);
+            ASSERT_LT(gz_len, len / 4);
+            ASSERT_LE(malloc_usable_size(gz), gz_len + 4096);
+            free(gz);
+        }
+        free(data);
+    }
 }
 
 TEST(gunzip_grows_past_small_hint_and_multi_member)
