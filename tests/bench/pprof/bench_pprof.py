@@ -104,8 +104,10 @@ def main():
                           our_cpu, go_cpu / our_cpu if our_cpu else 0, go_rss, our_rss,
                           go_rss / our_rss if our_rss else 0, go_add, our_add,
                           go_add / our_add if our_add > 0 else 0))
-        print("times in ms of CPU (ours: median of %d); floor = libdeflate gunzip + gzip of the "
-              "same bytes at the same level (level 0: gunzip only); go out = the Go "
+        print("times in ms of CPU (ours: median of %d); total = the call timed as a whole "
+              "(each phase timed apart adds a clock read); floor = libdeflate gunzip + gzip of "
+              "the same bytes at the same level, warm buffers (level 0: gunzip only); "
+              "go out = the Go "
               "reference's output (gzip default level); +RSS = peak RSS less the RSS with both "
               "inputs read; x = ratio" % args.iters)
         return 0
