@@ -186,7 +186,8 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
-/* Location ids below this take at most two bytes as varints. */
+/* Location ids below this take at most two bytes as varints, so a by-id
+ * table this large holds every id the four-lane check can see. */
 #define LOC_FAST_IDS 16384
 #define LANES16_HIGH 0x8000800080008000ULL
 
