@@ -71,7 +71,7 @@ int pprof__err(char *err, size_t errlen, int code, const char *fmt, ...)
 
 /* ---- id map ---- */
 
-int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n)
+int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n, int scratch)
 {
     uint64_t max_id = 0;
     size_t slots = 16;
@@ -87,7 +87,10 @@ int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n)
         return -EINVAL;
     if (max_id <= 2 * (uint64_t)n + 1024) {
         m->dense_len = (size_t)max_id + 1;
-        m->dense = malloc(m->dense_len * sizeof(*m->dense));
+        m->dense_scratch = scratch >= 0;
+        m->dense = m->dense_scratch
+                       ? pprof__scratch((unsigned)scratch, m->dense_len * sizeof(*m->dense), false)
+                       : malloc(m->dense_len * sizeof(*m->dense));
         if (!m->dense)
             return -ENOMEM;
         memset(m->dense, 0xff, m->dense_len * sizeof(*m->dense));
@@ -122,7 +125,8 @@ void pprof__idmap_done(struct pprof__idmap *m)
 {
     if (!m)
         return;
-    free(m->dense);
+    if (!m->dense_scratch)
+        free(m->dense);
     free(m->keys);
     free(m->vals);
     memset(m, 0, sizeof(*m));
@@ -296,7 +300,7 @@ static int validate(const Perftools__Profiles__Profile *p, const struct pprof_li
         }
         ids[i] = m->id;
     }
-    if ((rc = pprof__idmap_init(&maps, ids, p->n_mapping)) < 0) {
+    if ((rc = pprof__idmap_init(&maps, ids, p->n_mapping, -1)) < 0) {
         rc = rc == -ENOMEM ? rc : pprof__err(err, errlen, PPROF_ECORRUPT,
                                              "malformed profile: mapping id 0 or repeated");
         goto out;
@@ -309,7 +313,7 @@ static int validate(const Perftools__Profiles__Profile *p, const struct pprof_li
         }
         ids[i] = fn->id;
     }
-    if ((rc = pprof__idmap_init(&funcs, ids, p->n_function)) < 0) {
+    if ((rc = pprof__idmap_init(&funcs, ids, p->n_function, -1)) < 0) {
         rc = rc == -ENOMEM ? rc : pprof__err(err, errlen, PPROF_ECORRUPT,
                                              "malformed profile: function id 0 or repeated");
         goto out;
@@ -332,7 +336,7 @@ static int validate(const Perftools__Profiles__Profile *p, const struct pprof_li
         }
         ids[i] = l->id;
     }
-    if ((rc = pprof__idmap_init(&locs, ids, p->n_location)) < 0) {
+    if ((rc = pprof__idmap_init(&locs, ids, p->n_location, -1)) < 0) {
         rc = rc == -ENOMEM ? rc : pprof__err(err, errlen, PPROF_ECORRUPT,
                                              "malformed profile: location id 0 or repeated");
         goto out;

@@ -58,6 +58,11 @@
 #define LOAD_MAX 85
 #define SEEN_BIT 1ULL
 
+/* Samples are parsed a few ahead of their table lookup, with the slot
+ * prefetched: the state table is larger than the caches, and the lookup's
+ * cache miss otherwise dominates the delta. */
+#define PIPELINE 8
+
 __extension__ typedef unsigned __int128 u128;
 
 /* A restart is declared when more than this fraction of the keys found in
@@ -411,20 +416,18 @@ static int scan_top(struct ctx *c)
         return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
                           "profile too large: %zu bytes > 4 GiB", c->len);
     for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++) {
-        size_t bytes = (c->n[k] ? c->n[k] : 1) * sizeof(struct span);
-        /* The large tables live in the thread's scratch (not freed here). */
-        if (k == F_SAMPLE)
-            c->spans[k] = pprof__scratch(PPROF__S_SPANS_SAMPLE, bytes, false);
-        else if (k == F_LOCATION)
-            c->spans[k] = pprof__scratch(PPROF__S_SPANS_LOCATION, bytes, false);
-        else if (k == F_STRING)
-            c->spans[k] = pprof__scratch(PPROF__S_SPANS_STRING, bytes, false);
-        else
-            c->spans[k] = malloc(bytes);
+        static const unsigned scratch_of[F_STRING + 1] = {
+            [F_SAMPLE_TYPE] = PPROF__S_SPANS_TYPE,   [F_SAMPLE] = PPROF__S_SPANS_SAMPLE,
+            [F_MAPPING] = PPROF__S_SPANS_MAPPING,    [F_LOCATION] = PPROF__S_SPANS_LOCATION,
+            [F_FUNCTION] = PPROF__S_SPANS_FUNCTION, [F_STRING] = PPROF__S_SPANS_STRING,
+        };
+        c->spans[k] = pprof__scratch(scratch_of[k], (c->n[k] ? c->n[k] : 1) * sizeof(struct span),
+                                     false);
         if (!c->spans[k])
             return -ENOMEM;
     }
-    c->comments = malloc((c->n_comments ? c->n_comments : 1) * sizeof(int64_t));
+    c->comments = pprof__scratch(PPROF__S_COMMENTS,
+                                 (c->n_comments ? c->n_comments : 1) * sizeof(int64_t), false);
     if (!c->comments)
         return -ENOMEM;
     c->n_comments = 0;
@@ -543,8 +546,9 @@ static int scan_types(struct ctx *c)
     int rc;
 
     c->ncols = c->n[F_SAMPLE_TYPE];
-    c->cum_of_col = malloc((c->ncols ? c->ncols : 1) * sizeof(int));
-    c->row = malloc((c->ncols ? c->ncols : 1) * sizeof(int64_t));
+    c->cum_of_col = pprof__scratch(PPROF__S_COLUMNS, (c->ncols ? c->ncols : 1) * sizeof(int), false);
+    c->row = pprof__scratch(PPROF__S_ROWS, PIPELINE * (c->ncols ? c->ncols : 1) * sizeof(int64_t),
+                            false);
     if (!c->cum_of_col || !c->row)
         return -ENOMEM;
     c->types_fp = 0x51ed27;
@@ -562,9 +566,9 @@ static int scan_types(struct ctx *c)
 /* Builds the id map of one table once its records were read (rc: how
  * that went); a zero or repeated id makes the profile malformed. */
 static int build_idmap(struct ctx *c, int rc, struct pprof__idmap *m, const uint64_t *ids,
-                       size_t n, const char *what)
+                       size_t n, unsigned scratch, const char *what)
 {
-    if (rc == 0 && (rc = pprof__idmap_init(m, ids, n)) < 0 && rc != -ENOMEM)
+    if (rc == 0 && (rc = pprof__idmap_init(m, ids, n, (int)scratch)) < 0 && rc != -ENOMEM)
         rc = pprof__err(c->err, c->errlen, PPROF_ECORRUPT,
                         "malformed profile: %s id 0 or repeated", what);
     return rc;
@@ -573,7 +577,7 @@ static int build_idmap(struct ctx *c, int rc, struct pprof__idmap *m, const uint
 static int scan_mappings(struct ctx *c)
 {
     size_t n = c->n[F_MAPPING];
-    uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+    uint64_t *ids = pprof__scratch(PPROF__S_IDS, (n ? n : 1) * sizeof(uint64_t), false);
     int rc = 0;
 
     if (!ids)
@@ -596,25 +600,22 @@ static int scan_mappings(struct ctx *c)
             c->mapping_fp = mix64(mix64(mix64(v[2] ^ 0x9e37) ^ v[3]) ^ v[4]) ^
                             str_hash(c, v[5]) ^ mix64(str_hash(c, v[6]));
     }
-    rc = build_idmap(c, rc, &c->mapmap, ids, n, "mapping");
-    free(ids);
-    return rc;
+    return build_idmap(c, rc, &c->mapmap, ids, n, PPROF__S_MAPIDX, "mapping");
 }
 
 static int scan_functions(struct ctx *c)
 {
     size_t n = c->n[F_FUNCTION];
-    uint64_t *ids = malloc((n ? n : 1) * sizeof(uint64_t));
+    uint64_t *ids = pprof__scratch(PPROF__S_IDS, (n ? n : 1) * sizeof(uint64_t), false);
     int rc = 0;
 
-    c->fn_name = malloc((n ? n : 1) * sizeof(uint32_t));
-    c->fn_sys = malloc((n ? n : 1) * sizeof(uint32_t));
-    c->fn_file = malloc((n ? n : 1) * sizeof(uint32_t));
-    c->fn_used = calloc(n ? n : 1, 1);
-    if (!ids || !c->fn_name || !c->fn_sys || !c->fn_file || !c->fn_used) {
-        free(ids);
+    c->fn_name = pprof__scratch(PPROF__S_FNTAB, 3 * (n ? n : 1) * sizeof(uint32_t), false);
+    c->fn_used = pprof__scratch(PPROF__S_FNUSED, n ? n : 1, false);
+    if (!ids || !c->fn_name || !c->fn_used)
         return -ENOMEM;
-    }
+    c->fn_sys = c->fn_name + n;
+    c->fn_file = c->fn_sys + n;
+    memset(c->fn_used, 0, n);
     for (size_t i = 0; i < n; i++) {
         const struct span *s = &c->spans[F_FUNCTION][i];
         const uint8_t *p = c->raw + s->off;
@@ -631,9 +632,7 @@ static int scan_functions(struct ctx *c)
         c->fn_sys[i] = (uint32_t)v[3];
         c->fn_file[i] = (uint32_t)v[4];
     }
-    rc = build_idmap(c, rc, &c->fnmap, ids, n, "function");
-    free(ids);
-    return rc;
+    return build_idmap(c, rc, &c->fnmap, ids, n, PPROF__S_FNIDX, "function");
 }
 
 /* Checks one Line of a location and, with `key`, folds its function's
@@ -721,7 +720,7 @@ static int scan_locations(struct ctx *c)
          * such location" in the by-id table. */
         c->lockey[i] = (addr ? mix64(addr ^ 0xadd7) : fallback) | 1;
     }
-    if ((rc = build_idmap(c, rc, &c->locmap, ids, n, "location")) < 0)
+    if ((rc = build_idmap(c, rc, &c->locmap, ids, n, PPROF__S_LOCIDX, "location")) < 0)
         return rc;
     if (c->locmap.dense) {
         /* Re-index keys by id, padded so that one-byte ids need no bounds
@@ -1085,11 +1084,6 @@ static int commit_sample(struct ctx *c, size_t i, uint64_t key, const int64_t *r
     return 0;
 }
 
-/* Samples are parsed a few ahead of their table lookup, with the slot
- * prefetched: the state table is larger than the caches, and the lookup's
- * cache miss otherwise dominates the delta. */
-#define PIPELINE 8
-
 static int scan_samples(struct ctx *c)
 {
     struct pprof_delta *d = c->d;
@@ -1104,9 +1098,8 @@ static int scan_samples(struct ctx *c)
     c->sums = pprof__scratch(PPROF__S_SUMS, (n ? n : 1) * ncols1 * sizeof(int64_t), false);
     c->prevs = pprof__scratch(PPROF__S_PREVS,
                               (n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
-    free(c->row);
-    c->row = rows = malloc(PIPELINE * ncols1 * sizeof(int64_t));
-    if (!c->ents || !c->sums || !c->prevs || !rows)
+    rows = c->row; /* PIPELINE rows */
+    if (!c->ents || !c->sums || !c->prevs)
         return -ENOMEM;
     {
         size_t want = d->n > n ? d->n : n;
@@ -1528,20 +1521,10 @@ static int encode(struct ctx *c, int64_t prev_time)
 
 static void ctx_done(struct ctx *c)
 {
-    /* Samples, locations and strings: scratch spans. */
-    free(c->spans[F_SAMPLE_TYPE]);
-    free(c->spans[F_MAPPING]);
-    free(c->spans[F_FUNCTION]);
-    free(c->comments);
+    /* The tables are the thread's scratch, but for sparse id maps. */
     pprof__idmap_done(&c->mapmap);
     pprof__idmap_done(&c->fnmap);
     pprof__idmap_done(&c->locmap);
-    free(c->fn_name);
-    free(c->fn_sys);
-    free(c->fn_file);
-    free(c->fn_used);
-    free(c->cum_of_col);
-    free(c->row);
     if (!c->out_scratch)
         free(c->out);
 }

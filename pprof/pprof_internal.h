@@ -159,11 +159,14 @@ struct pprof__idmap {
     uint64_t *keys;   /**< hash mode: ids, 0 = empty slot */
     uint32_t *vals;   /**< hash mode: indices */
     size_t mask;      /**< hash mode: slots - 1 */
+    bool dense_scratch; /**< dense is the thread's scratch: not freed */
 };
 
-/** Builds a map of ids[i] -> i. Returns 0, -EINVAL for an id 0, -EEXIST for
- * a repeated id, or -ENOMEM. `m` is always safe to pass to _done(). */
-int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n);
+/** Builds a map of ids[i] -> i, its dense table in scratch buffer `scratch`
+ * (a PPROF__S_* id) or, when negative, malloc'd. Returns 0, -EINVAL for an
+ * id 0, -EEXIST for a repeated id, or -ENOMEM. `m` is always safe to pass
+ * to _done(). */
+int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n, int scratch);
 /** Frees the map's storage. */
 void pprof__idmap_done(struct pprof__idmap *m);
 
@@ -220,6 +223,20 @@ enum {
     PPROF__S_LOCUSED,
     PPROF__S_LOCREFS,
     PPROF__S_EMITTED,
+    /* Small per-call tables: from the scratch too, so that a delta of a
+     * small profile makes no malloc() call but its output's. */
+    PPROF__S_SPANS_TYPE,
+    PPROF__S_SPANS_MAPPING,
+    PPROF__S_SPANS_FUNCTION,
+    PPROF__S_COMMENTS,
+    PPROF__S_COLUMNS,
+    PPROF__S_ROWS,
+    PPROF__S_IDS,
+    PPROF__S_FNTAB,
+    PPROF__S_FNUSED,
+    PPROF__S_MAPIDX,
+    PPROF__S_FNIDX,
+    PPROF__S_LOCIDX,
     PPROF__S_COUNT
 };
 
