@@ -369,76 +369,117 @@ static void state_prune(struct pprof_delta *d, struct ent *ents)
 
 /* ---- pass 1: top-level records ---- */
 
-static int scan_top(struct ctx *c)
+static const unsigned span_scratch[F_STRING + 1] = {
+    [F_SAMPLE_TYPE] = PPROF__S_SPANS_TYPE,   [F_SAMPLE] = PPROF__S_SPANS_SAMPLE,
+    [F_MAPPING] = PPROF__S_SPANS_MAPPING,    [F_LOCATION] = PPROF__S_SPANS_LOCATION,
+    [F_FUNCTION] = PPROF__S_SPANS_FUNCTION, [F_STRING] = PPROF__S_SPANS_STRING,
+};
+
+/* Cap on the records of kind `k` (sample types and mappings have none of
+ * their own: the profile's size bounds them). */
+static size_t record_cap(const struct ctx *c, int k)
 {
-    const uint8_t *p, *end = c->raw + c->len;
+    switch (k) {
+    case F_SAMPLE: return c->lim->max_samples;
+    case F_LOCATION: return c->lim->max_locations;
+    case F_FUNCTION: return c->lim->max_functions;
+    case F_STRING: return c->lim->max_strings;
+    default: return SIZE_MAX;
+    }
+}
+
+/* The error of a profile past a cap, found by the record scan. Only then
+ * are all records counted, so that the error names how many there are
+ * (and a malformed profile is reported as such, whichever comes first). */
+static int cap_error(struct ctx *c)
+{
+    const uint8_t *p = c->raw, *end = c->raw + c->len;
     struct pprof__field f;
-    size_t idx[F_STRING + 1] = {0};
+    size_t n[F_STRING + 1] = {0}, comments = 0;
     int r;
 
-    /* Count first so every array is allocated once, after the caps. */
-    p = c->raw;
     while ((r = pprof__next_field(&p, end, &f)) > 0) {
         if (f.num <= F_STRING) {
             if (f.wt != PPROF__WT_LEN)
                 return corrupt(c, "wrong wire type for a repeated message");
-            c->n[f.num]++;
+            n[f.num]++;
         } else if (f.num == F_COMMENT) {
-            if (f.wt == PPROF__WT_LEN)
-                c->n_comments += f.len; /* upper bound: a varint takes >= 1 byte */
-            else
-                c->n_comments++;
+            comments += f.wt == PPROF__WT_LEN ? f.len : 1; /* a varint takes >= 1 byte */
         }
     }
     if (r < 0)
         return corrupt(c, "bad protobuf encoding");
-    if (c->n[F_SAMPLE] > c->lim->max_samples)
-        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
-                          "profile too large: %zu samples > cap %zu", c->n[F_SAMPLE],
-                          c->lim->max_samples);
-    if (c->n[F_LOCATION] > c->lim->max_locations)
-        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
-                          "profile too large: %zu locations > cap %zu", c->n[F_LOCATION],
-                          c->lim->max_locations);
-    if (c->n[F_FUNCTION] > c->lim->max_functions)
-        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
-                          "profile too large: %zu functions > cap %zu", c->n[F_FUNCTION],
-                          c->lim->max_functions);
-    if (c->n[F_STRING] > c->lim->max_strings)
-        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
-                          "profile too large: %zu strings > cap %zu", c->n[F_STRING],
-                          c->lim->max_strings);
-    if (c->n_comments > c->lim->max_strings)
-        return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
-                          "profile too large: %zu comments > cap %zu", c->n_comments,
-                          c->lim->max_strings);
+    static const char *const what[F_STRING + 1] = {
+        [F_SAMPLE] = "samples", [F_LOCATION] = "locations", [F_FUNCTION] = "functions",
+        [F_STRING] = "strings"};
+    for (int k = F_SAMPLE; k <= F_STRING; k++)
+        if (what[k] && n[k] > record_cap(c, k))
+            return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                              "profile too large: %zu %s > cap %zu", n[k], what[k],
+                              record_cap(c, k));
+    return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
+                      "profile too large: %zu comments > cap %zu", comments,
+                      c->lim->max_strings);
+}
+
+/* Room for one more record of kind `k`: its span table, the thread's
+ * scratch, doubles (contents kept), never past the kind's cap. */
+static int grow_spans(struct ctx *c, int k, size_t *room)
+{
+    size_t cap = record_cap(c, k), want = room[k] ? 2 * room[k] : 256;
+
+    if (c->n[k] >= cap)
+        return cap_error(c);
+    if (want > cap)
+        want = cap;
+    c->spans[k] = pprof__scratch(span_scratch[k], want * sizeof(struct span), true);
+    if (!c->spans[k])
+        return -ENOMEM;
+    room[k] = want;
+    return 0;
+}
+
+static int push_comment(struct ctx *c, size_t *room, uint64_t v)
+{
+    if (c->n_comments == *room) {
+        size_t want = *room ? 2 * *room : 16;
+        if (c->n_comments >= c->lim->max_strings)
+            return cap_error(c);
+        if (want > c->lim->max_strings)
+            want = c->lim->max_strings;
+        c->comments = pprof__scratch(PPROF__S_COMMENTS, want * sizeof(int64_t), true);
+        if (!c->comments)
+            return -ENOMEM;
+        *room = want;
+    }
+    c->comments[c->n_comments++] = (int64_t)v;
+    return 0;
+}
+
+/* One pass over the top-level fields: where each record lies, the scalars
+ * and the comments. The span tables grow as records come, within their
+ * caps. */
+static int scan_top(struct ctx *c)
+{
+    const uint8_t *p = c->raw, *end = c->raw + c->len;
+    struct pprof__field f;
+    size_t room[F_STRING + 1] = {0}, comment_room = 0;
+    int r, rc;
+
     if (c->len > UINT32_MAX)
         return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
                           "profile too large: %zu bytes > 4 GiB", c->len);
-    for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++) {
-        static const unsigned scratch_of[F_STRING + 1] = {
-            [F_SAMPLE_TYPE] = PPROF__S_SPANS_TYPE,   [F_SAMPLE] = PPROF__S_SPANS_SAMPLE,
-            [F_MAPPING] = PPROF__S_SPANS_MAPPING,    [F_LOCATION] = PPROF__S_SPANS_LOCATION,
-            [F_FUNCTION] = PPROF__S_SPANS_FUNCTION, [F_STRING] = PPROF__S_SPANS_STRING,
-        };
-        c->spans[k] = pprof__scratch(scratch_of[k], (c->n[k] ? c->n[k] : 1) * sizeof(struct span),
-                                     false);
-        if (!c->spans[k])
-            return -ENOMEM;
-    }
-    c->comments = pprof__scratch(PPROF__S_COMMENTS,
-                                 (c->n_comments ? c->n_comments : 1) * sizeof(int64_t), false);
-    if (!c->comments)
-        return -ENOMEM;
-    c->n_comments = 0;
-
-    p = c->raw;
-    while (pprof__next_field(&p, end, &f) > 0) {
+    while ((r = pprof__next_field(&p, end, &f)) > 0) {
         if (f.num <= F_STRING) {
-            struct span *s = &c->spans[f.num][idx[f.num]++];
+            size_t k = f.num;
+            if (f.wt != PPROF__WT_LEN)
+                return corrupt(c, "wrong wire type for a repeated message");
+            if (__builtin_expect(c->n[k] == room[k], 0) && (rc = grow_spans(c, (int)k, room)) < 0)
+                return rc;
+            struct span *s = &c->spans[k][c->n[k]++];
             s->off = (uint32_t)(f.data - c->raw);
             s->len = (uint32_t)f.len;
-            if (f.num == F_SAMPLE)
+            if (k == F_SAMPLE)
                 c->samples_in += (size_t)(p - f.start);
             continue;
         }
@@ -457,10 +498,12 @@ static int scan_top(struct ctx *c)
                 while (q < qe) {
                     if (pprof__varint(&q, qe, &v) < 0)
                         return corrupt(c, "bad packed comment");
-                    c->comments[c->n_comments++] = (int64_t)v;
+                    if ((rc = push_comment(c, &comment_room, v)) < 0)
+                        return rc;
                 }
             } else if (f.wt == PPROF__WT_VARINT) {
-                c->comments[c->n_comments++] = (int64_t)f.val;
+                if ((rc = push_comment(c, &comment_room, f.val)) < 0)
+                    return rc;
             } else {
                 return corrupt(c, "wrong wire type for comment");
             }
@@ -480,6 +523,16 @@ static int scan_top(struct ctx *c)
         case F_DOC_URL: c->doc_url = (int64_t)f.val; break;
         }
     }
+    if (r < 0)
+        return corrupt(c, "bad protobuf encoding");
+    /* Tables of kinds the profile lacks: one entry, so they are not NULL. */
+    for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++)
+        if (room[k] == 0 && !(c->spans[k] = pprof__scratch(span_scratch[k], sizeof(struct span),
+                                                           false)))
+            return -ENOMEM;
+    if (comment_room == 0 &&
+        !(c->comments = pprof__scratch(PPROF__S_COMMENTS, sizeof(int64_t), false)))
+        return -ENOMEM;
     return 0;
 }
 

@@ -955,6 +955,72 @@ TEST(caps_name_the_limit)
     expect_cap_error(&lim, tp, "decompressed size > cap 64 bytes");
 }
 
+/* The record tables grow while the profile is read: what was read before a
+ * table grew must still be there, and a cap error still names how many
+ * records there are, not where reading stopped. */
+TEST(record_tables_grow_keeping_what_was_read)
+{
+    enum { NS = 1500, NC = 40 };
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_limits lim;
+    struct run r;
+
+    pprof_limits_default(&lim);
+    /* An empty scratch: every table starts small and doubles. */
+    pprof_thread_cleanup();
+    for (int round = 1; round <= 2; round++) {
+        struct tprof *tp = cont_prof(round);
+        Perftools__Profiles__Profile *p = tp_proto(tp);
+        int64_t *comments = malloc(NC * sizeof(int64_t));
+        size_t len;
+        uint8_t *in;
+
+        for (uint64_t i = 0; i < NS; i++)
+            add(tp, (uint64_t[]){0x1000 + i}, 1,
+                (int64_t[]){round * (int64_t)i, round * (int64_t)i * 10});
+        for (int i = 0; i < NC; i++) {
+            char text[16];
+            snprintf(text, sizeof(text), "note %d", i);
+            comments[i] = (int64_t)tp_str(tp, text);
+        }
+        p->comment = comments;
+        p->n_comment = NC;
+        in = tp_pack(tp, &len, true);
+        p->comment = NULL;
+        p->n_comment = 0;
+        free(comments);
+        tp_free(tp);
+        memset(&r, 0, sizeof(r));
+        r.rc = pprof_delta_process(d, in, len, &lim, &r.out, &r.out_len, r.err, sizeof(r.err));
+        free(in);
+        ASSERT_EQ(r.rc, round == 1 ? PPROF_DELTA_BASELINE : PPROF_DELTA_EMITTED);
+        if (round == 1)
+            continue;
+        tp_decode(r.out, r.out_len, &r.dec);
+        ASSERT_EQ(r.dec.prof->n_sample, NS - 1); /* sample 0 stayed 0 */
+        for (uint64_t i = 1; i < NS; i++) {
+            char key[32];
+            snprintf(key, sizeof(key), "%llx,|", (unsigned long long)(0x1000 + i));
+            assert_vals(tp_find(r.dec.prof, key), (int64_t[]){(int64_t)i, (int64_t)i * 10}, 2);
+        }
+        ASSERT_EQ(r.dec.prof->n_comment, NC);
+        for (int i = 0; i < NC; i++) {
+            char text[16];
+            snprintf(text, sizeof(text), "note %d", i);
+            ASSERT_STR_EQ(r.dec.prof->string_table[r.dec.prof->comment[i]], text);
+        }
+        run_done(&r);
+    }
+    pprof_delta_free(d);
+
+    pprof_limits_default(&lim);
+    lim.max_samples = 300;
+    struct tprof *tp = cont_prof(1);
+    for (uint64_t i = 0; i < 1000; i++)
+        add(tp, (uint64_t[]){0x1000 + i % 7}, 1, (int64_t[]){1, 1});
+    expect_cap_error(&lim, tp, "1000 samples > cap 300");
+}
+
 TEST(gzip_level_zero_writes_plain_pprof)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
