@@ -181,6 +181,10 @@ static int corrupt(struct ctx *c, const char *what)
     return pprof__err(c->err, c->errlen, PPROF_ECORRUPT, "malformed profile: %s", what);
 }
 
+/* 2^64 / phi, odd: multiplying by it is a bijection that spreads small
+ * numbers over the word. */
+#define GOLDEN 0x9e3779b97f4a7c15ULL
+
 static uint64_t mix64(uint64_t x)
 {
     x ^= x >> 33;
@@ -853,7 +857,11 @@ static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t
         !str_ok(c, (int64_t)v[2]) ||
         !str_ok(c, (int64_t)v[4]))
         return corrupt(c, "bad label");
-    *h = mix64(str_hash(c, v[1]) ^ mix64(str_hash(c, v[2]) + v[3]) ^
+    /* Each part moved differently (rotated, shifted), so that swapping key
+     * and value does not give the same label; the number spread by an odd
+     * multiplier; one mix for all. */
+    uint64_t str = str_hash(c, v[2]);
+    *h = mix64(str_hash(c, v[1]) ^ ((str << 21 | str >> 43) + v[3] * GOLDEN) ^
                (str_hash(c, v[4]) << 1));
     c->last_label_str[0] = v[1];
     c->last_label_str[1] = v[2];
@@ -1092,7 +1100,7 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
         return corrupt(c, "bad sample");
     if (nv != c->ncols)
         return corrupt(c, "sample has fewer values than sample types");
-    key = mix64(stack ^ mix64(labels + depth)) & ~SEEN_BIT;
+    key = mix64(stack ^ (labels + depth) * GOLDEN) & ~SEEN_BIT;
     *key_out = key ? key : 2;
     *vbytes_out = (uint32_t)vbytes;
     *vspan_out = nvf == 1 ? vspan : 0;

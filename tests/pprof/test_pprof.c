@@ -407,6 +407,55 @@ TEST(labels_keyed_sorted_and_by_content)
     pprof_delta_free(d);
 }
 
+/* Label sets that hold the same strings in other roles are other keys:
+ * key and value swapped, values swapped between two keys, a string as key
+ * or as unit, a unit or none. */
+static void add_role_samples(struct tprof *tp, int64_t n)
+{
+    static const uint64_t A[1] = {0x10};
+
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_str(tp, "a", "b");
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_str(tp, "b", "a");
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_str(tp, "k1", "a");
+    tp_label_str(tp, "k2", "b");
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_str(tp, "k1", "b");
+    tp_label_str(tp, "k2", "a");
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_num(tp, "u", 5, "w");
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_num(tp, "w", 5, "u");
+    add(tp, A, 1, (int64_t[]){n, n});
+    tp_label_num(tp, "u", 5, NULL);
+}
+
+TEST(labels_distinct_when_strings_swap_roles)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+
+    tp = cont_prof(1);
+    add_role_samples(tp, 1);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    ASSERT_EQ(pprof_delta_keys(d), 7);
+    run_done(&r);
+
+    tp = cont_prof(2);
+    add_role_samples(tp, 3);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 7);
+    for (size_t i = 0; i < r.dec.prof->n_sample; i++)
+        assert_vals(r.dec.prof->sample[i], (int64_t[]){2, 2}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
 TEST(negative_clamped_minority_not_reset)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
