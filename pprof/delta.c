@@ -33,11 +33,11 @@
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
- * parallel. Ownership: input borrowed; output malloc'd for the caller. The
- * large per-call buffers (gunzipped input, span tables, per-entry arrays,
- * the output before gzip) are the calling thread's scratch (scratch.c),
- * kept between calls up to 64 MiB per thread; the rest is freed before
- * returning. */
+ * parallel. Ownership: input borrowed; output malloc'd for the caller.
+ * Every per-call buffer (gunzipped input, span and id tables, per-entry
+ * arrays, the output before gzip) is the calling thread's scratch
+ * (scratch.c), kept between calls up to 64 MiB per thread; only the id maps
+ * of sparse ids are malloc'd, and freed before returning. */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
