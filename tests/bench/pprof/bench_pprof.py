@@ -50,6 +50,14 @@ def run(cmd):
     return subprocess.run(cmd, capture_output=True, text=True, check=True, timeout=1200).stdout
 
 
+def median_run(cmd, key, times):
+    """The run, of `times`, whose `key` is the median: one run of the Go
+    reference moves by half its CPU time with its collector's pacing, and a
+    peak RSS by a few pages with the address-space layout."""
+    runs = sorted((kv(run(cmd)) for _ in range(times)), key=lambda r: float(r[key]))
+    return runs[len(runs) // 2]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True)
@@ -83,13 +91,13 @@ def main():
         for name, prev, cur in pairs:
             g = kv(run([goref, "-n", "1", prev, cur]))
             n = max(3, min(200, int(1000 / max(float(g["cpu_ms"]), 0.1))))
-            g = kv(run([goref, "-n", str(n), prev, cur]))
-            g1 = kv(run([goref, "-n", "1", prev, cur]))
+            g = median_run([goref, "-n", str(n), prev, cur], "cpu_ms", 3)
+            g1 = median_run([goref, "-n", "1", prev, cur], "peak_rss_kb", 3)
             for level in (0, 1, 6):
                 if level == 0 and not name.startswith("heap-131k"):
                     continue
                 b = kv(run([args.bench, "-l", str(level), "-n", str(args.iters), prev, cur]))
-                m = kv(run([args.bench, "-m", "-l", str(level), prev, cur]))
+                m = median_run([args.bench, "-m", "-l", str(level), prev, cur], "peak_rss_kb", 3)
                 go_cpu = float(g["cpu_ms"])
                 our_cpu = float(b["cpu_ms"])
                 go_rss = int(g1["peak_rss_kb"]) / 1024
@@ -108,7 +116,8 @@ def main():
               "(each phase timed apart adds a clock read); floor = libdeflate gunzip + gzip of "
               "the same bytes at the same level, warm buffers (level 0: gunzip only); "
               "go out = the Go "
-              "reference's output (gzip default level); +RSS = peak RSS less the RSS with both "
+              "reference's output (gzip default level); go cpu: median of 3 runs of about a "
+              "second; RSS: median of 3 processes; +RSS = peak RSS less the RSS with both "
               "inputs read; x = ratio" % args.iters)
         return 0
     finally:
