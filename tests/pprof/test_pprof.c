@@ -909,6 +909,73 @@ TEST(two_byte_ids_past_the_table_are_unknown_locations)
     pprof_delta_free(d);
 }
 
+/* One profile numbers 200 locations in one order, the next in the reverse
+ * order, so the same stacks are written with other mixes of one- and
+ * two-byte ids (ids from 128 on take two): every stack must still meet its
+ * key, whichever decoding path each eight bytes took. */
+static void add_width_samples(struct tprof *tp, bool reversed, int64_t scale)
+{
+    uint64_t id_of[200], ids[24];
+    uint32_t seed = 12345;
+
+    for (int i = 0; i < 200; i++) {
+        int a = reversed ? 199 - i : i;
+        id_of[a] = tp_loc(tp, 0x5000 + (uint64_t)a * 16, 0, 0);
+    }
+    for (int st = 0; st < 60; st++) {
+        size_t depth = 3 + st % 22;
+        ids[0] = id_of[st]; /* distinct leaves: distinct stacks */
+        for (size_t k = 1; k < depth; k++) {
+            seed = seed * 1103515245u + 12345u;
+            ids[k] = id_of[(seed >> 16) % 200];
+        }
+        tp_sample(tp, ids, depth, (int64_t[]){scale * (st + 1), scale * (st + 1) * 10});
+    }
+}
+
+TEST(stacks_meet_their_keys_whatever_their_id_widths)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+
+    tp = cont_prof(1);
+    add_width_samples(tp, false, 1);
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    for (int round = 2; round <= 3; round++) {
+        tp = cont_prof(round);
+        add_width_samples(tp, round == 2, round);
+        run(d, tp, &r);
+        ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+        ASSERT_EQ(pprof_delta_keys(d), 60);
+        ASSERT_EQ(r.dec.prof->n_sample, 60);
+        /* Each stack gained (st + 1) x (1, 10) since the previous round;
+         * one that missed its key would show its whole round x (st + 1). */
+        bool seen[61] = {false};
+        for (size_t i = 0; i < 60; i++) {
+            const Perftools__Profiles__Sample *sm = r.dec.prof->sample[i];
+            ASSERT(sm->value[0] >= 1 && sm->value[0] <= 60);
+            ASSERT(!seen[sm->value[0]]);
+            seen[sm->value[0]] = true;
+            ASSERT_EQ(sm->value[1], sm->value[0] * 10);
+        }
+        run_done(&r);
+    }
+
+    /* An id past the table among mixed widths is an unknown location. */
+    tp = cont_prof(4);
+    for (uint64_t i = 0; i < 130; i++)
+        tp_loc(tp, 0x1000 + i, 0, 0);
+    tp_sample(tp, (uint64_t[]){5, 129, 6, 300, 7, 8}, 6, (int64_t[]){1, 1});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_ECORRUPT);
+    ASSERT(strstr(r.err, "unknown location 300") != NULL);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
 TEST(state_forgets_vanished_keys_and_reports_memory)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
