@@ -603,6 +603,11 @@ static int scan_types(struct ctx *c)
     int rc;
 
     c->ncols = c->n[F_SAMPLE_TYPE];
+    /* Every sample holds a value of at least a byte per column: checked
+     * here, the per-sample tables (samples x columns) stay within a few
+     * times the input, however many columns a hostile profile declares. */
+    if (c->ncols && c->n[F_SAMPLE] > c->samples_in / c->ncols)
+        return corrupt(c, "sample has fewer values than sample types");
     c->cum_of_col = pprof__scratch(PPROF__S_COLUMNS, (c->ncols ? c->ncols : 1) * sizeof(int), false);
     c->row = pprof__scratch(PPROF__S_ROWS, PIPELINE * (c->ncols ? c->ncols : 1) * sizeof(int64_t),
                             false);
@@ -623,9 +628,9 @@ static int scan_types(struct ctx *c)
 /* Builds the id map of one table once its records were read (rc: how
  * that went); a zero or repeated id makes the profile malformed. */
 static int build_idmap(struct ctx *c, int rc, struct pprof__idmap *m, const uint64_t *ids,
-                       size_t n, unsigned scratch, const char *what)
+                       size_t n, int scratch, const char *what)
 {
-    if (rc == 0 && (rc = pprof__idmap_init(m, ids, n, (int)scratch)) < 0 && rc != -ENOMEM)
+    if (rc == 0 && (rc = pprof__idmap_init(m, ids, n, scratch)) < 0 && rc != -ENOMEM)
         rc = pprof__err(c->err, c->errlen, PPROF_ECORRUPT,
                         "malformed profile: %s id 0 or repeated", what);
     return rc;

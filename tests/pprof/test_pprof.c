@@ -1137,6 +1137,36 @@ TEST(record_tables_grow_keeping_what_was_read)
     expect_cap_error(&lim, tp, "1000 samples > cap 300");
 }
 
+/* A profile that declares many columns and has many samples without
+ * values is refused before its per-sample tables (samples x columns) are
+ * sized: what the thread keeps stays small. */
+TEST(many_columns_without_values_allocate_nothing_large)
+{
+    enum { N = 1000 };
+    static const char *cols[N];
+    static int64_t zeros[N];
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+
+    for (int i = 0; i < N; i++)
+        cols[i] = "contentions/count";
+    tp = tp_new(cols, N);
+    for (int i = 0; i < N; i++) {
+        tp_sample(tp, NULL, 0, zeros);
+        tp_proto(tp)->sample[i]->n_value = 0; /* no values: a byte or two each */
+    }
+    pprof_thread_cleanup();
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_ECORRUPT);
+    ASSERT(strstr(r.err, "fewer values than sample types") != NULL);
+    /* Sized from the counts, sums alone would take 1000 x 1000 x 8 bytes
+     * (kept: under the retain cap). */
+    ASSERT(pprof__scratch_bytes() < (size_t)1 << 20);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
 TEST(gzip_level_zero_writes_plain_pprof)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
