@@ -1152,9 +1152,10 @@ TEST(many_columns_without_values_allocate_nothing_large)
     for (int i = 0; i < N; i++)
         cols[i] = "contentions/count";
     tp = tp_new(cols, N);
+    uint64_t loc = tp_loc(tp, 0x10, 0, 0);
     for (int i = 0; i < N; i++) {
-        tp_sample(tp, NULL, 0, zeros);
-        tp_proto(tp)->sample[i]->n_value = 0; /* no values: a byte or two each */
+        tp_sample(tp, &loc, 1, zeros);
+        tp_proto(tp)->sample[i]->n_value = 0; /* no values: four bytes each */
     }
     pprof_thread_cleanup();
     run(d, tp, &r);
