@@ -92,6 +92,15 @@ struct span {
     uint32_t off, len;
 };
 
+/* One location as the sample scan and encode() use it: the fields side by
+ * side, so that a frame touches one cache line (profiles with tens of
+ * thousands of locations do not keep them in L1). */
+struct loc {
+    uint64_t key;  /* odd; 0 = no such location */
+    uint32_t refs; /* references from stacks; see str_lblrefs */
+    uint32_t used; /* encode(): an emitted sample references it */
+};
+
 /* One unique key of the current profile. */
 struct ent {
     uint32_t sample; /* first sample with this key: its fields are emitted */
@@ -132,17 +141,14 @@ struct ctx {
     struct pprof__idmap mapmap, fnmap, locmap;
     uint32_t *fn_name, *fn_sys, *fn_file;
     uint8_t *fn_used;
-    /* Per location: its key (odd; 0 = no such location) and whether an
-     * emitted sample references it (set by encode()). Indexed by location
-     * id when `loc_by_id` (ids dense, as Go writes them: the sample loop
-     * then needs one load per frame, no id map), else by location index. */
-    uint64_t *lockey;
-    uint8_t *loc_used;
-    uint32_t *loc_refs; /* by id or index, as lockey; see str_lblrefs */
-    bool mark_locs;    /* encode(): loc_used is to be marked sample by sample */
+    /* The locations, indexed by id when `loc_by_id` (ids dense, as Go
+     * writes them: the sample loop then needs one load per frame, no id
+     * map), else by index. */
+    struct loc *locs;
+    bool mark_locs;    /* encode(): loc.used is to be marked sample by sample */
     /* The label the sample scan met last: its string indices. */
     uint64_t last_label_str[3];
-    size_t loc_by_id; /* by-id mode: entries in lockey/loc_used, else 0 */
+    size_t loc_by_id; /* by-id mode: entries in locs, else 0 */
     uint64_t *loc_ids; /* id of each location, by index */
 
     size_t ncols;
@@ -736,9 +742,10 @@ static int scan_locations(struct ctx *c)
     uint64_t *ids = pprof__scratch(PPROF__S_LOCIDS, (n ? n : 1) * sizeof(uint64_t), false);
     int rc = 0;
 
+    uint64_t *keys = pprof__scratch(PPROF__S_LOCKEY, (n ? n : 1) * sizeof(uint64_t), false);
+
     c->loc_ids = ids;
-    c->lockey = pprof__scratch(PPROF__S_LOCKEY, (n ? n : 1) * sizeof(uint64_t), false);
-    if (!ids || !c->lockey)
+    if (!ids || !keys)
         return -ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct span *s = &c->spans[F_LOCATION][i];
@@ -780,34 +787,24 @@ static int scan_locations(struct ctx *c)
         /* Addresses identify a frame in a process; without them (non-Go
          * producers) the symbolic frame does. Odd, so that 0 can mean "no
          * such location" in the by-id table. */
-        c->lockey[i] = (addr ? mix64(addr ^ 0xadd7) : fallback) | 1;
+        keys[i] = (addr ? mix64(addr ^ 0xadd7) : fallback) | 1;
     }
     if ((rc = build_idmap(c, rc, &c->locmap, ids, n, PPROF__S_LOCIDX, "location")) < 0)
         return rc;
+    /* By id when ids are dense, padded so that one-byte ids need no bounds
+     * check in the sample loop (two-byte ones are checked four at a
+     * time). */
     if (c->locmap.dense) {
-        /* Re-index keys by id, padded so that one-byte ids need no bounds
-         * check in the sample loop (two-byte ones are checked four at a
-         * time). */
         size_t len = c->locmap.dense_len;
-        size_t nid = len <= 128 ? 128 : len;
-        uint64_t *byid = pprof__scratch(PPROF__S_LOCBYID, nid * sizeof(uint64_t), false);
-        if (!byid)
-            return -ENOMEM;
-        memset(byid, 0, nid * sizeof(uint64_t));
-        for (size_t i = 0; i < n; i++)
-            byid[ids[i]] = c->lockey[i];
-        c->lockey = byid;
-        c->loc_by_id = nid;
+        c->loc_by_id = len <= 128 ? 128 : len;
     }
-    {
-        size_t nl = c->loc_by_id ? c->loc_by_id : n ? n : 1;
-        c->loc_used = pprof__scratch(PPROF__S_LOCUSED, nl, false);
-        c->loc_refs = pprof__scratch(PPROF__S_LOCREFS, nl * sizeof(uint32_t), false);
-        if (!c->loc_used || !c->loc_refs)
-            return -ENOMEM;
-        memset(c->loc_used, 0, nl);
-        memset(c->loc_refs, 0, nl * sizeof(uint32_t));
-    }
+    size_t nl = c->loc_by_id ? c->loc_by_id : n ? n : 1;
+    c->locs = pprof__scratch(PPROF__S_LOCS, nl * sizeof(struct loc), false);
+    if (!c->locs)
+        return -ENOMEM;
+    memset(c->locs, 0, nl * sizeof(struct loc));
+    for (size_t i = 0; i < n; i++)
+        c->locs[c->loc_by_id ? ids[i] : i].key = keys[i];
     return 0;
 }
 
@@ -890,7 +887,7 @@ static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
  * so frames cost throughput rather than latency. Random weights keep it
  * order-sensitive (no two depth sets share a weight sum, which small weights
  * such as 2i+1 would break on palindromic recursion). The ids are checked
- * here, and the references to every location are counted in loc_refs, so
+ * here, and the references to every location are counted in its refs, so
  * that encode() can tell which locations the emitted samples use by taking
  * out the few samples it does not emit (recursion makes some increments
  * wait on the previous one of the same counter, a small cost against a
@@ -900,8 +897,7 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
                                                           const uint8_t *qe, size_t *depth,
                                                           uint64_t *h)
 {
-    const uint64_t *key = c->lockey;
-    uint32_t *refs = c->loc_refs;
+    struct loc *locs = c->locs;
     const size_t nid = c->loc_by_id, cap = c->lim->max_stack_depth;
     size_t dep = *depth;
     uint64_t hh = *h;
@@ -929,14 +925,17 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
             uint64_t w, m;
             memcpy(&w, q, 8);
             m = w & 0x8080808080808080ULL;
-            if (m == 0) {
+            if (qe - q >= 8 && m == 0) {
+                uint64_t sum = 0, and = ~0ULL;
 #pragma GCC unroll 8
                 for (unsigned j = 0; j < 8; j++) {
-                    k = key[(w >> (8 * j)) & 0x7f];
-                    refs[(w >> (8 * j)) & 0x7f]++;
-                    all &= k;
-                    hh += k * pos_weight[dep + j];
+                    k = locs[(w >> (8 * j)) & 0x7f].key;
+                    locs[(w >> (8 * j)) & 0x7f].refs++;
+                    and &= k;
+                    sum += k * pos_weight[dep + j];
                 }
+                all &= and;
+                hh += sum;
                 q += 8;
                 dep += 8;
                 continue;
@@ -944,17 +943,40 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
             /* Both 7-bit halves of each id joined in its 16-bit lane at
              * once. */
             uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
-            if (m == 0x0080008000800080ULL && ((x + lane_bias) & LANES16_HIGH) == 0) {
+            if (qe - q >= 8 && m == 0x0080008000800080ULL &&
+                ((x + lane_bias) & LANES16_HIGH) == 0) {
+                uint64_t sum = 0, and = ~0ULL;
 #pragma GCC unroll 4
                 for (unsigned j = 0; j < 4; j++) {
                     size_t i = (uint16_t)(x >> (16 * j));
-                    k = key[i];
-                    refs[i]++;
-                    all &= k;
-                    hh += k * pos_weight[dep + j];
+                    k = locs[i].key;
+                    locs[i].refs++;
+                    and &= k;
+                    sum += k * pos_weight[dep + j];
                 }
+                all &= and;
+                hh += sum;
                 q += 8;
                 dep += 4;
+                continue;
+            }
+            /* Mixed widths (a profile with thousands of locations numbers
+             * them across one, two and three bytes): two ids at a time,
+             * without a branch on their widths. Out-of-table ids become id
+             * 0, whose key is 0, and are caught by `all`. */
+            uint64_t id1, id2;
+            unsigned used = pprof__two_varints3(w, &id1, &id2);
+            if (used) {
+                id1 = id1 < nid ? id1 : 0;
+                id2 = id2 < nid ? id2 : 0;
+                uint64_t k2 = locs[id2].key;
+                k = locs[id1].key;
+                locs[id1].refs++;
+                locs[id2].refs++;
+                all &= k & k2;
+                hh += k * pos_weight[dep] + k2 * pos_weight[dep + 1];
+                q += used;
+                dep += 2;
                 continue;
             }
         }
@@ -963,16 +985,16 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
         else if (pprof__varint(&q, qe, &id) < 0)
             return corrupt(c, "bad packed location_id");
         if (nid) {
-            if (__builtin_expect(id >= nid || key[id] == 0, 0))
+            if (__builtin_expect(id >= nid || locs[id].key == 0, 0))
                 return add_loc_error(c, UINT32_MAX, id);
-            k = key[id];
-            refs[id]++;
+            k = locs[id].key;
+            locs[id].refs++;
         } else {
             uint32_t li = pprof__idmap_get(&c->locmap, id);
             if (__builtin_expect(li == UINT32_MAX, 0))
                 return add_loc_error(c, li, id);
-            k = key[li];
-            refs[li]++;
+            k = locs[li].key;
+            locs[li].refs++;
         }
         if (__builtin_expect(dep == cap, 0))
             return add_loc_error(c, 0, id);
@@ -982,7 +1004,7 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
     if (__builtin_expect(!(all & 1), 0)) {
         /* An absent id went through the fast path: find it. */
         uint64_t id = 0;
-        while (q0 < qe && pprof__varint(&q0, qe, &id) == 0 && key[id])
+        while (q0 < qe && pprof__varint(&q0, qe, &id) == 0 && id < nid && locs[id].key)
             ;
         return add_loc_error(c, UINT32_MAX, id);
     }
@@ -1273,11 +1295,11 @@ static uint8_t *put_scalar(uint8_t *o, uint8_t tag, int64_t v)
  * the sample scan checked. */
 static void mark_locations(struct ctx *c, const struct pprof__field *f)
 {
-    uint8_t *used = c->loc_used;
+    struct loc *locs = c->locs;
     uint64_t id;
 
     if (f->wt == PPROF__WT_VARINT) {
-        used[c->loc_by_id ? f->val : pprof__idmap_get(&c->locmap, f->val)] = 1;
+        locs[c->loc_by_id ? f->val : pprof__idmap_get(&c->locmap, f->val)].used = 1;
         return;
     }
     const uint8_t *q = f->data, *qe = f->data + f->len;
@@ -1292,7 +1314,7 @@ static void mark_locations(struct ctx *c, const struct pprof__field *f)
                 if (m == 0) {
 #pragma GCC unroll 8
                     for (unsigned j = 0; j < 8; j++)
-                        used[(w >> (8 * j)) & 0x7f] = 1;
+                        locs[(w >> (8 * j)) & 0x7f].used = 1;
                     q += 8;
                     continue;
                 }
@@ -1300,22 +1322,22 @@ static void mark_locations(struct ctx *c, const struct pprof__field *f)
                     uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
 #pragma GCC unroll 4
                     for (unsigned j = 0; j < 4; j++)
-                        used[(uint16_t)(x >> (16 * j))] = 1;
+                        locs[(uint16_t)(x >> (16 * j))].used = 1;
                     q += 8;
                     continue;
                 }
             }
             if (*q < 0x80)
-                used[*q++] = 1;
+                locs[*q++].used = 1;
             else if (pprof__varint(&q, qe, &id) == 0)
-                used[id] = 1;
+                locs[id].used = 1;
             else
                 break;
         }
         return;
     }
     while (q < qe && pprof__varint(&q, qe, &id) == 0)
-        used[pprof__idmap_get(&c->locmap, id)] = 1;
+        locs[pprof__idmap_get(&c->locmap, id)].used = 1;
 }
 
 /* Copies a sample's fields except its values, marking the strings its
@@ -1428,12 +1450,12 @@ static int uncount_not_emitted(struct ctx *c)
             continue;
         while (pprof__next_field(&p, end, &f) > 0) {
             if (f.num == 1 && f.wt == PPROF__WT_VARINT) {
-                c->loc_refs[c->loc_by_id ? f.val : pprof__idmap_get(&c->locmap, f.val)]--;
+                c->locs[c->loc_by_id ? f.val : pprof__idmap_get(&c->locmap, f.val)].refs--;
             } else if (f.num == 1) {
                 const uint8_t *q = f.data, *qe = f.data + f.len;
                 uint64_t id;
                 while (q < qe && pprof__varint(&q, qe, &id) == 0)
-                    c->loc_refs[c->loc_by_id ? id : pprof__idmap_get(&c->locmap, id)]--;
+                    c->locs[c->loc_by_id ? id : pprof__idmap_get(&c->locmap, id)].refs--;
             } else if (f.num == 3) {
                 uint64_t v[5] = {0};
                 read_scalars(f.data, f.data + f.len, 4, v, 4);
@@ -1546,7 +1568,7 @@ static int encode(struct ctx *c, int64_t prev_time)
     for (size_t i = 0; i < c->n[F_LOCATION]; i++) {
         const struct span *s = &c->spans[F_LOCATION][i];
         size_t li = c->loc_by_id ? c->loc_ids[i] : i;
-        if (c->mark_locs ? !c->loc_used[li] : c->loc_refs[li] == 0)
+        if (c->mark_locs ? !c->locs[li].used : c->locs[li].refs == 0)
             continue;
         mark_location_functions(c, s);
         o = put_raw(o, 0x22, c->raw + s->off, s->len);

@@ -57,6 +57,31 @@ static inline int pprof__varint(const uint8_t **pp, const uint8_t *end, uint64_t
     return -1;
 }
 
+/** Decodes the first two varints of `w`, eight bytes of a packed field read
+ * little-endian, when each takes at most three bytes (values below 2^21):
+ * returns the bytes both take (2 to 6) and the values, or 0 when either is
+ * longer. No branch depends on the widths: the bytes that end a varint are
+ * found with a bit scan, and each value is masked to its length. A loop
+ * that branches on each varint's width mispredicts about every other one
+ * when widths are mixed, as the location ids of large profiles are. */
+static inline unsigned pprof__two_varints3(uint64_t w, uint64_t *a, uint64_t *b)
+{
+    uint64_t ends = ~w & 0x8080808080808080ULL;
+    /* Bit 7, 15 or 23 ends the first varint; the second ends at most 24
+     * bits later. Bit 63 stands in for "no end", which fails both tests. */
+    unsigned e1 = (unsigned)__builtin_ctzll(ends | 1ULL << 63);
+    unsigned e2 = (unsigned)__builtin_ctzll((ends & (ends - 1)) | 1ULL << 63);
+
+    if (e1 >= 24 || e2 - e1 > 24)
+        return 0;
+    uint64_t w2 = w >> (e1 + 1);
+    *a = ((w & 0x7f) | (w >> 1 & 0x3f80) | (w >> 2 & 0x1fc000)) &
+         ((1ULL << (e1 + 1) / 8 * 7) - 1);
+    *b = ((w2 & 0x7f) | (w2 >> 1 & 0x3f80) | (w2 >> 2 & 0x1fc000)) &
+         ((1ULL << (e2 - e1) / 8 * 7) - 1);
+    return (e2 + 1) / 8;
+}
+
 /** One field of a message: number, wire type, and either the varint/fixed
  * value or the [data, data+len) span of a length-delimited field. `start`
  * points at the tag, so [start, next) is the whole encoded field. */
@@ -218,10 +243,8 @@ enum {
     PPROF__S_STRUSED,
     PPROF__S_STRREFS,
     PPROF__S_LOCKEY,
-    PPROF__S_LOCBYID,
+    PPROF__S_LOCS,
     PPROF__S_LOCIDS,
-    PPROF__S_LOCUSED,
-    PPROF__S_LOCREFS,
     PPROF__S_EMITTED,
     /* Small per-call tables: from the scratch too, so that a delta of a
      * small profile makes no malloc() call but its output's. */

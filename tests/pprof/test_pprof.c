@@ -100,6 +100,39 @@ static void assert_vals(const Perftools__Profiles__Sample *s, const int64_t *wan
 
 /* ---- gunzip ---- */
 
+TEST(two_varints_decoded_at_once_for_every_width_pair)
+{
+    /* Each width's edges, and values past three bytes, which the helper
+     * must refuse; then every pair, followed by bytes that look like more
+     * varints or like continuations. */
+    static const uint64_t vals[] = {0,       1,        2,       127,           128,
+                                    129,     255,      300,     16383,         16384,
+                                    16385,   40000,    1 << 20, (1 << 21) - 1, 1 << 21,
+                                    1 << 28, UINT64_MAX};
+    static const uint8_t fill[] = {0x00, 0x7f, 0x80, 0xff};
+    const size_t nv = sizeof(vals) / sizeof(vals[0]);
+
+    for (size_t i = 0; i < nv; i++)
+        for (size_t j = 0; j < nv; j++)
+            for (size_t f = 0; f < sizeof(fill); f++) {
+                uint8_t buf[32];
+                uint8_t *mid = pprof__put_varint(buf, vals[i]);
+                uint8_t *end = pprof__put_varint(mid, vals[j]);
+                uint64_t w, a = 0, b = 0;
+
+                memset(end, fill[f], sizeof(buf) - (size_t)(end - buf));
+                memcpy(&w, buf, 8);
+                unsigned used = pprof__two_varints3(w, &a, &b);
+                if (vals[i] < 1 << 21 && vals[j] < 1 << 21) {
+                    ASSERT_EQ(used, (size_t)(end - buf));
+                    ASSERT_EQ(a, vals[i]);
+                    ASSERT_EQ(b, vals[j]);
+                } else {
+                    ASSERT_EQ(used, 0);
+                }
+            }
+}
+
 TEST(gunzip_roundtrip_and_plain)
 {
     uint8_t data[5000], *gz, *out;
@@ -909,17 +942,20 @@ TEST(two_byte_ids_past_the_table_are_unknown_locations)
     pprof_delta_free(d);
 }
 
-/* One profile numbers 200 locations in one order, the next in the reverse
- * order, so the same stacks are written with other mixes of one- and
- * two-byte ids (ids from 128 on take two): every stack must still meet its
- * key, whichever decoding path each eight bytes took. */
-static void add_width_samples(struct tprof *tp, bool reversed, int64_t scale)
+/* One profile numbers `nloc` locations in one order, the next in the
+ * reverse order, so the same stacks are written with other mixes of one-,
+ * two- and three-byte ids (ids from 128 on take two bytes, from 16384 on
+ * three): every stack must still meet its key, whichever decoding path
+ * each eight bytes took. Frames are drawn from both ends of the numbering,
+ * so that every width meets every other. */
+static void add_width_samples(struct tprof *tp, int nloc, bool reversed, int64_t scale)
 {
-    uint64_t id_of[200], ids[24];
+    uint64_t *id_of = calloc((size_t)nloc, sizeof(uint64_t)), ids[24];
     uint32_t seed = 12345;
 
-    for (int i = 0; i < 200; i++) {
-        int a = reversed ? 199 - i : i;
+    ASSERT(id_of != NULL);
+    for (int i = 0; i < nloc; i++) {
+        int a = reversed ? nloc - 1 - i : i;
         id_of[a] = tp_loc(tp, 0x5000 + (uint64_t)a * 16, 0, 0);
     }
     for (int st = 0; st < 60; st++) {
@@ -927,52 +963,78 @@ static void add_width_samples(struct tprof *tp, bool reversed, int64_t scale)
         ids[0] = id_of[st]; /* distinct leaves: distinct stacks */
         for (size_t k = 1; k < depth; k++) {
             seed = seed * 1103515245u + 12345u;
-            ids[k] = id_of[(seed >> 16) % 200];
+            uint32_t r = (seed >> 16) % 200;
+            ids[k] = id_of[seed >> 31 ? (int)r : nloc - 1 - (int)r];
         }
         tp_sample(tp, ids, depth, (int64_t[]){scale * (st + 1), scale * (st + 1) * 10});
     }
+    free(id_of);
+}
+
+static void expect_unknown_location(struct pprof_delta *d, const uint64_t *stack, size_t depth,
+                                    const char *msg)
+{
+    struct tprof *tp = cont_prof(9);
+    struct run r;
+
+    for (uint64_t i = 0; i < 130; i++)
+        tp_loc(tp, 0x1000 + i, 0, 0);
+    tp_sample(tp, stack, depth, (int64_t[]){1, 1});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_ECORRUPT);
+    if (!strstr(r.err, msg))
+        test__fail(__FILE__, __LINE__, "error \"%s\" lacks \"%s\"", r.err, msg);
+    run_done(&r);
 }
 
 TEST(stacks_meet_their_keys_whatever_their_id_widths)
 {
-    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
-    struct tprof *tp;
-    struct run r;
+    /* 400 locations: one- and two-byte ids; 20000: up to three bytes. */
+    for (int nloc = 400; nloc <= 20000; nloc += 19600) {
+        struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+        struct tprof *tp;
+        struct run r;
 
-    tp = cont_prof(1);
-    add_width_samples(tp, false, 1);
-    run(d, tp, &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
-    run_done(&r);
-    for (int round = 2; round <= 3; round++) {
-        tp = cont_prof(round);
-        add_width_samples(tp, round == 2, round);
+        tp = cont_prof(1);
+        add_width_samples(tp, nloc, false, 1);
         run(d, tp, &r);
-        ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-        ASSERT_EQ(pprof_delta_keys(d), 60);
-        ASSERT_EQ(r.dec.prof->n_sample, 60);
-        /* Each stack gained (st + 1) x (1, 10) since the previous round;
-         * one that missed its key would show its whole round x (st + 1). */
-        bool seen[61] = {false};
-        for (size_t i = 0; i < 60; i++) {
-            const Perftools__Profiles__Sample *sm = r.dec.prof->sample[i];
-            ASSERT(sm->value[0] >= 1 && sm->value[0] <= 60);
-            ASSERT(!seen[sm->value[0]]);
-            seen[sm->value[0]] = true;
-            ASSERT_EQ(sm->value[1], sm->value[0] * 10);
-        }
+        ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
         run_done(&r);
+        for (int round = 2; round <= 3; round++) {
+            tp = cont_prof(round);
+            add_width_samples(tp, nloc, round == 2, round);
+            run(d, tp, &r);
+            ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+            ASSERT_EQ(pprof_delta_keys(d), 60);
+            ASSERT_EQ(r.dec.prof->n_sample, 60);
+            /* Each stack gained (st + 1) x (1, 10) since the previous
+             * round; one that missed its key would show its whole round x
+             * (st + 1). */
+            bool seen[61] = {false};
+            for (size_t i = 0; i < 60; i++) {
+                const Perftools__Profiles__Sample *sm = r.dec.prof->sample[i];
+                ASSERT(sm->value[0] >= 1 && sm->value[0] <= 60);
+                ASSERT(!seen[sm->value[0]]);
+                seen[sm->value[0]] = true;
+                ASSERT_EQ(sm->value[1], sm->value[0] * 10);
+            }
+            run_done(&r);
+        }
+        pprof_delta_free(d);
     }
 
-    /* An id past the table among mixed widths is an unknown location. */
-    tp = cont_prof(4);
-    for (uint64_t i = 0; i < 130; i++)
-        tp_loc(tp, 0x1000 + i, 0, 0);
-    tp_sample(tp, (uint64_t[]){5, 129, 6, 300, 7, 8}, 6, (int64_t[]){1, 1});
-    run(d, tp, &r);
-    ASSERT_EQ(r.rc, PPROF_ECORRUPT);
-    ASSERT(strstr(r.err, "unknown location 300") != NULL);
-    run_done(&r);
+    /* An id past the table (130 locations) among mixed widths is an
+     * unknown location, on whichever path its bytes are read: one by one
+     * near the end of the stack, or two at a time, two or three bytes
+     * wide. */
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    expect_unknown_location(d, (uint64_t[]){5, 129, 6, 300, 7, 8}, 6, "unknown location 300");
+    expect_unknown_location(d, (uint64_t[]){5, 129, 300, 6, 7, 8, 9, 10}, 8,
+                            "unknown location 300");
+    expect_unknown_location(d, (uint64_t[]){5, 129, 20000, 6, 7, 8, 9, 10}, 8,
+                            "unknown location 20000");
+    expect_unknown_location(d, (uint64_t[]){5, 6, 7, 8, 9, 10, 11, 20000, 5, 6}, 10,
+                            "unknown location 20000");
     pprof_delta_free(d);
 }
 
