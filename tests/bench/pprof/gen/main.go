@@ -8,6 +8,13 @@
 //	                         -depth 17 -prefix 10 gives 131k stacks, ~10 MB;
 //	                         -active 10: one path in ten allocates again
 //	                         before the second snapshot)
+//	gen -mode wide -out DIR  a heap pair with -paths stacks over tens of
+//	                         thousands of locations, as a large service
+//	                         has: the call graph is wide_gen.go, written
+//	                         next to this file by bench_pprof.py (each
+//	                         call site is a location, and Go cannot make
+//	                         call sites at run time); every stack
+//	                         allocates again before the second snapshot
 //
 // Standard library only: GO111MODULE=off go build.
 package main
@@ -19,6 +26,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -144,8 +152,21 @@ func bigWork(depth, pre, round, active int) {
 	})
 }
 
+// wideRoots are the entry points of the generated call graph; empty when
+// gen is built without wide_gen.go.
+var wideRoots []func(path uint64, size int)
+
+func wideWork(paths []uint64, round int) {
+	for _, p := range paths {
+		for k := 0; k <= round; k++ {
+			wideRoots[p%uint64(len(wideRoots))](p, 64)
+		}
+	}
+}
+
 func main() {
-	mode := flag.String("mode", "std", "std or big")
+	mode := flag.String("mode", "std", "std, big or wide")
+	nPaths := flag.Int("paths", 120000, "wide: call paths, one stack each")
 	depth := flag.Int("depth", 17, "big: 2^depth call paths")
 	pre := flag.Int("prefix", 10, "big: frames of common prefix")
 	active := flag.Int("active", 100, "big: percent of the paths that allocate again before the second snapshot")
@@ -173,6 +194,20 @@ func main() {
 		// One call site, so both snapshots see the same stacks.
 		for round := 0; round < 2; round++ {
 			bigWork(*depth, *pre, round, *active)
+			write(*out, fmt.Sprintf("heap.%d.pb.gz", round+1))
+		}
+	case "wide":
+		if len(wideRoots) == 0 {
+			log.Fatal("wide: gen was built without wide_gen.go (see bench_pprof.py)")
+		}
+		runtime.MemProfileRate = 1
+		r := rand.New(rand.NewSource(1))
+		paths := make([]uint64, *nPaths)
+		for i := range paths {
+			paths[i] = r.Uint64()
+		}
+		for round := 0; round < 2; round++ {
+			wideWork(paths, round)
 			write(*out, fmt.Sprintf("heap.%d.pb.gz", round+1))
 		}
 	default:
