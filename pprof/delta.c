@@ -740,9 +740,8 @@ static int scan_locations(struct ctx *c)
 {
     size_t n = c->n[F_LOCATION];
     uint64_t *ids = pprof__scratch(PPROF__S_LOCIDS, (n ? n : 1) * sizeof(uint64_t), false);
-    int rc = 0;
-
     uint64_t *keys = pprof__scratch(PPROF__S_LOCKEY, (n ? n : 1) * sizeof(uint64_t), false);
+    int rc = 0;
 
     c->loc_ids = ids;
     if (!ids || !keys)
@@ -792,8 +791,8 @@ static int scan_locations(struct ctx *c)
     if ((rc = build_idmap(c, rc, &c->locmap, ids, n, PPROF__S_LOCIDX, "location")) < 0)
         return rc;
     /* By id when ids are dense, padded so that one-byte ids need no bounds
-     * check in the sample loop (two-byte ones are checked four at a
-     * time). */
+     * check in the sample loop (two-byte ones are checked four at a time,
+     * ids of mixed widths two at a time). */
     if (c->locmap.dense) {
         size_t len = c->locmap.dense_len;
         c->loc_by_id = len <= 128 ? 128 : len;
@@ -925,7 +924,7 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
             uint64_t w, m;
             memcpy(&w, q, 8);
             m = w & 0x8080808080808080ULL;
-            if (qe - q >= 8 && m == 0) {
+            if (m == 0) {
                 uint64_t sum = 0, and = ~0ULL;
 #pragma GCC unroll 8
                 for (unsigned j = 0; j < 8; j++) {
@@ -943,8 +942,7 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
             /* Both 7-bit halves of each id joined in its 16-bit lane at
              * once. */
             uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
-            if (qe - q >= 8 && m == 0x0080008000800080ULL &&
-                ((x + lane_bias) & LANES16_HIGH) == 0) {
+            if (m == 0x0080008000800080ULL && ((x + lane_bias) & LANES16_HIGH) == 0) {
                 uint64_t sum = 0, and = ~0ULL;
 #pragma GCC unroll 4
                 for (unsigned j = 0; j < 4; j++) {
