@@ -8,7 +8,9 @@
  * buffers: gunzip of `cur` plus gzip of its raw bytes at the same level.
  * Medians are printed as key=value pairs, with the CPU time of the timed
  * calls. With -m a single delta runs and the process's peak RSS (VmHWM) is
- * printed instead. */
+ * printed instead; with -m -f, libdeflate alone on the same bytes (the
+ * memory floor: what any delta that gunzips and gzips with libdeflate
+ * touches at least). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +68,25 @@ static long status_kb(const char *field)
     return kb;
 }
 
+/* The exact RSS in kB, from a walk of the page tables: VmRSS and VmHWM
+ * come from per-CPU counters that may lag by tens of pages, as much as a
+ * small delta adds. */
+static long exact_rss_kb(void)
+{
+    char line[256];
+    long kb = -1;
+    FILE *f = fopen("/proc/self/smaps_rollup", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "Rss:", 4) == 0) {
+            kb = strtol(line + 4, NULL, 10);
+            break;
+        }
+    if (f)
+        fclose(f);
+    return kb;
+}
+
 static uint64_t ns(clockid_t clk)
 {
     struct timespec ts;
@@ -89,7 +110,8 @@ static double median_ms(uint64_t *v, int n)
 
 static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
                        const struct pprof_limits *lim, struct pprof__phase_ns *ph,
-                       uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes)
+                       uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes,
+                       long *held_kb)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
     uint8_t *out = NULL;
@@ -119,21 +141,56 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
         exit(1);
     }
     *state_bytes = pprof_delta_mem(d);
+    if (held_kb)
+        *held_kb = exact_rss_kb(); /* the output and the state still held */
     free(out);
     pprof_delta_free(d);
+}
+
+/* The memory floor: gunzip of `cur` and gzip of its raw bytes at the same
+ * level, by libdeflate alone, into buffers of the sizes libdeflate asks
+ * for. */
+static int floor_once(const uint8_t *cur, size_t cur_len, const struct pprof_limits *lim,
+                      size_t *out_len, long *held_kb)
+{
+    struct libdeflate_compressor *comp = NULL;
+    uint8_t *raw = NULL, *gz = NULL;
+    size_t raw_len, bound;
+    int rc = -1;
+
+    if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &raw, &raw_len) < 0)
+        goto out;
+    *out_len = raw_len;
+    if (lim->gzip_level > 0) {
+        comp = libdeflate_alloc_compressor(lim->gzip_level);
+        if (!comp)
+            goto out;
+        bound = libdeflate_gzip_compress_bound(comp, raw_len);
+        gz = malloc(bound);
+        if (!gz || (*out_len = libdeflate_gzip_compress(comp, raw, raw_len, gz, bound)) == 0)
+            goto out;
+    }
+    *held_kb = exact_rss_kb();
+    rc = 0;
+out:
+    free(gz);
+    free(raw);
+    if (comp)
+        libdeflate_free_compressor(comp);
+    return rc;
 }
 
 int main(int argc, char **argv)
 {
     struct pprof_limits lim;
-    int iters = 20, opt, peak_mode = 0;
+    int iters = 20, opt, peak_mode = 0, floor_mode = 0;
     uint8_t *prev, *cur;
     size_t prev_len, cur_len, out_len = 0, state_bytes = 0, raw_len = 0;
     static uint64_t gunzip[MAX_ITERS], decode[MAX_ITERS], delta[MAX_ITERS], encode[MAX_ITERS],
         gzip[MAX_ITERS], total[MAX_ITERS], cpu[MAX_ITERS], floor_ns[MAX_ITERS];
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "l:n:m")) != -1) {
+    while ((opt = getopt(argc, argv, "l:n:mf")) != -1) {
         switch (opt) {
         case 'l':
             lim.gzip_level = atoi(optarg);
@@ -146,30 +203,45 @@ int main(int argc, char **argv)
         case 'm':
             peak_mode = 1;
             break;
+        case 'f':
+            floor_mode = 1;
+            break;
         default:
             return 2;
         }
     }
     if (argc - optind != 2) {
-        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-m] prev cur\n");
+        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-m [-f]] prev cur\n");
         return 2;
     }
     prev = slurp(argv[optind], &prev_len);
     cur = slurp(argv[optind + 1], &cur_len);
 
+    if (peak_mode && floor_mode) {
+        long base = status_kb("VmRSS"), exact_base = exact_rss_kb(), held = 0;
+        if (floor_once(cur, cur_len, &lim, &out_len, &held) < 0)
+            return 1;
+        printf("peak_rss_kb=%ld base_rss_kb=%ld held_rss_kb=%ld exact_base_kb=%ld "
+               "out_bytes=%zu\n",
+               status_kb("VmHWM"), base, held, exact_base, out_len);
+        return 0;
+    }
     if (peak_mode) {
         /* The process's own footprint with both inputs read, and what one
          * delta (baseline included) adds to it at its peak. */
         struct pprof__phase_ns ph;
-        long base = status_kb("VmRSS");
-        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes);
-        printf("peak_rss_kb=%ld base_rss_kb=%ld state_bytes=%zu out_bytes=%zu\n",
-               status_kb("VmHWM"), base, state_bytes, out_len);
+        long base = status_kb("VmRSS"), exact_base = exact_rss_kb(), held = 0;
+        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes,
+                   &held);
+        printf("peak_rss_kb=%ld base_rss_kb=%ld held_rss_kb=%ld exact_base_kb=%ld "
+               "state_bytes=%zu out_bytes=%zu\n",
+               status_kb("VmHWM"), base, held, exact_base, state_bytes, out_len);
         return 0;
     }
     for (int i = 0; i < iters; i++) {
         struct pprof__phase_ns ph = {0};
-        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[i], &out_len, &state_bytes);
+        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[i], &out_len, &state_bytes,
+                   NULL);
         gunzip[i] = ph.gunzip;
         decode[i] = ph.decode;
         delta[i] = ph.delta;
@@ -177,7 +249,8 @@ int main(int argc, char **argv)
         gzip[i] = ph.gzip;
     }
     for (int i = 0; i < iters; i++)
-        delta_once(prev, prev_len, cur, cur_len, &lim, NULL, &total[i], &out_len, &state_bytes);
+        delta_once(prev, prev_len, cur, cur_len, &lim, NULL, &total[i], &out_len, &state_bytes,
+                   NULL);
     {
         /* The floor: libdeflate alone, on buffers and (de)compressors made
          * and touched before timing, as proflet's per-thread scratch is. */

@@ -1,10 +1,14 @@
 // goref is the Go reference pipeline for the pprof benchmark, built from
 // Debian's golang-github-google-pprof-dev: parse both profiles, subtract the
 // previous one (Scale(-1) + Merge, as `go tool pprof -base` does) and write
-// the gzip result. It prints per-delta CPU time and the process's peak RSS.
+// the gzip result. It prints per-delta CPU time, the process's peak RSS and
+// its exact RSS with the last output held. With -steady the previous
+// profile is parsed and negated once, before the timed loop, so that each
+// delta parses only the current one, as an agent that keeps the previous
+// profile parsed would.
 //
 //	GOPATH=/usr/share/gocode GO111MODULE=off go build -o goref .
-//	goref -n 10 prev.pb.gz cur.pb.gz
+//	goref [-steady] -n 10 prev.pb.gz cur.pb.gz
 package main
 
 import (
@@ -13,6 +17,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -44,11 +49,30 @@ func status(field string) int64 {
 	return -1
 }
 
+// exactRSS is the RSS in kB from a walk of the page tables
+// (/proc/self/smaps_rollup): VmRSS and VmHWM come from per-CPU counters that
+// may lag by tens of pages.
+func exactRSS() int64 {
+	data, err := os.ReadFile("/proc/self/smaps_rollup")
+	if err != nil {
+		return -1
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "Rss:") {
+			var kb int64
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "Rss:")), "%d", &kb)
+			return kb
+		}
+	}
+	return -1
+}
+
 func main() {
 	n := flag.Int("n", 1, "iterations")
+	steady := flag.Bool("steady", false, "parse and negate prev once, before the timed loop")
 	flag.Parse()
 	if flag.NArg() != 2 {
-		log.Fatal("usage: goref [-n N] prev cur")
+		log.Fatal("usage: goref [-steady] [-n N] prev cur")
 	}
 	prevBytes, err := os.ReadFile(flag.Arg(0))
 	if err != nil {
@@ -61,30 +85,43 @@ func main() {
 	var outLen int
 	// The runtime's own footprint, with both inputs read: what a delta adds
 	// to it is the figure to compare.
-	baseRSS := status("VmRSS")
+	baseRSS, exactBase := status("VmRSS"), exactRSS()
+	var held *profile.Profile
+	if *steady {
+		if held, err = profile.ParseData(prevBytes); err != nil {
+			log.Fatal(err)
+		}
+		held.Scale(-1)
+	}
+	var out bytes.Buffer
 	c0, w0 := cpu(), time.Now()
 	for i := 0; i < *n; i++ {
-		prev, err := profile.ParseData(prevBytes)
-		if err != nil {
-			log.Fatal(err)
+		prev := held
+		if !*steady {
+			if prev, err = profile.ParseData(prevBytes); err != nil {
+				log.Fatal(err)
+			}
+			prev.Scale(-1)
 		}
 		cur, err := profile.ParseData(curBytes)
 		if err != nil {
 			log.Fatal(err)
 		}
-		prev.Scale(-1)
 		delta, err := profile.Merge([]*profile.Profile{cur, prev})
 		if err != nil {
 			log.Fatal(err)
 		}
-		var out bytes.Buffer
+		out.Reset()
 		if err := delta.Write(&out); err != nil {
 			log.Fatal(err)
 		}
 		outLen = out.Len()
 	}
 	c1, w1 := cpu(), time.Now()
-	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d base_rss_kb=%d out_bytes=%d\n",
+	heldRSS := exactRSS() // the output still held
+	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d base_rss_kb=%d held_rss_kb=%d "+
+		"exact_base_kb=%d out_bytes=%d\n",
 		float64(c1-c0)/1e6/float64(*n), float64(w1.Sub(w0))/1e6/float64(*n), status("VmHWM"),
-		baseRSS, outLen)
+		baseRSS, heldRSS, exactBase, outLen)
+	runtime.KeepAlive(&out)
 }
