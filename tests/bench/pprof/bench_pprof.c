@@ -8,9 +8,10 @@
  * buffers: gunzip of `cur` plus gzip of its raw bytes at the same level.
  * Medians are printed as key=value pairs, with the CPU time of the timed
  * calls. With -m a single delta runs and the process's peak RSS (VmHWM) is
- * printed instead; with -m -f, libdeflate alone on the same bytes (the
- * memory floor: what any delta that gunzips and gzips with libdeflate
- * touches at least). */
+ * printed instead, with the anonymous memory before and after (the output
+ * still held); with -m -f, libdeflate alone on the same bytes (the memory
+ * floor: what any delta that gunzips and gzips with libdeflate touches at
+ * least). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,18 +69,20 @@ static long status_kb(const char *field)
     return kb;
 }
 
-/* The exact RSS in kB, from a walk of the page tables: VmRSS and VmHWM
- * come from per-CPU counters that may lag by tens of pages, as much as a
- * small delta adds. */
-static long exact_rss_kb(void)
+/* The process's anonymous memory in kB (heap, stacks, mappings), exact
+ * from a walk of the page tables: VmRSS and VmHWM come from per-CPU
+ * counters that may lag by tens of pages, as much as a small delta adds,
+ * and count the code pages of shared libraries, which the kernel's
+ * fault-around maps 64 KB at a time, differently from run to run. */
+static long anon_kb(void)
 {
     char line[256];
     long kb = -1;
     FILE *f = fopen("/proc/self/smaps_rollup", "r");
 
     while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, "Rss:", 4) == 0) {
-            kb = strtol(line + 4, NULL, 10);
+        if (strncmp(line, "Anonymous:", 10) == 0) {
+            kb = strtol(line + 10, NULL, 10);
             break;
         }
     if (f)
@@ -142,7 +145,7 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
     }
     *state_bytes = pprof_delta_mem(d);
     if (held_kb)
-        *held_kb = exact_rss_kb(); /* the output and the state still held */
+        *held_kb = anon_kb(); /* the output and the state still held */
     free(out);
     pprof_delta_free(d);
 }
@@ -170,7 +173,7 @@ static int floor_once(const uint8_t *cur, size_t cur_len, const struct pprof_lim
         if (!gz || (*out_len = libdeflate_gzip_compress(comp, raw, raw_len, gz, bound)) == 0)
             goto out;
     }
-    *held_kb = exact_rss_kb();
+    *held_kb = anon_kb();
     rc = 0;
 out:
     free(gz);
@@ -218,24 +221,24 @@ int main(int argc, char **argv)
     cur = slurp(argv[optind + 1], &cur_len);
 
     if (peak_mode && floor_mode) {
-        long base = status_kb("VmRSS"), exact_base = exact_rss_kb(), held = 0;
+        long base = status_kb("VmRSS"), base_anon = anon_kb(), held = 0;
         if (floor_once(cur, cur_len, &lim, &out_len, &held) < 0)
             return 1;
-        printf("peak_rss_kb=%ld base_rss_kb=%ld held_rss_kb=%ld exact_base_kb=%ld "
+        printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
                "out_bytes=%zu\n",
-               status_kb("VmHWM"), base, held, exact_base, out_len);
+               status_kb("VmHWM"), base, held, base_anon, out_len);
         return 0;
     }
     if (peak_mode) {
         /* The process's own footprint with both inputs read, and what one
          * delta (baseline included) adds to it at its peak. */
         struct pprof__phase_ns ph;
-        long base = status_kb("VmRSS"), exact_base = exact_rss_kb(), held = 0;
+        long base = status_kb("VmRSS"), base_anon = anon_kb(), held = 0;
         delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes,
                    &held);
-        printf("peak_rss_kb=%ld base_rss_kb=%ld held_rss_kb=%ld exact_base_kb=%ld "
+        printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
                "state_bytes=%zu out_bytes=%zu\n",
-               status_kb("VmHWM"), base, held, exact_base, state_bytes, out_len);
+               status_kb("VmHWM"), base, held, base_anon, state_bytes, out_len);
         return 0;
     }
     for (int i = 0; i < iters; i++) {

@@ -22,10 +22,10 @@ time per delta (mean over enough deltas to fill about a second), parsing
 both profiles of the pair, and parsing only the current one, as an agent
 that keeps the previous one parsed would (proflet's timed call is of that
 kind: its state from the previous profile is built untimed); both output
-sizes; and memory, one delta per process: the peak RSS, and what the delta
-adds to the process's exact RSS with both inputs read (a Go process starts
-at about 2.5 MB, a C one at about 1.5 MB), beside what libdeflate alone
-adds (the memory floor).
+sizes; and memory, one delta per process: the peak RSS (a Go process
+starts at about 2.5 MB, a C one at about 1.5 MB), and the anonymous memory
+the delta adds to the process's with both inputs read, beside what
+libdeflate alone adds (the memory floor).
 
 Usage: bench_pprof.py --bench PATH/bench_pprof --src tests/bench/pprof
 """
@@ -133,7 +133,7 @@ def main():
               " %6s %6s %6s | %7s %7s %5s | %7s %7s %7s %5s %5s" % (
                   "pair", "level", "raw B", "out B", "go out", "gunzip", "decode", "delta",
                   "encode", "gzip", "total", "floor", "x", "go cpu", "go stdy", "our cpu",
-                  "x", "x stdy", "x max", "go RSS", "our RSS", "x", "go +RSS", "our +",
+                  "x", "x stdy", "x max", "go RSS", "our RSS", "x", "go +anon", "our +",
                   "floor +", "x", "x max"))
         for name, prev, cur in pairs:
             g = kv(run([goref, "-n", "1", prev, cur]))
@@ -143,21 +143,21 @@ def main():
             times = 5 if float(g["cpu_ms"]) < 100 else 3
             g = median_run([goref, "-n", str(n), prev, cur], "cpu_ms", times)
             gs = median_run([goref, "-steady", "-n", str(n), prev, cur], "cpu_ms", times)
-            g1 = median_run([goref, "-n", "1", prev, cur], "held_rss_kb", 3)
+            g1 = median_run([goref, "-n", "1", prev, cur], "held_anon_kb", 3)
             for level in (0, 1, 6):
                 if level == 0 and not name.startswith(("heap-131k", "heap-wide")):
                     continue
                 b = kv(run([args.bench, "-l", str(level), "-n", str(args.iters), prev, cur]))
-                m = median_run([args.bench, "-m", "-l", str(level), prev, cur], "held_rss_kb", 3)
+                m = median_run([args.bench, "-m", "-l", str(level), prev, cur], "held_anon_kb", 3)
                 f = median_run([args.bench, "-m", "-f", "-l", str(level), prev, cur],
-                               "held_rss_kb", 3)
+                               "held_anon_kb", 3)
                 go_cpu, go_steady = float(g["cpu_ms"]), float(gs["cpu_ms"])
                 our_cpu, floor_cpu = float(b["cpu_ms"]), float(b["floor_ms"])
                 go_rss = int(g1["peak_rss_kb"]) / 1024
                 our_rss = int(m["peak_rss_kb"]) / 1024
-                go_add = (int(g1["held_rss_kb"]) - int(g1["exact_base_kb"])) / 1024
-                our_add = (int(m["held_rss_kb"]) - int(m["exact_base_kb"])) / 1024
-                floor_add = (int(f["held_rss_kb"]) - int(f["exact_base_kb"])) / 1024
+                go_add = (int(g1["held_anon_kb"]) - int(g1["base_anon_kb"])) / 1024
+                our_add = (int(m["held_anon_kb"]) - int(m["base_anon_kb"])) / 1024
+                floor_add = (int(f["held_anon_kb"]) - int(f["base_anon_kb"])) / 1024
                 print("%-15s %5d %9s %7s %7s | %7s %7s %7s %7s %7s %8s | %7s %5.2f | %8.3f %8.3f"
                       " %7.3f %6.1f %6.1f %6.1f | %6.1fM %6.1fM %5.1f | %6.2fM %6.2fM %6.2fM"
                       " %5.1f %5.1f" % (
@@ -176,9 +176,10 @@ def main():
               "current one (the previous one parsed and negated once, as an agent keeping "
               "it would): median of 5 runs of about a second (3 for deltas over 100 ms); "
               "x max = go stdy / floor, the most any delta that gunzips and gzips with "
-              "libdeflate can reach; RSS = peak RSS (VmHWM), median of 3 processes; +RSS = "
-              "the exact RSS (smaps_rollup) with the output still held, less that with both "
-              "inputs read, median of 3; floor + = the same for libdeflate alone; x = ratio" %
+              "libdeflate can reach; RSS = peak RSS (VmHWM), median of 3 processes; +anon = "
+              "the anonymous memory (exact, from smaps_rollup) with the output still held, "
+              "less that with both inputs read, median of 3 processes; floor + = the same for "
+              "libdeflate alone; x = ratio" %
               args.iters)
         return 0
     finally:

@@ -1,8 +1,8 @@
 // goref is the Go reference pipeline for the pprof benchmark, built from
 // Debian's golang-github-google-pprof-dev: parse both profiles, subtract the
 // previous one (Scale(-1) + Merge, as `go tool pprof -base` does) and write
-// the gzip result. It prints per-delta CPU time, the process's peak RSS and
-// its exact RSS with the last output held. With -steady the previous
+// the gzip result. It prints per-delta CPU time, the process's peak RSS, and
+// its anonymous memory before the deltas and with the last output held. With -steady the previous
 // profile is parsed and negated once, before the timed loop, so that each
 // delta parses only the current one, as an agent that keeps the previous
 // profile parsed would.
@@ -49,18 +49,18 @@ func status(field string) int64 {
 	return -1
 }
 
-// exactRSS is the RSS in kB from a walk of the page tables
-// (/proc/self/smaps_rollup): VmRSS and VmHWM come from per-CPU counters that
-// may lag by tens of pages.
-func exactRSS() int64 {
+// anonKB is the process's anonymous memory in kB, exact from a walk of the
+// page tables (/proc/self/smaps_rollup): VmRSS and VmHWM come from per-CPU
+// counters that may lag by tens of pages, and count code pages.
+func anonKB() int64 {
 	data, err := os.ReadFile("/proc/self/smaps_rollup")
 	if err != nil {
 		return -1
 	}
 	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "Rss:") {
+		if strings.HasPrefix(line, "Anonymous:") {
 			var kb int64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "Rss:")), "%d", &kb)
+			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "Anonymous:")), "%d", &kb)
 			return kb
 		}
 	}
@@ -85,7 +85,7 @@ func main() {
 	var outLen int
 	// The runtime's own footprint, with both inputs read: what a delta adds
 	// to it is the figure to compare.
-	baseRSS, exactBase := status("VmRSS"), exactRSS()
+	baseRSS, baseAnon := status("VmRSS"), anonKB()
 	var held *profile.Profile
 	if *steady {
 		if held, err = profile.ParseData(prevBytes); err != nil {
@@ -118,10 +118,10 @@ func main() {
 		outLen = out.Len()
 	}
 	c1, w1 := cpu(), time.Now()
-	heldRSS := exactRSS() // the output still held
-	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d base_rss_kb=%d held_rss_kb=%d "+
-		"exact_base_kb=%d out_bytes=%d\n",
+	heldAnon := anonKB() // the output still held
+	fmt.Printf("cpu_ms=%.3f wall_ms=%.3f peak_rss_kb=%d base_rss_kb=%d held_anon_kb=%d "+
+		"base_anon_kb=%d out_bytes=%d\n",
 		float64(c1-c0)/1e6/float64(*n), float64(w1.Sub(w0))/1e6/float64(*n), status("VmHWM"),
-		baseRSS, heldRSS, exactBase, outLen)
+		baseRSS, heldAnon, baseAnon, outLen)
 	runtime.KeepAlive(&out)
 }
