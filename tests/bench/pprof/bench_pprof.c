@@ -11,7 +11,9 @@
  * printed instead, with the anonymous memory before and after (the output
  * still held); with -m -f, libdeflate alone on the same bytes (the memory
  * floor: what any delta that gunzips and gzips with libdeflate touches at
- * least). */
+ * least). With -p N, N pairs are kept at once, as an agent with N targets
+ * keeps them: N states, each given `prev` then `cur`, and the anonymous
+ * memory before and after (what a pair costs is the slope over N). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -150,6 +152,40 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
     pprof_delta_free(d);
 }
 
+/* N pairs held at once, each after its delta of `cur` against `prev`. */
+static int pairs_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
+                      const struct pprof_limits *lim, int n)
+{
+    struct pprof_delta **ds = calloc((size_t)n, sizeof(*ds));
+    long base = anon_kb();
+    size_t state = 0;
+    char err[256];
+    int rc = -1;
+
+    if (!ds)
+        return -1;
+    for (int i = 0; i < n; i++) {
+        uint8_t *out = NULL;
+        size_t out_len;
+        if (!(ds[i] = pprof_delta_new(PPROF_DELTA_MEMORY)) ||
+            pprof_delta_process(ds[i], prev, prev_len, lim, &out, &out_len, err, sizeof(err)) !=
+                PPROF_DELTA_BASELINE ||
+            pprof_delta_process(ds[i], cur, cur_len, lim, &out, &out_len, err, sizeof(err)) !=
+                PPROF_DELTA_EMITTED)
+            goto out;
+        free(out);
+        state += pprof_delta_mem(ds[i]);
+    }
+    printf("pairs=%d base_anon_kb=%ld held_anon_kb=%ld state_bytes=%zu\n", n, base, anon_kb(),
+           state);
+    rc = 0;
+out:
+    for (int i = 0; i < n; i++)
+        pprof_delta_free(ds[i]);
+    free(ds);
+    return rc;
+}
+
 /* The memory floor: gunzip of `cur` and gzip of its raw bytes at the same
  * level, by libdeflate alone, into buffers of the sizes libdeflate asks
  * for. */
@@ -186,14 +222,14 @@ out:
 int main(int argc, char **argv)
 {
     struct pprof_limits lim;
-    int iters = 20, opt, peak_mode = 0, floor_mode = 0;
+    int iters = 20, opt, peak_mode = 0, floor_mode = 0, pairs = 0;
     uint8_t *prev, *cur;
     size_t prev_len, cur_len, out_len = 0, state_bytes = 0, raw_len = 0;
     static uint64_t gunzip[MAX_ITERS], decode[MAX_ITERS], delta[MAX_ITERS], encode[MAX_ITERS],
         gzip[MAX_ITERS], total[MAX_ITERS], cpu[MAX_ITERS], floor_ns[MAX_ITERS];
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "l:n:mf")) != -1) {
+    while ((opt = getopt(argc, argv, "l:n:mfp:")) != -1) {
         switch (opt) {
         case 'l':
             lim.gzip_level = atoi(optarg);
@@ -209,17 +245,24 @@ int main(int argc, char **argv)
         case 'f':
             floor_mode = 1;
             break;
+        case 'p':
+            pairs = atoi(optarg);
+            if (pairs < 1)
+                pairs = 1;
+            break;
         default:
             return 2;
         }
     }
     if (argc - optind != 2) {
-        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-m [-f]] prev cur\n");
+        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-m [-f] | -p pairs] prev cur\n");
         return 2;
     }
     prev = slurp(argv[optind], &prev_len);
     cur = slurp(argv[optind + 1], &cur_len);
 
+    if (pairs)
+        return pairs_once(prev, prev_len, cur, cur_len, &lim, pairs) < 0;
     if (peak_mode && floor_mode) {
         long base = status_kb("VmRSS"), base_anon = anon_kb(), held = 0;
         if (floor_once(cur, cur_len, &lim, &out_len, &held) < 0)

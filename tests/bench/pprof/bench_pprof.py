@@ -25,7 +25,9 @@ kind: its state from the previous profile is built untimed); both output
 sizes; and memory, one delta per process: the peak RSS (a Go process
 starts at about 2.5 MB, a C one at about 1.5 MB), and the anonymous memory
 the delta adds to the process's with both inputs read, beside what
-libdeflate alone adds (the memory floor).
+libdeflate alone adds (the memory floor). Then, for the small pairs, the
+memory one more pair costs when many are held at once, as an agent with
+many targets holds them.
 
 Usage: bench_pprof.py --bench PATH/bench_pprof --src tests/bench/pprof
 """
@@ -63,6 +65,17 @@ def median_run(cmd, key, times):
     peak RSS by a few pages with the address-space layout."""
     runs = sorted((kv(run(cmd)) for _ in range(times)), key=lambda r: float(r[key]))
     return runs[len(runs) // 2]
+
+
+PAIRS = 200
+
+
+def per_pair(cmd, prev, cur):
+    """KB of anonymous memory one more pair costs, from PAIRS pairs and one."""
+    def held(n):
+        r = median_run(cmd + [str(n), prev, cur], "held_anon_kb", 3)
+        return int(r["held_anon_kb"]) - int(r["base_anon_kb"])
+    return (held(PAIRS) - held(1)) / (PAIRS - 1)
 
 
 def ratio(a, b):
@@ -181,6 +194,18 @@ def main():
               "less that with both inputs read, median of 3 processes; floor + = the same for "
               "libdeflate alone; x = ratio" %
               args.iters)
+        # What a pair costs an agent with many targets: the anonymous memory
+        # of PAIRS pairs held at once less that of one, per pair. Small
+        # pairs only: the Go reference holds about 1 GB per large one.
+        print("\n%-15s %12s %12s %6s" % ("pair", "go KB/pair", "our KB/pair", "x"))
+        for name, prev, cur in pairs[:3]:
+            go_pair = per_pair([goref, "-pairs"], prev, cur)
+            our_pair = per_pair([args.bench, "-l", "1", "-p"], prev, cur)
+            print("%-15s %12.1f %12.2f %6.1f" % (name, go_pair, our_pair,
+                                                 ratio(go_pair, our_pair)))
+        print("KB/pair: anonymous memory of %d pairs held at once (each after one delta; Go's "
+              "after a collection and FreeOSMemory) less that of one pair, divided by %d; "
+              "median of 3 processes each" % (PAIRS, PAIRS - 1))
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -5,7 +5,11 @@
 // its anonymous memory before the deltas and with the last output held. With -steady the previous
 // profile is parsed and negated once, before the timed loop, so that each
 // delta parses only the current one, as an agent that keeps the previous
-// profile parsed would.
+// profile parsed would. With -pairs N it keeps N pairs at once, as an agent
+// with N targets would (each holding its last profile parsed), and prints
+// the anonymous memory before and after, once the collector has run and
+// returned what it could to the kernel (what a pair costs is the slope
+// over N).
 //
 //	GOPATH=/usr/share/gocode GO111MODULE=off go build -o goref .
 //	goref [-steady] -n 10 prev.pb.gz cur.pb.gz
@@ -18,6 +22,7 @@ import (
 	"log"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -67,9 +72,42 @@ func anonKB() int64 {
 	return -1
 }
 
+// heldPairs keeps n pairs: each parses its previous profile, then computes
+// one delta and keeps the current profile parsed, for its next delta.
+func heldPairs(prevBytes, curBytes []byte, n int) {
+	base := anonKB()
+	held := make([]*profile.Profile, n)
+	var out bytes.Buffer
+	for i := range held {
+		prev, err := profile.ParseData(prevBytes)
+		if err != nil {
+			log.Fatal(err)
+		}
+		prev.Scale(-1)
+		cur, err := profile.ParseData(curBytes)
+		if err != nil {
+			log.Fatal(err)
+		}
+		delta, err := profile.Merge([]*profile.Profile{cur, prev})
+		if err != nil {
+			log.Fatal(err)
+		}
+		out.Reset()
+		if err := delta.Write(&out); err != nil {
+			log.Fatal(err)
+		}
+		held[i] = cur
+	}
+	runtime.GC()
+	debug.FreeOSMemory()
+	fmt.Printf("pairs=%d base_anon_kb=%d held_anon_kb=%d\n", n, base, anonKB())
+	runtime.KeepAlive(held)
+}
+
 func main() {
 	n := flag.Int("n", 1, "iterations")
 	steady := flag.Bool("steady", false, "parse and negate prev once, before the timed loop")
+	pairs := flag.Int("pairs", 0, "keep this many pairs at once and print their memory")
 	flag.Parse()
 	if flag.NArg() != 2 {
 		log.Fatal("usage: goref [-steady] [-n N] prev cur")
@@ -81,6 +119,10 @@ func main() {
 	curBytes, err := os.ReadFile(flag.Arg(1))
 	if err != nil {
 		log.Fatal(err)
+	}
+	if *pairs > 0 {
+		heldPairs(prevBytes, curBytes, *pairs)
+		return
 	}
 	var outLen int
 	// The runtime's own footprint, with both inputs read: what a delta adds
