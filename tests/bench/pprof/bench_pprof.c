@@ -51,15 +51,13 @@ static uint8_t *slurp(const char *path, size_t *len)
     return buf;
 }
 
-/* A kB field of /proc/self/status: VmHWM is the peak RSS (not ru_maxrss,
- * which survives execve() and would count the launcher's RSS), VmRSS the
- * current one. */
-static long status_kb(const char *field)
+/* A kB field of a /proc file. */
+static long proc_kb(const char *path, const char *field)
 {
     char line[256];
     size_t n = strlen(field);
     long kb = -1;
-    FILE *f = fopen("/proc/self/status", "r");
+    FILE *f = fopen(path, "r");
 
     while (f && fgets(line, sizeof(line), f))
         if (strncmp(line, field, n) == 0 && line[n] == ':') {
@@ -71,6 +69,13 @@ static long status_kb(const char *field)
     return kb;
 }
 
+/* VmHWM is the peak RSS (not ru_maxrss, which survives execve() and would
+ * count the launcher's RSS), VmRSS the current one. */
+static long status_kb(const char *field)
+{
+    return proc_kb("/proc/self/status", field);
+}
+
 /* The process's anonymous memory in kB (heap, stacks, mappings), exact
  * from a walk of the page tables: VmRSS and VmHWM come from per-CPU
  * counters that may lag by tens of pages, as much as a small delta adds,
@@ -78,18 +83,7 @@ static long status_kb(const char *field)
  * fault-around maps 64 KB at a time, differently from run to run. */
 static long anon_kb(void)
 {
-    char line[256];
-    long kb = -1;
-    FILE *f = fopen("/proc/self/smaps_rollup", "r");
-
-    while (f && fgets(line, sizeof(line), f))
-        if (strncmp(line, "Anonymous:", 10) == 0) {
-            kb = strtol(line + 10, NULL, 10);
-            break;
-        }
-    if (f)
-        fclose(f);
-    return kb;
+    return proc_kb("/proc/self/smaps_rollup", "Anonymous");
 }
 
 static uint64_t ns(clockid_t clk)

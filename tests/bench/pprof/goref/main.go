@@ -36,11 +36,14 @@ func cpu() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// status reads a kB field of /proc/self/status: VmHWM for the peak RSS
-// (getrusage's Maxrss survives execve and would count the launcher's RSS),
-// VmRSS for the current one.
-func status(field string) int64 {
-	data, err := os.ReadFile("/proc/self/status")
+// procKB reads a kB field of a /proc file: of /proc/self/status, VmHWM for
+// the peak RSS (getrusage's Maxrss survives execve and would count the
+// launcher's RSS) and VmRSS for the current one; of
+// /proc/self/smaps_rollup, Anonymous for the anonymous memory, exact from a
+// walk of the page tables (VmRSS and VmHWM come from per-CPU counters that
+// may lag by tens of pages, and count code pages).
+func procKB(path, field string) int64 {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return -1
 	}
@@ -54,22 +57,37 @@ func status(field string) int64 {
 	return -1
 }
 
-// anonKB is the process's anonymous memory in kB, exact from a walk of the
-// page tables (/proc/self/smaps_rollup): VmRSS and VmHWM come from per-CPU
-// counters that may lag by tens of pages, and count code pages.
-func anonKB() int64 {
-	data, err := os.ReadFile("/proc/self/smaps_rollup")
+func status(field string) int64 { return procKB("/proc/self/status", field) }
+
+func anonKB() int64 { return procKB("/proc/self/smaps_rollup", "Anonymous") }
+
+// negated parses a profile and scales it by -1, ready to be merged as the
+// base of a delta.
+func negated(data []byte) *profile.Profile {
+	p, err := profile.ParseData(data)
 	if err != nil {
-		return -1
+		log.Fatal(err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "Anonymous:") {
-			var kb int64
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(line, "Anonymous:")), "%d", &kb)
-			return kb
-		}
+	p.Scale(-1)
+	return p
+}
+
+// delta parses curBytes, writes its difference from the negated previous
+// profile into out (gzipped), and returns the current profile parsed.
+func delta(out *bytes.Buffer, curBytes []byte, negPrev *profile.Profile) *profile.Profile {
+	cur, err := profile.ParseData(curBytes)
+	if err != nil {
+		log.Fatal(err)
 	}
-	return -1
+	d, err := profile.Merge([]*profile.Profile{cur, negPrev})
+	if err != nil {
+		log.Fatal(err)
+	}
+	out.Reset()
+	if err := d.Write(out); err != nil {
+		log.Fatal(err)
+	}
+	return cur
 }
 
 // heldPairs keeps n pairs: each parses its previous profile, then computes
@@ -79,24 +97,7 @@ func heldPairs(prevBytes, curBytes []byte, n int) {
 	held := make([]*profile.Profile, n)
 	var out bytes.Buffer
 	for i := range held {
-		prev, err := profile.ParseData(prevBytes)
-		if err != nil {
-			log.Fatal(err)
-		}
-		prev.Scale(-1)
-		cur, err := profile.ParseData(curBytes)
-		if err != nil {
-			log.Fatal(err)
-		}
-		delta, err := profile.Merge([]*profile.Profile{cur, prev})
-		if err != nil {
-			log.Fatal(err)
-		}
-		out.Reset()
-		if err := delta.Write(&out); err != nil {
-			log.Fatal(err)
-		}
-		held[i] = cur
+		held[i] = delta(&out, curBytes, negated(prevBytes))
 	}
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -130,33 +131,16 @@ func main() {
 	baseRSS, baseAnon := status("VmRSS"), anonKB()
 	var held *profile.Profile
 	if *steady {
-		if held, err = profile.ParseData(prevBytes); err != nil {
-			log.Fatal(err)
-		}
-		held.Scale(-1)
+		held = negated(prevBytes)
 	}
 	var out bytes.Buffer
 	c0, w0 := cpu(), time.Now()
 	for i := 0; i < *n; i++ {
 		prev := held
 		if !*steady {
-			if prev, err = profile.ParseData(prevBytes); err != nil {
-				log.Fatal(err)
-			}
-			prev.Scale(-1)
+			prev = negated(prevBytes)
 		}
-		cur, err := profile.ParseData(curBytes)
-		if err != nil {
-			log.Fatal(err)
-		}
-		delta, err := profile.Merge([]*profile.Profile{cur, prev})
-		if err != nil {
-			log.Fatal(err)
-		}
-		out.Reset()
-		if err := delta.Write(&out); err != nil {
-			log.Fatal(err)
-		}
+		delta(&out, curBytes, prev)
 		outLen = out.Len()
 	}
 	c1, w1 := cpu(), time.Now()
