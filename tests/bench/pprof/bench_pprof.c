@@ -180,37 +180,47 @@ out:
     return rc;
 }
 
-/* The memory floor: gunzip of `cur` and gzip of its raw bytes at the same
- * level, by libdeflate alone, into buffers of the sizes libdeflate asks
- * for. */
-static int floor_once(const uint8_t *cur, size_t cur_len, const struct pprof_limits *lim,
-                      size_t *out_len, long *held_kb)
-{
-    struct libdeflate_compressor *comp = NULL;
-    uint8_t *raw = NULL, *gz = NULL;
-    size_t raw_len, bound;
-    int rc = -1;
+/* libdeflate alone on `cur`, the floor: its decompressor, the gunzipped
+ * input and, at a level above 0, a compressor and the gzip of that input at
+ * the level, all made and touched once. */
+struct floor_bufs {
+    struct libdeflate_decompressor *dec;
+    struct libdeflate_compressor *comp;
+    uint8_t *raw, *gz;
+    size_t raw_len, bound, gz_len;
+};
 
-    if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &raw, &raw_len) < 0)
-        goto out;
-    *out_len = raw_len;
+static void floor_free(struct floor_bufs *fb)
+{
+    free(fb->raw);
+    free(fb->gz);
+    if (fb->comp)
+        libdeflate_free_compressor(fb->comp);
+    if (fb->dec)
+        libdeflate_free_decompressor(fb->dec);
+}
+
+static int floor_setup(struct floor_bufs *fb, const uint8_t *cur, size_t cur_len,
+                       const struct pprof_limits *lim)
+{
+    memset(fb, 0, sizeof(*fb));
+    /* pprof_gunzip() frees its decompressor, whose block ours then takes. */
+    if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &fb->raw, &fb->raw_len) < 0 ||
+        !(fb->dec = libdeflate_alloc_decompressor()))
+        goto fail;
     if (lim->gzip_level > 0) {
-        comp = libdeflate_alloc_compressor(lim->gzip_level);
-        if (!comp)
-            goto out;
-        bound = libdeflate_gzip_compress_bound(comp, raw_len);
-        gz = malloc(bound);
-        if (!gz || (*out_len = libdeflate_gzip_compress(comp, raw, raw_len, gz, bound)) == 0)
-            goto out;
+        if (!(fb->comp = libdeflate_alloc_compressor(lim->gzip_level)))
+            goto fail;
+        fb->bound = libdeflate_gzip_compress_bound(fb->comp, fb->raw_len);
+        if (!(fb->gz = malloc(fb->bound)) ||
+            !(fb->gz_len = libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz,
+                                                    fb->bound)))
+            goto fail;
     }
-    *held_kb = anon_kb();
-    rc = 0;
-out:
-    free(gz);
-    free(raw);
-    if (comp)
-        libdeflate_free_compressor(comp);
-    return rc;
+    return 0;
+fail:
+    floor_free(fb);
+    return -1;
 }
 
 int main(int argc, char **argv)
@@ -258,9 +268,15 @@ int main(int argc, char **argv)
     if (pairs)
         return pairs_once(prev, prev_len, cur, cur_len, &lim, pairs) < 0;
     if (peak_mode && floor_mode) {
-        long base = status_kb("VmRSS"), base_anon = anon_kb(), held = 0;
-        if (floor_once(cur, cur_len, &lim, &out_len, &held) < 0)
+        /* The memory floor: what any delta that gunzips and gzips with
+         * libdeflate touches at least. */
+        long base = status_kb("VmRSS"), base_anon = anon_kb(), held;
+        struct floor_bufs fb;
+        if (floor_setup(&fb, cur, cur_len, &lim) < 0)
             return 1;
+        held = anon_kb();
+        out_len = lim.gzip_level > 0 ? fb.gz_len : fb.raw_len;
+        floor_free(&fb);
         printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
                "out_bytes=%zu\n",
                status_kb("VmHWM"), base, held, base_anon, out_len);
@@ -294,32 +310,22 @@ int main(int argc, char **argv)
     {
         /* The floor: libdeflate alone, on buffers and (de)compressors made
          * and touched before timing, as proflet's per-thread scratch is. */
-        struct libdeflate_decompressor *dec = libdeflate_alloc_decompressor();
-        struct libdeflate_compressor *comp =
-            libdeflate_alloc_compressor(lim.gzip_level > 0 ? lim.gzip_level : 1);
-        uint8_t *raw, *gz;
-        size_t bound, got;
+        struct floor_bufs fb;
+        size_t got;
 
-        if (!dec || !comp ||
-            pprof_gunzip(cur, cur_len, lim.max_decompressed, &raw, &raw_len) < 0)
+        if (floor_setup(&fb, cur, cur_len, &lim) < 0)
             return 1;
-        bound = libdeflate_gzip_compress_bound(comp, raw_len);
-        gz = malloc(bound);
-        if (!gz || libdeflate_gzip_compress(comp, raw, raw_len, gz, bound) == 0)
-            return 1;
+        raw_len = fb.raw_len;
         for (int i = 0; i < iters; i++) {
             uint64_t t0 = ns(CLOCK_THREAD_CPUTIME_ID);
-            if (libdeflate_gzip_decompress(dec, cur, cur_len, raw, raw_len, &got) !=
-                LIBDEFLATE_SUCCESS)
-                return 1;
-            if (lim.gzip_level > 0 && libdeflate_gzip_compress(comp, raw, raw_len, gz, bound) == 0)
+            if (libdeflate_gzip_decompress(fb.dec, cur, cur_len, fb.raw, fb.raw_len, &got) !=
+                    LIBDEFLATE_SUCCESS ||
+                (fb.comp &&
+                 libdeflate_gzip_compress(fb.comp, fb.raw, fb.raw_len, fb.gz, fb.bound) == 0))
                 return 1;
             floor_ns[i] = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
         }
-        free(raw);
-        free(gz);
-        libdeflate_free_compressor(comp);
-        libdeflate_free_decompressor(dec);
+        floor_free(&fb);
     }
     double t = median_ms(total, iters), fl = median_ms(floor_ns, iters);
     printf("raw_bytes=%zu in_bytes=%zu out_bytes=%zu state_bytes=%zu level=%d gunzip_ms=%.3f "
