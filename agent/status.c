@@ -37,7 +37,9 @@ int agent__reload(struct agent *a, const char *why)
                             &acfg->cfg, err, sizeof(err));
     if (r < 0)
         goto fail;
-    r = fwd_apply(a->fwd, acfg->cfg, err, sizeof(err));
+    /* A dry run never starts an endpoint: no remote-write connection, no
+     * directory or spool touched. */
+    r = a->targets_mode ? 0 : fwd_apply(a->fwd, acfg->cfg, err, sizeof(err));
     if (r < 0)
         goto fail;
     r = agent__apply_config(a, acfg, err, sizeof(err));

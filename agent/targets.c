@@ -71,6 +71,10 @@ static void entry_build(struct agent *a, struct scrape_job *job, struct source_e
             a->target_errors++;
             log_debug("invalid target", "job", job->name, "source", e->source, "err", r->error);
         }
+        /* A dry run (`proflet targets`) only reports what the rules built:
+         * no pair, so no timer, connection or DNS lookup for a target. */
+        if (a->targets_mode)
+            continue;
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct target_pair *tp = &r->pairs[k];
             uint64_t key = tp->key;

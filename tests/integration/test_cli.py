@@ -60,11 +60,11 @@ scrape-configs:
     enabled-profiles: [cpu]
     static-configs:
       - application: app
-        targets: ["10.0.0.1:6060", "10.0.0.2"]
+        targets: ["127.0.0.1:6060", "127.0.0.2"]
         labels: {team: a}
     relabel-configs:
       - source-labels: [__address__]
-        regex: "10.0.0.2.*"
+        regex: "127.0.0.2.*"
         action: drop
 remote-write:
   - url: file:///nonexistent-not-written
@@ -74,8 +74,8 @@ remote-write:
         out = json.loads(r.stdout)
         check(len(out) == 1, f"expected 1 surviving target, got {out}")
         t = out[0]
-        check(t["discoveredLabels"]["__address__"] == "10.0.0.1:6060", t)
-        check(t["labels"]["instance"] == "10.0.0.1:6060" and t["labels"]["job"] == "t", t)
+        check(t["discoveredLabels"]["__address__"] == "127.0.0.1:6060", t)
+        check(t["labels"]["instance"] == "127.0.0.1:6060" and t["labels"]["job"] == "t", t)
         check(t["labels"].get("team") == "a", t)
         r = run("targets", "--config", cfg, "--show-dropped")
         out = json.loads(r.stdout)
