@@ -2,10 +2,14 @@
  *
  * Everything runs on one libuv loop owned by this file's `struct agent`.
  * Start-up sizes libuv's pool (UV_THREADPOOL_SIZE) before anything can use
- * it, then builds the HTTP client, forwarder, discovery manager and status
- * server. SIGHUP reloads the configuration; SIGTERM/SIGINT stop the timers,
- * let in-flight scrapes and delta jobs finish up to a deadline, flush the
- * forwarder, close every handle and require uv_loop_close() to succeed. */
+ * it, then builds the work queue, the HTTP client, the scrape manager, the
+ * forwarder, the discovery manager and the status server, and wires them:
+ * discovery feeds the scrape manager, whose profiles go to the forwarder.
+ * Only this file and the agent's others log. SIGHUP reloads the
+ * configuration (reload.c); SIGTERM/SIGINT stop the timers, let in-flight
+ * scrapes and CPU jobs finish up to a deadline, flush the forwarder, close
+ * every handle and require uv_loop_close() to succeed. `proflet targets` runs
+ * discovery and a dry-run scrape manager only. */
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
@@ -16,28 +20,15 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "common/clock.h"
+#include "common/log.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
 #include "net/net.h"
 #include "proflet_version.h"
+#include "scrape/scrape.h"
 
 #define SHUTDOWN_GRACE_MS 10000
-
-uint64_t agent__now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t agent__now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000ULL + (uint64_t)ts.tv_nsec / 1000000ULL;
-}
 
 static void usage(FILE *f)
 {
@@ -79,32 +70,16 @@ static void usage(FILE *f)
             PROFLET_VERSION, SHUTDOWN_GRACE_MS / 1000);
 }
 
-static int load_config(const char *path, struct cfg **out)
-{
-    char err[1024];
-    int r;
-
-    if (path)
-        r = cfg_load_file(path, out, err, sizeof(err));
-    else
-        r = cfg_load_string(cfg_default_yaml, strlen(cfg_default_yaml), "<default>", out, err,
-                            sizeof(err));
-    if (r < 0)
-        fprintf(stderr, "proflet: invalid configuration: %s\n", err);
-    return r;
-}
-
 /* libuv reads UV_THREADPOOL_SIZE once, at the pool's first use: set it from
  * the config before anything can touch the pool. */
-static void size_threadpool(const struct cfg *cfg)
+static void size_threadpool(unsigned workers)
 {
     char n[16];
-    unsigned workers = cfg->limits.workers ? cfg->limits.workers : 2;
 
     if (getenv("UV_THREADPOOL_SIZE"))
         return;
-    /* workers for deltas, plus room for the forwarder's encode, spool and
-     * directory jobs and libuv's own file-system work. */
+    /* workers for CPU jobs, plus room for libuv's own file-system work and
+     * the DNS lookups that share its pool. */
     snprintf(n, sizeof(n), "%u", workers + 3);
     setenv("UV_THREADPOOL_SIZE", n, 1);
 }
@@ -119,7 +94,7 @@ static void on_disc_error(const char *job, const char *provider, const char *msg
     char sup[24];
 
     (void)ud;
-    if (!log_ratelimit_allow(&disc_rl, agent__now_ms(), 10, 60000, &suppressed))
+    if (!log_ratelimit_allow(&disc_rl, clock_mono_ms(), 10, 60000, &suppressed))
         return;
     snprintf(sup, sizeof(sup), "%u", suppressed);
     log_warn("discovery error", "job", job, "provider", provider, "err", msg, "suppressed", sup);
@@ -131,43 +106,66 @@ static void on_fwd_error(const char *endpoint, const char *msg, void *ud)
     char sup[24];
 
     (void)ud;
-    if (!log_ratelimit_allow(&fwd_rl, agent__now_ms(), 10, 60000, &suppressed))
+    if (!log_ratelimit_allow(&fwd_rl, clock_mono_ms(), 10, 60000, &suppressed))
         return;
     snprintf(sup, sizeof(sup), "%u", suppressed);
     log_warn("remote-write error", "endpoint", endpoint, "err", msg, "suppressed", sup);
 }
 
-size_t agent__inflight(const struct agent *a)
+/* The scrape manager limits these to one a minute per (target, type). */
+static void on_scrape_error(const struct scrape_error *e, void *ud)
 {
-    size_t n = net_client_inflight(a->http);
+    char sup[24];
 
-    for (int i = 0; i < AGENT_SCRAPE_CLIENTS; i++)
-        n += net_client_inflight(a->scrapers[i]);
-    return n;
+    (void)ud;
+    snprintf(sup, sizeof(sup), "%u", e->suppressed);
+    log_warn("scrape failed", "job", e->job, "instance", e->instance, "type", e->type, "url",
+             e->url, "reason", e->reason, "err", e->message, "suppressed", sup);
+}
+
+/* A scraped profile goes to every endpoint with the global external labels,
+ * which win over target labels as in Alloy's pyroscope.write. */
+static void on_profile(const struct labels *labels, uint8_t *data, size_t len, int64_t start_ns,
+                       int64_t end_ns, void *ud)
+{
+    struct agent *a = ud;
+    const struct agent_config *c = agent_config(a->doc);
+    struct labels ls = LABELS_INIT;
+    struct fwd_profile *prof;
+
+    if (!a->fwd || labels_copy(&ls, labels) < 0) {
+        free(data);
+        labels_done(&ls);
+        return;
+    }
+    for (unsigned i = 0; i < c->n_external_labels; i++)
+        labels_set(&ls, c->external_labels[i].key, c->external_labels[i].value);
+    prof = fwd_profile_new(&ls, data, len, start_ns, end_ns);
+    labels_done(&ls);
+    if (!prof)
+        return;
+    fwd_submit(a->fwd, prof);
+    fwd_profile_unref(prof);
 }
 
 /* ------------------------------------------------------------- shutdown */
 
-static void all_closed(void *ud)
+static void closed(void *ud)
 {
     (void)ud;
 }
 
 static void finish_close(struct agent *a)
 {
-    size_t pos = 0;
-    uint64_t k;
-    void *v;
-
-    while (hashmap_next(&a->pairs, &pos, &k, &v))
-        agent__pair_remove(a, v);
-    agent__pool_cancel_backlog(a);
+    if (a->work)
+        workq_cancel_backlog(a->work);
+    if (a->scrape)
+        scrape_manager_close(a->scrape, closed, NULL);
     if (a->status)
-        net_server_close(a->status, all_closed, NULL);
+        net_server_close(a->status, closed, NULL);
     a->status = NULL;
-    for (int i = 0; i < AGENT_SCRAPE_CLIENTS; i++)
-        net_client_close(a->scrapers[i], all_closed, NULL);
-    net_client_close(a->http, all_closed, NULL);
+    if (a->http)
+        net_client_close(a->http, closed, NULL);
     uv_close((uv_handle_t *)&a->sig_term, NULL);
     uv_close((uv_handle_t *)&a->sig_int, NULL);
     uv_close((uv_handle_t *)&a->sig_hup, NULL);
@@ -182,41 +180,37 @@ static void fwd_closed(void *ud)
     finish_close(a);
 }
 
-static void disc_closed(void *ud)
-{
-    (void)ud;
-}
-
 static void drain_check(uv_timer_t *t)
 {
     struct agent *a = t->data;
-    bool idle = agent__inflight(a) == 0 && a->pool.inflight == 0 &&
-                a->pool.backlog_len == 0;
+    bool idle = (!a->scrape || scrape_manager_busy(a->scrape) == 0) &&
+                (!a->work || workq_pending(a->work) == 0);
 
-    if (!idle && agent__now_ms() < a->shutdown_deadline_ms)
+    if (!idle && clock_mono_ms() < a->shutdown_deadline_ms)
         return;
     uv_timer_stop(t);
     if (!idle)
         log_warn("shutdown deadline reached with work in flight; abandoning it");
-    fwd_close(a->fwd, SHUTDOWN_GRACE_MS / 2, fwd_closed, a);
+    if (a->fwd)
+        fwd_close(a->fwd, SHUTDOWN_GRACE_MS / 2, fwd_closed, a);
+    else
+        finish_close(a);
 }
 
 static void begin_shutdown(struct agent *a, const char *why)
 {
-    size_t pos = 0;
-    uint64_t k;
-    void *v;
-
     if (a->stopping)
         return;
     a->stopping = true;
     log_info("shutting down", "signal", why);
-    while (hashmap_next(&a->pairs, &pos, &k, &v))
-        uv_timer_stop(&((struct scrape_pair *)v)->timer);
-    agent__pool_cancel_backlog(a);
-    disc_manager_close(a->disc, disc_closed, a);
+    if (a->scrape)
+        scrape_manager_stop(a->scrape);
+    if (a->work)
+        workq_cancel_backlog(a->work);
+    if (a->disc)
+        disc_manager_close(a->disc, closed, NULL);
     a->disc = NULL;
-    a->shutdown_deadline_ms = agent__now_ms() + SHUTDOWN_GRACE_MS;
+    a->shutdown_deadline_ms = clock_mono_ms() + SHUTDOWN_GRACE_MS;
     a->shutdown_timer.data = a;
     uv_timer_start(&a->shutdown_timer, drain_check, 0, 20);
 }
@@ -235,51 +229,22 @@ static void on_signal(uv_signal_t *h, int signum)
 
 /* ------------------------------------------------------ proflet targets */
 
-static void targets_print(struct agent *a, const char *job, bool show_dropped)
-{
-    struct buf out;
-    bool first = true;
-
-    buf_init(&out, (size_t)1 << 30);
-    buf_puts(&out, "[");
-    for (struct scrape_job *j = a->jobs; j; j = j->next) {
-        size_t pos = 0;
-        uint64_t k;
-        void *v;
-
-        if (job && strcmp(job, j->name) != 0)
-            continue;
-        while (hashmap_next(&j->sources, &pos, &k, &v)) {
-            struct source_entry *e = v;
-
-            for (size_t i = 0; e->results && i < e->n; i++) {
-                if (e->results[i].dropped && !show_dropped)
-                    continue;
-                buf_puts(&out, first ? "\n  " : ",\n  ");
-                first = false;
-                target_result_json(&e->results[i], show_dropped, &out);
-            }
-        }
-    }
-    buf_puts(&out, first ? "]\n" : "\n]\n");
-    fwrite(out.data, 1, out.len, stdout);
-    fflush(stdout);
-    buf_done(&out);
-}
-
 struct targets_opts {
     const char *job;
     bool show_dropped;
 };
 
 static struct targets_opts targets_opts;
+static uint64_t targets_last_update_ms;
+static bool targets_printed;
 
 /* Discovery is synced once ready; groups are delivered on the loop right
  * after, so print once ready and no update came for a short quiet period. */
 static void targets_check(uv_timer_t *t)
 {
     struct agent *a = t->data;
-    uint64_t now = agent__now_ms();
+    uint64_t now = clock_mono_ms();
+    struct buf out;
 
     if (a->stopping)
         return;
@@ -290,10 +255,14 @@ static void targets_check(uv_timer_t *t)
         begin_shutdown(a, "timeout");
         return;
     }
-    if (!disc_manager_ready(a->disc) || now - a->last_update_ms < 200)
+    if (!disc_manager_ready(a->disc) || now - targets_last_update_ms < 200)
         return;
-    targets_print(a, targets_opts.job, targets_opts.show_dropped);
-    a->targets_printed = true;
+    buf_init(&out, (size_t)1 << 30);
+    scrape_manager_print(a->scrape, targets_opts.job, targets_opts.show_dropped, &out);
+    fwrite(out.data, 1, out.len, stdout);
+    fflush(stdout);
+    buf_done(&out);
+    targets_printed = true;
     uv_close((uv_handle_t *)t, NULL);
     begin_shutdown(a, "done");
 }
@@ -302,103 +271,123 @@ static void targets_update(const char *job, const struct disc_group *groups, siz
 {
     struct agent *a = ud;
 
-    a->last_update_ms = agent__now_ms();
-    agent__on_discovery(job, groups, n, ud);
+    targets_last_update_ms = clock_mono_ms();
+    scrape_manager_sync(job, groups, n, a->scrape);
 }
 
 /* ------------------------------------------------------------------ run */
+
+static int load_config(const char *path, unsigned flags, struct conf_doc **out)
+{
+    char err[1024];
+    int r = agent_config_load(path, flags, out, err, sizeof(err));
+
+    if (r < 0)
+        fprintf(stderr, "proflet: invalid configuration: %s\n", err);
+    return r;
+}
+
+/* Prometheus' offset seed: the host name and the external labels. */
+static uint64_t offset_seed(const struct agent_config *c)
+{
+    struct labels ext = LABELS_INIT;
+    char host[256] = "";
+    uint64_t seed;
+
+    gethostname(host, sizeof(host) - 1);
+    for (unsigned i = 0; i < c->n_external_labels; i++)
+        labels_set(&ext, c->external_labels[i].key, c->external_labels[i].value);
+    seed = scrape_offset_seed(host, &ext);
+    labels_done(&ext);
+    return seed;
+}
+
+static int start(struct agent *a, const struct agent_config *c, bool targets_mode, char *err,
+                 size_t errlen)
+{
+    struct scrape_opts so = {
+        .loop = a->loop,
+        .dry_run = targets_mode,
+        .offset_seed = offset_seed(c),
+        .on_profile = on_profile,
+        .on_error = on_scrape_error,
+        .ud = a,
+    };
+
+    a->workers = c->limits.workers;
+    if (!(a->work = workq_new(a->loop, a->workers, c->limits.max_jobs_backlog))) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    so.work = a->work;
+    if (!(a->http = net_client_new(a->loop, 1024, err, errlen)))
+        return -EINVAL;
+    if (!(a->scrape = scrape_manager_new(&so, err, errlen)))
+        return -EINVAL;
+    if (!targets_mode && !(a->fwd = fwd_new(a->loop, a->http))) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    a->disc = disc_manager_new(a->loop, a->http, a->work,
+                               targets_mode ? 0 : c->discovery.coalesce_ms,
+                               targets_mode ? targets_update : scrape_manager_sync,
+                               targets_mode ? (void *)a : (void *)a->scrape);
+    if (!a->disc) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    if (a->fwd)
+        fwd_set_error_cb(a->fwd, on_fwd_error, a);
+    disc_manager_set_error_cb(a->disc, on_disc_error, a);
+    return 0;
+}
 
 static int run(const char *config_path, const char *log_level, bool targets_mode)
 {
     struct agent a;
     uv_loop_t loop;
-    struct cfg *cfg = NULL;
+    struct conf_doc *doc = NULL;
+    const struct agent_config *c;
     uv_timer_t targets_timer;
     char err[1024];
     int r;
 
     memset(&a, 0, sizeof(a));
-    if (load_config(config_path, &cfg) < 0)
+    a.config_flags = CONF_EXPAND_ENV;
+    if (load_config(config_path, a.config_flags, &doc) < 0)
         return 2;
-    size_threadpool(cfg);
+    c = agent_config(doc);
+    size_threadpool(c->limits.workers);
     if (log_level)
         log_set_level((enum log_level)log_parse_level(log_level));
-    else if (cfg->log_level && log_parse_level(cfg->log_level) >= 0)
-        log_set_level((enum log_level)log_parse_level(cfg->log_level));
+    else if (c->log_level && log_parse_level(c->log_level) >= 0)
+        log_set_level((enum log_level)log_parse_level(c->log_level));
     if (targets_mode && !log_level)
         log_set_level(LOG_WARN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        cfg_free(cfg);
+        conf_doc_unref(doc);
         fprintf(stderr, "proflet: curl_global_init failed\n");
         return 1;
     }
     uv_loop_init(&loop);
-    loop.data = &a;
     a.loop = &loop;
-    a.config_path = (char *)config_path;
-    a.targets_mode = targets_mode;
+    a.config_path = config_path;
     a.log_level_fixed = log_level || targets_mode;
-    a.start_time_ns = agent__now_ns();
-    hashmap_init(&a.pairs);
-    labels_init(&a.external);
-    pprof_limits_default(&a.pprof_limits);
-    a.pprof_limits.max_decompressed = cfg->limits.max_decompressed;
-    if (cfg->limits.max_samples)
-        a.pprof_limits.max_samples = cfg->limits.max_samples;
-    if (cfg->limits.max_locations)
-        a.pprof_limits.max_locations = cfg->limits.max_locations;
-    if (cfg->limits.max_functions)
-        a.pprof_limits.max_functions = cfg->limits.max_functions;
-    if (cfg->limits.max_strings)
-        a.pprof_limits.max_strings = cfg->limits.max_strings;
-    if (cfg->limits.max_stack_depth)
-        a.pprof_limits.max_stack_depth = cfg->limits.max_stack_depth;
-    a.pprof_limits.gzip_level = cfg->limits.gzip_level;
-    agent__pool_init(&a.pool, cfg->limits.workers ? cfg->limits.workers : 2,
-                     cfg->limits.max_jobs_backlog);
-    {
-        char host[256] = "";
-
-        gethostname(host, sizeof(host) - 1);
-        for (unsigned i = 0; i < cfg->n_external_labels; i++)
-            labels_set(&a.external, cfg->external_labels[i].key, cfg->external_labels[i].value);
-        a.offset_seed = target_offset_seed(host, &a.external);
-    }
-    labels_done(&a.external);
-
-    a.http = net_client_new(&loop, 1024, err, sizeof(err));
-    for (int i = 0; a.http && i < AGENT_SCRAPE_CLIENTS; i++) {
-        a.scrapers[i] = net_client_new(&loop, 1024, err, sizeof(err));
-        if (!a.scrapers[i]) {
-            while (i--)
-                net_client_close(a.scrapers[i], all_closed, NULL);
-            net_client_close(a.http, all_closed, NULL);
-            a.http = NULL;
-        }
-    }
-    if (!a.http) {
-        fprintf(stderr, "proflet: %s\n", err);
-        cfg_free(cfg);
-        uv_run(&loop, UV_RUN_DEFAULT);
-        uv_loop_close(&loop);
-        return 1;
-    }
-    a.fwd = fwd_new(&loop, a.http);
-    a.disc = disc_manager_new(&loop, a.http, targets_mode ? 0 : cfg->discovery_coalesce_ms,
-                              targets_mode ? targets_update : agent__on_discovery, &a);
-    if (!a.fwd || !a.disc) {
-        fprintf(stderr, "proflet: out of memory\n");
-        return 1;
-    }
-    fwd_set_error_cb(a.fwd, on_fwd_error, &a);
-    disc_manager_set_error_cb(a.disc, on_disc_error, &a);
+    a.start_time_ns = clock_wall_ns();
     uv_timer_init(&loop, &a.shutdown_timer);
     uv_signal_init(&loop, &a.sig_term);
     uv_signal_init(&loop, &a.sig_int);
     uv_signal_init(&loop, &a.sig_hup);
     a.sig_term.data = a.sig_int.data = a.sig_hup.data = &a;
-    cfg_free(cfg);
-    cfg = NULL;
+    r = start(&a, c, targets_mode, err, sizeof(err));
+    conf_doc_unref(doc);
+    if (r < 0) {
+        fprintf(stderr, "proflet: %s\n", err);
+        a.exit_code = 1;
+        a.started = true;
+        begin_shutdown(&a, "start-up failed");
+        goto run_loop;
+    }
 
     /* The first load goes through the same path as a reload. */
     if (agent__reload(&a, "start") < 0) {
@@ -409,7 +398,7 @@ static int run(const char *config_path, const char *log_level, bool targets_mode
     }
     a.reloads_ok = 0;
     if (!targets_mode) {
-        const char *addr = a.acfg->cfg->listen_address;
+        const char *addr = agent_config(a.doc)->listen_address;
 
         if (addr && *addr) {
             r = net_server_start(&loop, addr, agent__status_handler, &a, &a.status, err,
@@ -430,26 +419,16 @@ static int run(const char *config_path, const char *log_level, bool targets_mode
     } else {
         uv_timer_init(&loop, &targets_timer);
         targets_timer.data = &a;
-        a.shutdown_deadline_ms = agent__now_ms() + 60000;
-        a.last_update_ms = agent__now_ms();
+        a.shutdown_deadline_ms = clock_mono_ms() + 60000;
+        targets_last_update_ms = clock_mono_ms();
         uv_timer_start(&targets_timer, targets_check, 10, 10);
     }
     a.started = true;
 
 run_loop:
     uv_run(&loop, UV_RUN_DEFAULT);
-    agent__free_jobs(&a);
-    agent__cfg_unref(a.acfg);
-    labels_done(&a.external);
-    hashmap_done(&a.pairs);
-    while (a.stats) {
-        struct agent_stats *next = a.stats->next;
-
-        free(a.stats->job);
-        free(a.stats->type);
-        free(a.stats);
-        a.stats = next;
-    }
+    conf_doc_unref(a.doc);
+    workq_free(a.work);
     r = uv_loop_close(&loop);
     if (r != 0) {
         fprintf(stderr, "proflet: uv_loop_close: %s\n", uv_strerror(r));
@@ -457,7 +436,7 @@ run_loop:
             a.exit_code = 1;
     }
     curl_global_cleanup();
-    if (targets_mode && !a.targets_printed && !a.exit_code)
+    if (targets_mode && !targets_printed && !a.exit_code)
         a.exit_code = 1;
     log_info("proflet stopped", "exit_code", a.exit_code ? "1" : "0");
     return a.exit_code;
@@ -508,7 +487,7 @@ int main(int argc, char **argv)
             targets_opts.show_dropped = true;
             break;
         case 'p':
-            fputs(cfg_default_yaml, stdout);
+            fputs(agent_default_config, stdout);
             return 0;
         case 'v':
             printf("proflet %s (libuv %s, %s)\n", PROFLET_VERSION, uv_version_string(),
@@ -528,14 +507,18 @@ int main(int argc, char **argv)
         return 2;
     }
     if (check) {
-        struct cfg *cfg = NULL;
+        struct conf_doc *doc = NULL;
+        const struct agent_config *cfg;
 
-        if (load_config(check, &cfg) < 0)
+        if (load_config(check, CONF_EXPAND_ENV, &doc) < 0)
             return 2;
+        cfg = agent_config(doc);
+        for (size_t i = 0; conf_doc_warning(doc, i); i++)
+            fprintf(stderr, "proflet: warning: %s\n", conf_doc_warning(doc, i));
         printf("%s: configuration is valid (%u scrape job%s, %u remote-write endpoint%s)\n",
                check, cfg->n_scrape, cfg->n_scrape == 1 ? "" : "s", cfg->n_remote,
                cfg->n_remote == 1 ? "" : "s");
-        cfg_free(cfg);
+        conf_doc_unref(doc);
         return 0;
     }
     return run(config, level, targets);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,4 +75,62 @@ int fsutil_write_atomic(const char *dir, const char *name, const void *data, siz
     if (r < 0)
         unlink(tmp);
     return r;
+}
+
+int fsutil_read_small(const char *path, size_t cap, char **out, size_t *len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    char *b;
+    size_t n = 0;
+    ssize_t r;
+
+    if (fd < 0)
+        return -errno;
+    if (!(b = malloc(cap + 1))) {
+        close(fd);
+        return -ENOMEM;
+    }
+    while (n < cap && (r = read(fd, b + n, cap - n)) != 0) {
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            r = -errno;
+            free(b);
+            close(fd);
+            return (int)r;
+        }
+        n += (size_t)r;
+    }
+    if (n == cap) {
+        char extra;
+
+        if (read(fd, &extra, 1) > 0) {
+            free(b);
+            close(fd);
+            return -E2BIG;
+        }
+    }
+    close(fd);
+    b[n] = '\0';
+    *out = b;
+    if (len)
+        *len = n;
+    return 0;
+}
+
+static bool space(char c)
+{
+    return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+char *fsutil_trim(char *s)
+{
+    size_t n = strlen(s), i = 0;
+
+    while (n && space(s[n - 1]))
+        s[--n] = '\0';
+    while (i < n && space(s[i]))
+        i++;
+    memmove(s, s + i, n - i + 1);
+    return s;
 }

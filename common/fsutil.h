@@ -1,5 +1,5 @@
-/** Small file-system helpers shared by the modules that write files (the
- * directory sink and the spool). Blocking calls: run them on a pool thread
+/** Small file-system helpers shared by the modules that read and write
+ * files (secrets, the directory sink, the spool). Blocking calls: run them on a pool thread
  * (uv_queue_work), never on the loop thread. Thread-safe; no state. */
 #ifndef PROFLET_COMMON_FSUTIL_H
 #define PROFLET_COMMON_FSUTIL_H
@@ -21,5 +21,14 @@ int fsutil_mkdir_p(const char *path, mode_t mode);
  * errno. */
 int fsutil_write_atomic(const char *dir, const char *name, const void *data, size_t len,
                         bool sync);
+
+/** Reads a whole small file into a malloc'd, NUL-terminated buffer (`*len`
+ * gets its length when not NULL). Returns 0, -E2BIG if it holds more than
+ * `cap` bytes, or a negative errno. */
+int fsutil_read_small(const char *path, size_t cap, char **out, size_t *len);
+
+/** Cuts leading and trailing white space (space, tab, CR, LF) in place, as
+ * Go's strings.TrimSpace does for ASCII; returns `s`. */
+char *fsutil_trim(char *s);
 
 #endif

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "buf.h"
+#include "clock.h"
 
 static enum log_level min_level = LOG_INFO;
 static const char *const names[] = {"debug", "info", "warn", "error"};
@@ -65,7 +66,8 @@ static void put_value(struct buf *b, const char *v)
 void log_kv(enum log_level lvl, const char *msg, ...)
 {
     struct buf b;
-    struct timespec ts;
+    uint64_t now = clock_wall_ns();
+    time_t secs = (time_t)(now / 1000000000ULL);
     struct tm tm;
     char tbuf[40];
     va_list ap;
@@ -73,11 +75,11 @@ void log_kv(enum log_level lvl, const char *msg, ...)
 
     if (lvl < min_level)
         return;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    gmtime_r(&ts.tv_sec, &tm);
+    gmtime_r(&secs, &tm);
     strftime(tbuf, sizeof(tbuf), "%Y-%m-%dT%H:%M:%S", &tm);
     buf_init(&b, 64 * 1024);
-    buf_printf(&b, "ts=%s.%03ldZ level=%s msg=", tbuf, ts.tv_nsec / 1000000, names[lvl]);
+    buf_printf(&b, "ts=%s.%03uZ level=%s msg=", tbuf, (unsigned)(now / 1000000ULL % 1000),
+               names[lvl]);
     put_value(&b, msg);
     va_start(ap, msg);
     while ((k = va_arg(ap, const char *)) != NULL) {

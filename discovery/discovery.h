@@ -13,11 +13,107 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "agent/config.h"
 #include "common/buf.h"
 #include "common/labels.h"
+#include "common/workq.h"
+#include "conf/conf.h"
+#include "net/net.h"
 
 struct net_client;
+
+/* --------------------------------------------------------- configuration */
+
+/** `static-configs` entry. */
+struct disc_static_cfg {
+    char *application;   /**< sets service_name */
+    char *spy_name;      /**< becomes __spy_name__ (sent as pyroscope_spy) */
+    char **targets;
+    unsigned n_targets;
+    struct conf_kv *labels;
+    unsigned n_labels;
+};
+
+/** `file-sd-configs` entry. */
+struct disc_file_cfg {
+    char **files;        /**< globs ending in .json, .yml or .yaml */
+    unsigned n_files;
+    uint64_t refresh_interval_ms; /**< default 5m */
+};
+
+struct disc_k8s_selector_cfg {
+    char *role;          /**< pod | node */
+    char *label;
+    char *field;
+};
+
+/** `kubernetes-sd-configs` entry (role pod). */
+struct disc_k8s_cfg {
+    char *role;          /**< only "pod" */
+    char *api_server;
+    char *kubeconfig_file;
+    bool own_namespace;
+    char **namespaces;
+    unsigned n_namespaces;
+    struct disc_k8s_selector_cfg *selectors;
+    unsigned n_selectors;
+    bool attach_node;
+    bool attach_namespace;
+    struct net_http_cfg http;
+    bool http_set;       /**< any HTTP client key was given (needs api_server) */
+    char *service_account_dir; /**< default /var/run/secrets/kubernetes.io/serviceaccount */
+};
+
+/** The discovery settings of one scrape job. */
+struct disc_sd_cfg {
+    struct disc_static_cfg *static_configs;
+    unsigned n_static;
+    struct disc_file_cfg *file_sd;
+    unsigned n_file_sd;
+    struct disc_k8s_cfg *k8s_sd;
+    unsigned n_k8s_sd;
+};
+
+/** Settings of the discovery manager itself. */
+struct disc_cfg {
+    uint64_t coalesce_ms;    /**< `discovery.coalesce-delay`, default 1s */
+    uint64_t max_watch_line; /**< `limits.max-watch-line`: k8s line / list page /
+                                  file_sd file cap, default 16 MiB */
+};
+
+#define DISC_DEFAULT_MAX_WATCH_LINE ((uint64_t)16 << 20)
+
+extern const cyaml_schema_value_t disc__static_entry, disc__file_entry, disc__k8s_entry;
+
+/** The libcyaml fields of a struct disc_sd_cfg embedded as member `m` of
+ * `S` (a scrape job's mapping). */
+#define DISC_SD_CFG_FIELDS(S, m)                                                            \
+    CYAML_FIELD_SEQUENCE_COUNT("static-configs", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, \
+                               S, m.static_configs, m.n_static, &disc__static_entry, 0,    \
+                               CYAML_UNLIMITED),                                           \
+    CYAML_FIELD_SEQUENCE_COUNT("file-sd-configs", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER,\
+                               S, m.file_sd, m.n_file_sd, &disc__file_entry, 0,            \
+                               CYAML_UNLIMITED),                                           \
+    CYAML_FIELD_SEQUENCE_COUNT("kubernetes-sd-configs",                                    \
+                               CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S, m.k8s_sd,      \
+                               m.n_k8s_sd, &disc__k8s_entry, 0, CYAML_UNLIMITED)
+
+/** The field of `discovery:` (coalesce-delay) and the one discovery adds
+ * to `limits:` (max-watch-line), for a struct disc_cfg member `m` of `S`. */
+#define DISC_CFG_FIELDS(S, m)                                                              \
+    CYAML_FIELD_UINT("coalesce-delay", CYAML_FLAG_OPTIONAL, S, m.coalesce_ms)
+#define DISC_CFG_LIMIT_FIELDS(S, m)                                                        \
+    CYAML_FIELD_UINT("max-watch-line", CYAML_FLAG_OPTIONAL, S, m.max_watch_line)
+
+/** Key metadata of DISC_CFG_FIELDS and DISC_CFG_LIMIT_FIELDS. */
+extern const struct conf_key disc_cfg_keys[];
+/** Sections of discovery's own mappings; NULL-terminated. */
+extern const struct conf_section *const disc_cfg_sections[];
+
+/** One scrape job's discovery, as disc_manager_apply() takes it. */
+struct disc_job {
+    const char *name;
+    const struct disc_sd_cfg *sd;
+};
 
 /** One target group, borrowed for the duration of the update callback.
  * Each target's labels already include the group's labels (target labels
@@ -34,11 +130,13 @@ typedef void (*disc_update_cb)(const char *job, const struct disc_group *groups,
 
 struct disc_manager;
 
-/** Creates a manager. `coalesce_ms` bounds how often updates are delivered
+/** Creates a manager whose providers use `http` and queue their file
+ * reads on `work`. `coalesce_ms` bounds how often updates are delivered
  * (0: deliver at once, as `proflet targets` wants). */
 struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
-                                      uint64_t coalesce_ms, disc_update_cb cb, void *ud);
-/** Starts, keeps or stops providers so they match `cfg` (borrowed only
+                                      struct workq *work, uint64_t coalesce_ms, disc_update_cb cb,
+                                      void *ud);
+/** Starts, keeps or stops providers so they match `jobs` (borrowed only
  * during the call: providers copy what they keep). Kubernetes and file
  * providers run once per distinct settings and feed every job using them;
  * static ones are per job. Providers whose settings did not change keep
@@ -46,7 +144,8 @@ struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
  * gets its current groups. Jobs that disappear get empty groups for all
  * their sources; a provider stops when no job uses it any more. Returns 0
  * or a negative code with a message. */
-int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err, size_t errlen);
+int disc_manager_apply(struct disc_manager *m, const struct disc_job *jobs, size_t n_jobs,
+                       const struct disc_cfg *settings, char *err, size_t errlen);
 /** True once every provider has completed its first sync. */
 bool disc_manager_ready(const struct disc_manager *m);
 /** Appends the discovery metrics in Prometheus text format. */

@@ -255,10 +255,9 @@ struct file_provider {
     bool again;                 /* a refresh was asked for during it */
 };
 
-static size_t cap_of(const struct cfg *cfg)
+static size_t cap_of(const struct disc_cfg *g)
 {
-    return cfg && cfg->limits.max_watch_line ? (size_t)cfg->limits.max_watch_line
-                                             : FILE_DEFAULT_CAP;
+    return g && g->max_watch_line ? (size_t)g->max_watch_line : FILE_DEFAULT_CAP;
 }
 
 static void fp_free(struct disc__provider *bp)
@@ -280,35 +279,27 @@ static void fp_free(struct disc__provider *bp)
     free(p);
 }
 
-static struct disc__provider *fp_create(struct disc_manager *m, const struct cfg *cfg,
-                                        const struct cfg_scrape *sc, unsigned index, char *err,
-                                        size_t errlen)
+static struct disc__provider *fp_create(struct disc_manager *m, const struct disc_cfg *g,
+                                        const char *job, const struct disc_sd_cfg *sd,
+                                        unsigned index, char *err, size_t errlen)
 {
-    const struct cfg_file_sd *f = &sc->file_sd[index];
+    const struct disc_file_cfg *f = &sd->file_sd[index];
     struct file_provider *p = calloc(1, sizeof(*p));
 
-    if (!p || disc__provider_init(&p->base, &disc__file_ops, m, sc->job_name) < 0)
+    if (!p || disc__provider_init(&p->base, &disc__file_ops, m, job) < 0)
         goto oom;
     p->globs = calloc(f->n_files ? f->n_files : 1, sizeof(char *));
     if (!p->globs)
         goto oom;
+    /* The paths' form was checked when the file was loaded. */
     for (unsigned i = 0; i < f->n_files; i++) {
-        const char *g = f->files[i] ? f->files[i] : "";
-        const char *base = strrchr(g, '/');
-        const char *ext = strrchr(base ? base : g, '.');
-
-        if (!ext || (strcmp(ext, ".json") && strcmp(ext, ".yml") && strcmp(ext, ".yaml"))) {
-            snprintf(err, errlen, "path name %s must end with .json, .yml or .yaml", g);
-            fp_free(&p->base);
-            return NULL;
-        }
-        p->globs[i] = strdup(g);
+        p->globs[i] = strdup(f->files[i] ? f->files[i] : "");
         if (!p->globs[i])
             goto oom;
         p->n_globs++;
     }
     p->refresh_ms = f->refresh_interval_ms ? f->refresh_interval_ms : 300000;
-    p->cap = cap_of(cfg);
+    p->cap = cap_of(g);
     return &p->base;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -322,17 +313,13 @@ oom:
 /* The settings a file provider runs with: its globs, refresh interval and
  * size cap. The job is not part of it, so identical file_sd pieces of
  * several jobs share one provider. */
-static char *fp_signature(const struct cfg *cfg, const struct cfg_scrape *sc, unsigned index)
+static char *fp_signature(const struct disc_cfg *g, const struct disc_sd_cfg *sd, unsigned index)
 {
-    const struct cfg_file_sd *f = &sc->file_sd[index];
     struct buf b;
 
     buf_init(&b, 1 << 20);
-    buf_printf(&b, "refresh=%llu;cap=%zu;",
-               (unsigned long long)(f->refresh_interval_ms ? f->refresh_interval_ms : 300000),
-               cap_of(cfg));
-    for (unsigned i = 0; i < f->n_files; i++)
-        cfg_sig_str(&b, "f", f->files[i] ? f->files[i] : "");
+    buf_printf(&b, "cap=%zu;", cap_of(g));
+    conf_signature(&disc__file_entry, &sd->file_sd[index], &b);
     return b.data ? buf_steal(&b, NULL) : NULL;
 }
 
@@ -433,7 +420,6 @@ struct file_result {
 };
 
 struct refresh_job {
-    uv_work_t req;
     struct file_provider *p;
     struct file_result *res;
     size_t n_res;
@@ -449,9 +435,9 @@ static bool result_has(const struct refresh_job *j, const char *path)
 
 /* Pool thread: expands the globs, reads and parses every file. Touches only
  * the job and the provider's immutable globs and cap. */
-static void refresh_work(uv_work_t *req)
+static void refresh_work(void *arg)
 {
-    struct refresh_job *j = req->data;
+    struct refresh_job *j = arg;
     const struct file_provider *p = j->p;
 
     for (unsigned k = 0; k < p->n_globs; k++) {
@@ -493,9 +479,9 @@ static void refresh_work(uv_work_t *req)
 static void refresh(struct file_provider *p);
 
 /* Loop thread: applies what the job found. */
-static void refresh_done(uv_work_t *req, int status)
+static void refresh_done(void *arg, int status)
 {
-    struct refresh_job *j = req->data;
+    struct refresh_job *j = arg;
     struct file_provider *p = j->p;
     char src[4200];
     size_t i;
@@ -575,8 +561,7 @@ static void refresh(struct file_provider *p)
         return;
     }
     j->p = p;
-    j->req.data = j;
-    if (uv_queue_work(disc__loop(p->base.m), &j->req, refresh_work, refresh_done) < 0) {
+    if (workq_submit(disc__work(p->base.m), 0, refresh_work, refresh_done, j) < 0) {
         free(j);
         disc__error(&p->base, DISC_ERR_FILE_READ, "file_sd: cannot queue a refresh");
         return;

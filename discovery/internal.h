@@ -66,22 +66,21 @@ struct disc__srctab;
 
 struct disc__provider_ops {
     const char *name; /**< "static", "file", "kubernetes" */
-    /** Creates a stopped provider for piece `index` of `sc` (for static: all
-     * of sc's static configs). Copies what it keeps. NULL with a message on
-     * failure. */
-    struct disc__provider *(*create)(struct disc_manager *m, const struct cfg *cfg,
-                                     const struct cfg_scrape *sc, unsigned index, char *err,
-                                     size_t errlen);
+    /** Creates a stopped provider for piece `index` of job `job`'s `sd`
+     * (for static: all of the job's static configs), under the manager's
+     * settings `g`. Copies what it keeps. NULL with a message on failure. */
+    struct disc__provider *(*create)(struct disc_manager *m, const struct disc_cfg *g,
+                                     const char *job, const struct disc_sd_cfg *sd,
+                                     unsigned index, char *err, size_t errlen);
     /** Shareable kinds: a malloc'd string that is equal for two pieces
      * exactly when a provider created from one would serve the other (NULL
      * on OOM). The manager runs one provider per distinct signature and
      * feeds its groups to every job whose pieces give that signature, so
      * such a provider must not depend on the job. NULL for per-job kinds. */
-    char *(*signature)(const struct cfg *cfg, const struct cfg_scrape *sc, unsigned index);
-    /** Per-job kinds (no signature): true if piece `index` of `sc` has
+    char *(*signature)(const struct disc_cfg *g, const struct disc_sd_cfg *sd, unsigned index);
+    /** Per-job kinds (no signature): true if piece `index` of `sd` has
      * exactly the settings `p` runs with. */
-    bool (*same)(const struct disc__provider *p, const struct cfg *cfg,
-                 const struct cfg_scrape *sc, unsigned index);
+    bool (*same)(const struct disc__provider *p, const struct disc_sd_cfg *sd, unsigned index);
     /** Starts watching/listing. Returns 0 or a negative code with a message. */
     int (*start)(struct disc__provider *p, char *err, size_t errlen);
     /** Stops: no emits after this returns; disc__provider_closed(p) follows
@@ -131,9 +130,10 @@ void disc__error(struct disc__provider *p, enum disc__err_kind kind, const char 
 /** Called by a provider once it has fully closed (from close() or later). */
 void disc__provider_closed(struct disc__provider *p);
 
-/** The manager's loop and HTTP client. */
+/** The manager's loop, HTTP client and work queue. */
 uv_loop_t *disc__loop(const struct disc_manager *m);
 struct net_client *disc__http(const struct disc_manager *m);
+struct workq *disc__work(const struct disc_manager *m);
 
 /** Frees an array of `n` label sets (NULL is fine). */
 void disc__targets_free(struct labels *t, size_t n);

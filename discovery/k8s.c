@@ -22,7 +22,7 @@
  * once; an end in under 1 s without events, malformed JSON, an unknown
  * event type or a connection dropped mid-event -> counted, back off,
  * re-list. Backoff: 0.8 s doubling to 30 s, full jitter, reset after
- * 2 quiet minutes. A 401 forces the token file to be re-read.
+ * 2 quiet minutes. A 401 asks for the token file to be re-read.
  *
  * Threading: loop thread only. Requests are never started or cancelled from
  * inside a net callback: every next step goes through the informer's timer.
@@ -109,26 +109,13 @@ struct k8s_provider {
 
 /* ---------------------------------------------------------------- settings */
 
-static char *settings_sig(const struct cfg *cfg, const struct cfg_k8s_sd *sd)
+static char *settings_sig(const struct disc_cfg *g, const struct disc_k8s_cfg *sd)
 {
     struct buf b;
 
     buf_init(&b, 1 << 20);
-    cfg_sig_str(&b, "role", sd->role);
-    cfg_sig_str(&b, "api", sd->api_server);
-    cfg_sig_str(&b, "kc", sd->kubeconfig_file);
-    buf_printf(&b, "own=%d;node=%d;ns=%d;set=%d;", sd->own_namespace, sd->attach_node,
-               sd->attach_namespace, sd->http_set);
-    for (unsigned i = 0; i < sd->n_namespaces; i++)
-        cfg_sig_str(&b, "n", sd->namespaces[i]);
-    for (unsigned i = 0; i < sd->n_selectors; i++) {
-        cfg_sig_str(&b, "sr", sd->selectors[i].role);
-        cfg_sig_str(&b, "sl", sd->selectors[i].label);
-        cfg_sig_str(&b, "sf", sd->selectors[i].field);
-    }
-    cfg_http_signature(&sd->http, &b);
-    cfg_sig_str(&b, "sa", sd->service_account_dir);
-    buf_printf(&b, "cap=%llu;", cfg ? (unsigned long long)cfg->limits.max_watch_line : 0ull);
+    buf_printf(&b, "cap=%llu;", g ? (unsigned long long)g->max_watch_line : 0ull);
+    conf_signature(&disc__k8s_entry, sd, &b);
     return b.data ? buf_steal(&b, NULL) : NULL;
 }
 
@@ -394,19 +381,22 @@ static void fill_opts(struct informer *inf, struct net_request_opts *o)
     inf->headers[0] = "Accept: application/json";
     o->headers = inf->headers;
     o->n_headers = 1;
-    o->bearer_token = c->token;
+    o->bearer_token = net_secret_get(c->bearer);
     o->username = c->username;
-    o->password = c->password;
+    o->password = net_secret_get(c->pass);
     o->tls = &c->tls;
     o->proxy_url = c->proxy_url;
 }
 
+/* After a 401 the token is re-read before the next request; a token file
+ * that cannot be read is reported. */
 static void refresh_token(struct informer *inf, bool force)
 {
-    char err[300];
-    uint64_t now = uv_now(disc__loop(inf->kp->base.m));
+    const char *err = net_secret_error(inf->kp->conn.bearer);
 
-    if (disc__k8s_conn_refresh_token(&inf->kp->conn, now, force, err, sizeof(err)) < 0)
+    if (force)
+        net_secret_expire(inf->kp->conn.bearer);
+    if (force && err)
         disc__error(&inf->kp->base, DISC_ERR_AUTH, "kubernetes: %s", err);
 }
 
@@ -425,7 +415,6 @@ static void start_request(struct informer *inf, struct buf *url, bool watch, uin
         schedule(inf, watch ? NEXT_WATCH : NEXT_LIST, backoff(inf));
         return;
     }
-    refresh_token(inf, false);
     fill_opts(inf, &o);
     o.timeout_ms = timeout_ms;
     if (watch) {
@@ -881,7 +870,8 @@ static void kp_free(struct disc__provider *bp)
     free(kp);
 }
 
-static const struct cfg_k8s_selector *selector(const struct cfg_k8s_sd *sd, const char *role)
+static const struct disc_k8s_selector_cfg *selector(const struct disc_k8s_cfg *sd,
+                                                    const char *role)
 {
     for (unsigned i = 0; i < sd->n_selectors; i++)
         if (sd->selectors[i].role && strcmp(sd->selectors[i].role, role) == 0)
@@ -889,47 +879,30 @@ static const struct cfg_k8s_selector *selector(const struct cfg_k8s_sd *sd, cons
     return NULL;
 }
 
-static struct disc__provider *kp_create(struct disc_manager *m, const struct cfg *cfg,
-                                        const struct cfg_scrape *sc, unsigned index, char *err,
-                                        size_t errlen)
+static struct disc__provider *kp_create(struct disc_manager *m, const struct disc_cfg *g,
+                                        const char *job, const struct disc_sd_cfg *sdc,
+                                        unsigned index, char *err, size_t errlen)
 {
-    const struct cfg_k8s_sd *sd = &sc->k8s_sd[index];
+    const struct disc_k8s_cfg *sd = &sdc->k8s_sd[index];
     struct k8s_provider *kp;
-    const struct cfg_k8s_selector *ps = selector(sd, "pod"), *ns_sel = selector(sd, "node");
+    const struct disc_k8s_selector_cfg *ps = selector(sd, "pod"), *ns_sel = selector(sd, "node");
     int rc;
 
-    if (sd->role && strcmp(sd->role, "pod") != 0) {
-        snprintf(err, errlen, "role %s is not supported (only pod)", sd->role);
-        return NULL;
-    }
-    for (unsigned i = 0; i < sd->n_selectors; i++) {
-        const char *r = sd->selectors[i].role ? sd->selectors[i].role : "";
-
-        if (strcmp(r, "pod") && strcmp(r, "node")) {
-            snprintf(err, errlen, "selector role %s is not allowed with role pod", r);
-            return NULL;
-        }
-        for (unsigned k = 0; k < i; k++) {
-            if (sd->selectors[k].role && strcmp(sd->selectors[k].role, r) == 0) {
-                snprintf(err, errlen, "duplicated selector role: %s", r);
-                return NULL;
-            }
-        }
-    }
+    /* role, selector roles and duplicates were checked when the file was
+     * loaded (discovery/config.c). */
     kp = calloc(1, sizeof(*kp));
-    if (!kp || disc__provider_init(&kp->base, &disc__k8s_ops, m, sc->job_name) < 0) {
+    if (!kp || disc__provider_init(&kp->base, &disc__k8s_ops, m, job) < 0) {
         free(kp);
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    rc = disc__k8s_conn_init(&kp->conn, sd, err, errlen);
+    rc = disc__k8s_conn_init(&kp->conn, disc__loop(m), disc__work(m), sd, err, errlen);
     if (rc < 0) {
         disc__provider_done(&kp->base);
         free(kp);
         return NULL;
     }
-    kp->cap = cfg && cfg->limits.max_watch_line ? (size_t)cfg->limits.max_watch_line
-                                                : DEFAULT_CAP;
+    kp->cap = g && g->max_watch_line ? (size_t)g->max_watch_line : DEFAULT_CAP;
     kp->attach_node = sd->attach_node;
     kp->attach_ns = sd->attach_namespace;
     if (kp->attach_ns && !(kp->nss = inf_new(kp, INF_NS, NULL, NULL, NULL)))
@@ -957,9 +930,9 @@ oom:
     return NULL;
 }
 
-static char *kp_signature(const struct cfg *cfg, const struct cfg_scrape *sc, unsigned index)
+static char *kp_signature(const struct disc_cfg *g, const struct disc_sd_cfg *sd, unsigned index)
 {
-    return settings_sig(cfg, &sc->k8s_sd[index]);
+    return settings_sig(g, &sd->k8s_sd[index]);
 }
 
 static void check_synced(struct k8s_provider *kp)

@@ -1,7 +1,7 @@
-/* Kubernetes connection settings (reference/prometheus.md §3.5, §5).
+/* Kubernetes connection settings (docs/design.md "Kubernetes discovery").
  *
- * Three ways, checked as Prometheus does (api-server with kubeconfig,
- * HTTP settings without api-server, own-namespace with either: rejected):
+ * Three ways (the combinations Prometheus rejects are refused when the
+ * file is loaded, discovery/config.c):
  *  - api-server: URL plus the piece's HTTP settings (bearer token or token
  *    file, basic auth, tls-config, proxy);
  *  - kubeconfig-file: the current context's cluster (server, CA file or
@@ -12,7 +12,8 @@
  *    with the service account's token (re-read), CA and namespace, from
  *    service_account_dir (default /var/run/secrets/kubernetes.io/serviceaccount).
  *
- * Threading: loop thread. Ownership: struct k8s_conn owns all its strings. */
+ * Threading: loop thread; token and password files are re-read off it
+ * (net_secret). Ownership: struct k8s_conn owns all its strings. */
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -22,6 +23,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/fsutil.h"
 #include "discovery/k8s_conn.h"
 #include "discovery/util.h"
 #include "discovery/yaml_json.h"
@@ -74,81 +76,6 @@ int disc__base64_decode(const char *in, size_t n, unsigned char **out, size_t *o
     }
     *out = o;
     *out_len = k;
-    return 0;
-}
-
-/* Reads a small file fully (capped). */
-static int read_small(const char *path, size_t cap, char **out, size_t *len)
-{
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    char *b;
-    size_t n = 0;
-    ssize_t r;
-
-    if (fd < 0)
-        return -errno;
-    b = malloc(cap + 1);
-    if (!b) {
-        close(fd);
-        return -ENOMEM;
-    }
-    while (n < cap && (r = read(fd, b + n, cap - n)) != 0) {
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            r = -errno;
-            free(b);
-            close(fd);
-            return (int)r;
-        }
-        n += (size_t)r;
-    }
-    if (n == cap) {
-        char extra;
-
-        if (read(fd, &extra, 1) > 0) {
-            free(b);
-            close(fd);
-            return -E2BIG;
-        }
-    }
-    close(fd);
-    b[n] = '\0';
-    *out = b;
-    if (len)
-        *len = n;
-    return 0;
-}
-
-int disc__k8s_conn_refresh_token(struct k8s_conn *c, uint64_t now_ms, bool force, char *err,
-                                 size_t errlen)
-{
-    char *t = NULL, *s, *e;
-    int rc;
-
-    if (!c->token_file)
-        return 0;
-    if (!force && c->token_read_ms && now_ms - c->token_read_ms < TOKEN_TTL_MS)
-        return 0;
-    c->token_read_ms = now_ms ? now_ms : 1;
-    rc = read_small(c->token_file, TOKEN_MAX, &t, NULL);
-    if (rc < 0) {
-        snprintf(err, errlen, "reading token file %s: %s", c->token_file, strerror(-rc));
-        return rc;
-    }
-    for (s = t; *s == ' ' || *s == '\n' || *s == '\r' || *s == '\t'; s++)
-        ;
-    e = s + strlen(s);
-    while (e > s && (e[-1] == ' ' || e[-1] == '\n' || e[-1] == '\r' || e[-1] == '\t'))
-        *--e = '\0';
-    if (!*s) {
-        free(t);
-        snprintf(err, errlen, "token file %s is empty", c->token_file);
-        return -EINVAL;
-    }
-    memmove(t, s, strlen(s) + 1);
-    free(c->token);
-    c->token = t;
     return 0;
 }
 
@@ -238,7 +165,7 @@ static int load_kubeconfig(struct k8s_conn *c, const char *file, char *err, size
     size_t len;
     int rc;
 
-    rc = read_small(file, KUBECONFIG_MAX, &data, &len);
+    rc = fsutil_read_small(file, KUBECONFIG_MAX, &data, &len);
     if (rc < 0) {
         snprintf(err, errlen, "kubeconfig %s: %s", file, strerror(-rc));
         return rc;
@@ -305,26 +232,14 @@ out:
     return rc;
 }
 
-static int from_http(struct k8s_conn *c, const struct cfg_http *h, char *err, size_t errlen)
+static void from_http(struct k8s_conn *c, const struct net_http_cfg *h)
 {
     c->token = xstrdup(h->bearer_token);
     c->token_file = xstrdup(h->bearer_token_file);
     if (h->basic_auth) {
         c->username = xstrdup(h->basic_auth->username);
-        if (h->basic_auth->password_file) {
-            char *pw = NULL;
-            int rc = read_small(h->basic_auth->password_file, TOKEN_MAX, &pw, NULL);
-
-            if (rc < 0) {
-                snprintf(err, errlen, "reading %s: %s", h->basic_auth->password_file,
-                         strerror(-rc));
-                return rc;
-            }
-            pw[strcspn(pw, "\r\n")] = '\0';
-            c->password = pw;
-        } else {
-            c->password = xstrdup(h->basic_auth->password);
-        }
+        c->password = xstrdup(h->basic_auth->password);
+        c->password_file = xstrdup(h->basic_auth->password_file);
     }
     c->ca_file = xstrdup(h->tls.ca_file);
     c->cert_file = xstrdup(h->tls.cert_file);
@@ -332,11 +247,10 @@ static int from_http(struct k8s_conn *c, const struct cfg_http *h, char *err, si
     c->server_name = xstrdup(h->tls.server_name);
     c->insecure = h->tls.insecure_skip_verify;
     c->proxy_url = xstrdup(h->proxy_url);
-    return 0;
 }
 
-int disc__k8s_conn_init(struct k8s_conn *c, const struct cfg_k8s_sd *sd, char *err,
-                        size_t errlen)
+int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
+                        const struct disc_k8s_cfg *sd, char *err, size_t errlen)
 {
     const char *sa = sd->service_account_dir && sd->service_account_dir[0]
                          ? sd->service_account_dir
@@ -345,23 +259,11 @@ int disc__k8s_conn_init(struct k8s_conn *c, const struct cfg_k8s_sd *sd, char *e
     int rc = 0;
 
     memset(c, 0, sizeof(*c));
-    if (sd->api_server && sd->kubeconfig_file) {
-        snprintf(err, errlen, "cannot use 'kubeconfig_file' and 'api_server' simultaneously");
-        return -EINVAL;
-    }
-    if (sd->http_set && !sd->api_server) {
-        snprintf(err, errlen, "to use custom HTTP client configuration please provide "
-                              "the 'api_server' URL explicitly");
-        return -EINVAL;
-    }
-    if (sd->own_namespace && (sd->api_server || sd->kubeconfig_file)) {
-        snprintf(err, errlen, "cannot use 'own_namespace' with 'api_server' or "
-                              "'kubeconfig_file'");
-        return -EINVAL;
-    }
     if (sd->api_server) {
         c->server = strdup(sd->api_server);
-        rc = c->server ? from_http(c, &sd->http, err, errlen) : -ENOMEM;
+        if (c->server)
+            from_http(c, &sd->http);
+        rc = c->server ? 0 : -ENOMEM;
     } else if (sd->kubeconfig_file) {
         rc = load_kubeconfig(c, sd->kubeconfig_file, err, errlen);
     } else {
@@ -391,7 +293,7 @@ int disc__k8s_conn_init(struct k8s_conn *c, const struct cfg_k8s_sd *sd, char *e
         char *ns = NULL;
 
         snprintf(path, sizeof(path), "%s/namespace", sa);
-        rc = read_small(path, 4096, &ns, NULL);
+        rc = fsutil_read_small(path, 4096, &ns, NULL);
         if (rc < 0)
             snprintf(err, errlen, "reading own namespace from %s: %s", path, strerror(-rc));
         c->own_namespace = ns;
@@ -406,20 +308,24 @@ int disc__k8s_conn_init(struct k8s_conn *c, const struct cfg_k8s_sd *sd, char *e
         while (n > 0 && c->server[n - 1] == '/')
             c->server[--n] = '\0';
     }
-    if (c->token_file) {
-        char e2[256];
-
-        /* A missing token at start is not fatal: requests go out without
-         * one and the 401 path re-reads it. */
-        disc__k8s_conn_refresh_token(c, 0, true, e2, sizeof(e2));
-        c->token_read_ms = 0;
-    }
+    /* A token that cannot be read at start is not fatal: requests go out
+     * without one and the 401 path asks for a re-read. */
+    if ((c->token || c->token_file) &&
+        !(c->bearer = net_secret_new(loop, work, c->token, c->token_file, TOKEN_TTL_MS)))
+        goto oom;
+    if ((c->password || c->password_file) &&
+        !(c->pass = net_secret_new(loop, work, c->password, c->password_file, 0)))
+        goto oom;
     c->tls.ca_file = c->ca_file;
     c->tls.cert_file = c->cert_file;
     c->tls.key_file = c->key_file;
     c->tls.server_name = c->server_name;
     c->tls.insecure_skip_verify = c->insecure;
     return 0;
+oom:
+    snprintf(err, errlen, "out of memory");
+    disc__k8s_conn_done(c);
+    return -ENOMEM;
 }
 
 void disc__k8s_conn_done(struct k8s_conn *c)
@@ -435,8 +341,11 @@ void disc__k8s_conn_done(struct k8s_conn *c)
     free(c->server);
     free(c->token);
     free(c->token_file);
+    net_secret_free(c->bearer);
+    net_secret_free(c->pass);
     free(c->username);
     free(c->password);
+    free(c->password_file);
     free(c->ca_file);
     free(c->cert_file);
     free(c->key_file);

@@ -39,36 +39,27 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
+#include "common/promtext.h"
+#include "common/strtab.h"
 #include "discovery/internal.h"
-
-/* A chained hash table of named nodes, embedded first in its entries. */
-struct stab_node {
-    char *name;
-    struct stab_node *hnext;
-};
-
-struct stab {
-    struct stab_node **b;
-    size_t nb; /* power of two, or 0 before the first insert */
-    size_t n;
-};
 
 /* One source of a provider: what the provider sees there now (never empty). */
 struct psrc {
-    struct stab_node node; /* first */
+    struct strtab_node node; /* first */
     struct labels *t;
     size_t n;
 };
 
 /* One changed source of a job, waiting for delivery. */
 struct dsrc {
-    struct stab_node node; /* first */
+    struct strtab_node node; /* first */
     struct dsrc *dnext;
 };
 
 /* A provider's own table; the base struct only knows it by name. */
 struct disc__srctab {
-    struct stab t;
+    struct strtab t;
 };
 
 /* Job j receives provider p's groups. Linked in both p's and j's lists. */
@@ -84,7 +75,7 @@ struct disc__sub {
 struct disc__job {
     char *name;
     struct disc__sub *subs;
-    struct stab dirty_set;
+    struct strtab dirty_set;
     struct dsrc *dirty; /* the same entries, as a list */
     size_t n_dirty;
     bool listed_dirty;
@@ -95,6 +86,7 @@ struct disc__job {
 struct disc_manager {
     uv_loop_t *loop;
     struct net_client *http;
+    struct workq *work;
     uint64_t coalesce_ms;
     disc_update_cb cb;
     void *ud;
@@ -130,17 +122,6 @@ static const char *const err_kind_names[DISC_ERR__N] = {
 
 /* ---------------------------------------------------------------- helpers */
 
-static uint64_t fnv1a(const char *s)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-
-    for (; *s; s++) {
-        h ^= (unsigned char)*s;
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
 void disc__targets_free(struct labels *t, size_t n)
 {
     if (!t)
@@ -170,86 +151,12 @@ struct net_client *disc__http(const struct disc_manager *m)
     return m->http;
 }
 
-/* ---------------------------------------------------------------- name tables */
-
-static struct stab_node *stab_find(const struct stab *t, const char *name)
+struct workq *disc__work(const struct disc_manager *m)
 {
-    if (!t->nb)
-        return NULL;
-    for (struct stab_node *e = t->b[fnv1a(name) & (t->nb - 1)]; e; e = e->hnext)
-        if (strcmp(e->name, name) == 0)
-            return e;
-    return NULL;
+    return m->work;
 }
 
-static void stab_grow(struct stab *t)
-{
-    size_t nb = t->nb ? t->nb * 4 : 64;
-    struct stab_node **b = calloc(nb, sizeof(*b));
-
-    if (!b)
-        return; /* keep the old table: longer chains, still correct */
-    for (size_t i = 0; i < t->nb; i++) {
-        struct stab_node *e, *n;
-
-        for (e = t->b[i]; e; e = n) {
-            size_t k = fnv1a(e->name) & (nb - 1);
-
-            n = e->hnext;
-            e->hnext = b[k];
-            b[k] = e;
-        }
-    }
-    free(t->b);
-    t->b = b;
-    t->nb = nb;
-}
-
-/* Links `e` (its name set, not yet in the table). Returns 0 or -ENOMEM. */
-static int stab_insert(struct stab *t, struct stab_node *e)
-{
-    size_t k;
-
-    if (!t->nb || t->n >= t->nb * 2)
-        stab_grow(t);
-    if (!t->nb)
-        return -ENOMEM;
-    k = fnv1a(e->name) & (t->nb - 1);
-    e->hnext = t->b[k];
-    t->b[k] = e;
-    t->n++;
-    return 0;
-}
-
-static void stab_unlink(struct stab *t, struct stab_node *e)
-{
-    struct stab_node **pp = &t->b[fnv1a(e->name) & (t->nb - 1)];
-
-    for (; *pp; pp = &(*pp)->hnext) {
-        if (*pp == e) {
-            *pp = e->hnext;
-            t->n--;
-            return;
-        }
-    }
-}
-
-/* Frees the bucket array and, through `free_node`, every entry. */
-static void stab_done(struct stab *t, void (*free_node)(struct stab_node *e))
-{
-    for (size_t i = 0; i < t->nb; i++) {
-        struct stab_node *e, *n;
-
-        for (e = t->b[i]; e; e = n) {
-            n = e->hnext;
-            free_node(e);
-        }
-    }
-    free(t->b);
-    memset(t, 0, sizeof(*t));
-}
-
-static void psrc_free(struct stab_node *e)
+static void psrc_free(struct strtab_node *e)
 {
     struct psrc *ps = (struct psrc *)e;
 
@@ -258,7 +165,7 @@ static void psrc_free(struct stab_node *e)
     free(ps);
 }
 
-static void dsrc_free(struct stab_node *e)
+static void dsrc_free(struct strtab_node *e)
 {
     free(e->name);
     free(e);
@@ -266,7 +173,7 @@ static void dsrc_free(struct stab_node *e)
 
 static const struct psrc *provider_src(const struct disc__provider *p, const char *name)
 {
-    return p->_srcs ? (const struct psrc *)stab_find(&p->_srcs->t, name) : NULL;
+    return p->_srcs ? (const struct psrc *)strtab_find(&p->_srcs->t, name) : NULL;
 }
 
 /* ---------------------------------------------------------------- jobs */
@@ -297,7 +204,7 @@ static void job_free(struct disc__job *j)
 {
     if (!j)
         return;
-    stab_done(&j->dirty_set, dsrc_free);
+    strtab_done(&j->dirty_set, dsrc_free);
     free(j->name);
     free(j);
 }
@@ -395,7 +302,7 @@ static void flush_job(struct disc_manager *m, struct disc__job *j)
     m->groups_delivered += ng;
     for (d = j->dirty; d; d = n) {
         n = d->dnext;
-        stab_unlink(&j->dirty_set, &d->node);
+        strtab_unlink(&j->dirty_set, &d->node);
         dsrc_free(&d->node);
     }
     j->dirty = NULL;
@@ -460,14 +367,14 @@ static void schedule(struct disc_manager *m)
  * then lost for j, like any update dropped on OOM). */
 static int mark_dirty(struct disc_manager *m, struct disc__job *j, const char *source)
 {
-    if (!stab_find(&j->dirty_set, source)) {
+    if (!strtab_find(&j->dirty_set, source)) {
         struct dsrc *d = calloc(1, sizeof(*d));
 
         if (!d || !(d->node.name = strdup(source))) {
             free(d);
             return -ENOMEM;
         }
-        if (stab_insert(&j->dirty_set, &d->node) < 0) {
+        if (strtab_insert(&j->dirty_set, &d->node) < 0) {
             dsrc_free(&d->node);
             return -ENOMEM;
         }
@@ -484,17 +391,27 @@ static int mark_dirty(struct disc_manager *m, struct disc__job *j, const char *s
     return 0;
 }
 
+struct mark_ctx {
+    struct disc_manager *m;
+    struct disc__job *j;
+};
+
+static void mark_one(struct strtab_node *e, void *ud)
+{
+    struct mark_ctx *c = ud;
+
+    mark_dirty(c->m, c->j, e->name);
+}
+
 /* Marks every source of p dirty in j (p starts or stops feeding j). */
 static void mark_all_dirty(struct disc_manager *m, struct disc__job *j,
                            const struct disc__provider *p)
 {
-    const struct stab *t = p->_srcs ? &p->_srcs->t : NULL;
+    struct mark_ctx c = { m, j };
 
-    if (m->closing)
-        return; /* nothing is delivered any more */
-    for (size_t i = 0; t && i < t->nb; i++)
-        for (const struct stab_node *e = t->b[i]; e; e = e->hnext)
-            mark_dirty(m, j, e->name);
+    if (m->closing || !p->_srcs)
+        return; /* nothing is delivered any more, or nothing to mark */
+    strtab_each(&p->_srcs->t, mark_one, &c);
 }
 
 /* ---------------------------------------------------------------- provider API */
@@ -518,7 +435,7 @@ void disc__provider_done(struct disc__provider *p)
     free(p->_sig);
     p->_sig = NULL;
     if (p->_srcs) {
-        stab_done(&p->_srcs->t, psrc_free);
+        strtab_done(&p->_srcs->t, psrc_free);
         free(p->_srcs);
         p->_srcs = NULL;
     }
@@ -534,13 +451,13 @@ int disc__emit(struct disc__provider *p, const char *source, struct labels *targ
         disc__targets_free(targets, n);
         return 0;
     }
-    ps = (struct psrc *)stab_find(&p->_srcs->t, source);
+    ps = (struct psrc *)strtab_find(&p->_srcs->t, source);
     if (n == 0) {
         free(targets);
         if (!ps)
             return 0;
         p->n_targets -= ps->n;
-        stab_unlink(&p->_srcs->t, &ps->node);
+        strtab_unlink(&p->_srcs->t, &ps->node);
         psrc_free(&ps->node);
     } else if (ps && targets_equal(ps->t, ps->n, targets, n)) {
         disc__targets_free(targets, n);
@@ -554,7 +471,7 @@ int disc__emit(struct disc__provider *p, const char *source, struct labels *targ
     } else {
         ps = calloc(1, sizeof(*ps));
         if (!ps || !(ps->node.name = strdup(source)) ||
-            stab_insert(&p->_srcs->t, &ps->node) < 0) {
+            strtab_insert(&p->_srcs->t, &ps->node) < 0) {
             if (ps)
                 free(ps->node.name);
             free(ps);
@@ -573,10 +490,7 @@ int disc__emit(struct disc__provider *p, const char *source, struct labels *targ
 
 static double now_unix(void)
 {
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+    return (double)clock_wall_ns() / 1e9;
 }
 
 void disc__touch_sync(struct disc__provider *p)
@@ -667,7 +581,8 @@ static struct disc__stats *stats_get(struct disc_manager *m, const char *job, co
 /* ---------------------------------------------------------------- lifecycle */
 
 struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
-                                      uint64_t coalesce_ms, disc_update_cb cb, void *ud)
+                                      struct workq *work, uint64_t coalesce_ms, disc_update_cb cb,
+                                      void *ud)
 {
     struct disc_manager *m = calloc(1, sizeof(*m));
 
@@ -675,6 +590,7 @@ struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
         return NULL;
     m->loop = loop;
     m->http = http;
+    m->work = work;
     m->coalesce_ms = coalesce_ms;
     m->cb = cb;
     m->ud = ud;
@@ -789,14 +705,13 @@ static void provider_stop(struct disc_manager *m, struct disc__provider *p)
 
 static struct disc__provider *find_provider(struct disc_manager *m,
                                             const struct disc__provider_ops *ops, const char *sig,
-                                            const struct cfg *cfg, const struct cfg_scrape *sc,
-                                            unsigned idx)
+                                            const struct disc_job *job, unsigned idx)
 {
     for (struct disc__provider *p = m->providers; p; p = p->_next) {
         if (p->ops != ops)
             continue;
         if (sig ? strcmp(p->_sig, sig) == 0
-                : strcmp(p->job, sc->job_name) == 0 && ops->same(p, cfg, sc, idx))
+                : strcmp(p->job, job->name) == 0 && ops->same(p, job->sd, idx))
             return p;
     }
     return NULL;
@@ -805,10 +720,10 @@ static struct disc__provider *find_provider(struct disc_manager *m,
 /* Subscribes sc's job to the provider for piece `idx`, starting one when no
  * running provider has the same settings. */
 static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
-                  const struct cfg *cfg, const struct cfg_scrape *sc, unsigned idx, char *err,
+                  const struct disc_cfg *g, const struct disc_job *job, unsigned idx, char *err,
                   size_t errlen)
 {
-    struct disc__job *j = job_find(m, sc->job_name, true);
+    struct disc__job *j = job_find(m, job->name, true);
     char *sig = NULL;
     struct disc__provider *p;
     struct disc__sub *s;
@@ -817,9 +732,9 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
 
     if (!j)
         goto oom;
-    if (ops->signature && !(sig = ops->signature(cfg, sc, idx)))
+    if (ops->signature && !(sig = ops->signature(g, job->sd, idx)))
         goto oom;
-    p = find_provider(m, ops, sig, cfg, sc, idx);
+    p = find_provider(m, ops, sig, job, idx);
     if (p) {
         free(sig);
         s = sub_find(p, j);
@@ -829,10 +744,10 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
         return 0;
     }
     msg[0] = '\0';
-    p = ops->create(m, cfg, sc, idx, msg, sizeof(msg));
+    p = ops->create(m, g, job->name, job->sd, idx, msg, sizeof(msg));
     if (!p) {
         free(sig);
-        snprintf(err, errlen, "job %s: %s discovery #%u: %s", sc->job_name, ops->name, idx,
+        snprintf(err, errlen, "job %s: %s discovery #%u: %s", job->name, ops->name, idx,
                  msg[0] ? msg : "out of memory");
         return -EINVAL;
     }
@@ -848,18 +763,19 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
     s->mark = true;
     rc = ops->start(p, msg, sizeof(msg));
     if (rc < 0) {
-        snprintf(err, errlen, "job %s: %s discovery #%u: %s", sc->job_name, ops->name, idx, msg);
+        snprintf(err, errlen, "job %s: %s discovery #%u: %s", job->name, ops->name, idx, msg);
         provider_stop(m, p);
         return rc;
     }
     return 0;
 oom:
-    snprintf(err, errlen, "job %s: %s discovery #%u: out of memory", sc->job_name, ops->name,
+    snprintf(err, errlen, "job %s: %s discovery #%u: out of memory", job->name, ops->name,
              idx);
     return -ENOMEM;
 }
 
-int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err, size_t errlen)
+int disc_manager_apply(struct disc_manager *m, const struct disc_job *jobs, size_t n_jobs,
+                       const struct disc_cfg *g, char *err, size_t errlen)
 {
     struct disc__provider *p, *n;
     int first = 0;
@@ -872,27 +788,28 @@ int disc_manager_apply(struct disc_manager *m, const struct cfg *cfg, char *err,
     for (p = m->providers; p; p = p->_next)
         for (struct disc__sub *s = p->_subs; s; s = s->pnext)
             s->mark = false;
-    for (unsigned i = 0; cfg && i < cfg->n_scrape; i++) {
-        const struct cfg_scrape *sc = &cfg->scrape[i];
+    for (size_t i = 0; i < n_jobs; i++) {
+        const struct disc_job *job = &jobs[i];
+        const struct disc_sd_cfg *sd = job->sd;
         int rc = 0;
 
-        if (!sc->job_name)
+        if (!job->name)
             continue;
-        if (sc->n_static)
-            rc = ensure(m, &disc__static_ops, cfg, sc, 0, e, sizeof(e));
+        if (sd->n_static)
+            rc = ensure(m, &disc__static_ops, g, job, 0, e, sizeof(e));
         if (rc < 0 && !first) {
             first = rc;
             snprintf(err, errlen, "%s", e);
         }
-        for (unsigned k = 0; k < sc->n_file_sd; k++) {
-            rc = ensure(m, &disc__file_ops, cfg, sc, k, e, sizeof(e));
+        for (unsigned k = 0; k < sd->n_file_sd; k++) {
+            rc = ensure(m, &disc__file_ops, g, job, k, e, sizeof(e));
             if (rc < 0 && !first) {
                 first = rc;
                 snprintf(err, errlen, "%s", e);
             }
         }
-        for (unsigned k = 0; k < sc->n_k8s_sd; k++) {
-            rc = ensure(m, &disc__k8s_ops, cfg, sc, k, e, sizeof(e));
+        for (unsigned k = 0; k < sd->n_k8s_sd; k++) {
+            rc = ensure(m, &disc__k8s_ops, g, job, k, e, sizeof(e));
             if (rc < 0 && !first) {
                 first = rc;
                 snprintf(err, errlen, "%s", e);
@@ -980,66 +897,43 @@ void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud)
 
 /* ---------------------------------------------------------------- metrics */
 
-static void put_escaped(struct buf *out, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '\\')
-            buf_puts(out, "\\\\");
-        else if (*s == '"')
-            buf_puts(out, "\\\"");
-        else if (*s == '\n')
-            buf_puts(out, "\\n");
-        else
-            buf_append(out, s, 1);
-    }
-}
-
-static void put_series(struct buf *out, const char *name, const struct disc__stats *s,
-                       const char *kind)
-{
-    buf_printf(out, "%s{job=\"", name);
-    put_escaped(out, s->job);
-    buf_printf(out, "\",provider=\"%s\"", s->provider);
-    if (kind)
-        buf_printf(out, ",kind=\"%s\"", kind);
-    buf_puts(out, "} ");
-}
-
-static void head(struct buf *out, const char *name, const char *type, const char *help)
-{
-    buf_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-#define COUNTER(field, name, help)                                                            \
-    do {                                                                                      \
-        head(out, name, "counter", help);                                                     \
-        for (s = m->stats; s; s = s->next) {                                                  \
-            put_series(out, name, s, NULL);                                                   \
-            buf_printf(out, "%llu\n", (unsigned long long)s->field);                          \
-        }                                                                                     \
-    } while (0)
+#define JP(s) ((const char *const[]){ "job", (s)->job, "provider", (s)->provider, NULL })
 
 void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
 {
+    static const struct {
+        const char *name, *help;
+        size_t offset;
+    } counters[] = {
+        { "proflet_discovery_lists_total", "Completed list operations (all pages).",
+          offsetof(struct disc__stats, lists) },
+        { "proflet_discovery_watches_total", "Watch requests started.",
+          offsetof(struct disc__stats, watches) },
+        { "proflet_discovery_watch_restarts_total", "Watches that ended and were started again.",
+          offsetof(struct disc__stats, watch_restarts) },
+        { "proflet_discovery_relists_expired_total",
+          "Re-lists caused by an expired resource version (HTTP 410).",
+          offsetof(struct disc__stats, relists_expired) },
+    };
     const struct disc__stats *s;
 
-    head(out, "proflet_discovery_ready", "gauge",
-         "1 once every discovery provider has completed its first sync.");
-    buf_printf(out, "proflet_discovery_ready %d\n", m->ready ? 1 : 0);
-    head(out, "proflet_discovery_providers", "gauge",
-         "Discovery providers running (one per distinct settings, shared by the jobs using it).");
-    buf_printf(out, "proflet_discovery_providers %zu\n", m->n_providers);
-    head(out, "proflet_discovery_updates_total", "counter",
-         "Coalesced update rounds delivered to the target manager.");
-    buf_printf(out, "proflet_discovery_updates_total %llu\n", (unsigned long long)m->updates);
-    head(out, "proflet_discovery_groups_delivered_total", "counter",
-         "Changed target groups delivered to the target manager.");
-    buf_printf(out, "proflet_discovery_groups_delivered_total %llu\n",
-               (unsigned long long)m->groups_delivered);
+    prom_head(out, "proflet_discovery_ready", "gauge",
+              "1 once every discovery provider has completed its first sync.");
+    prom_u64(out, "proflet_discovery_ready", NULL, m->ready ? 1 : 0);
+    prom_head(out, "proflet_discovery_providers", "gauge",
+              "Discovery providers running (one per distinct settings, shared by the jobs "
+              "using it).");
+    prom_u64(out, "proflet_discovery_providers", NULL, m->n_providers);
+    prom_head(out, "proflet_discovery_updates_total", "counter",
+              "Coalesced update rounds delivered to the target manager.");
+    prom_u64(out, "proflet_discovery_updates_total", NULL, m->updates);
+    prom_head(out, "proflet_discovery_groups_delivered_total", "counter",
+              "Changed target groups delivered to the target manager.");
+    prom_u64(out, "proflet_discovery_groups_delivered_total", NULL, m->groups_delivered);
     if (!m->stats)
         return;
-    head(out, "proflet_discovery_targets", "gauge",
-         "Targets currently discovered, by job and provider.");
+    prom_head(out, "proflet_discovery_targets", "gauge",
+              "Targets currently discovered, by job and provider.");
     for (s = m->stats; s; s = s->next) {
         size_t n = 0;
 
@@ -1047,27 +941,25 @@ void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
             for (const struct disc__sub *sb = p->_subs; sb; sb = sb->pnext)
                 if (sb->stats == s)
                     n += p->n_targets;
-        put_series(out, "proflet_discovery_targets", s, NULL);
-        buf_printf(out, "%zu\n", n);
+        prom_u64(out, "proflet_discovery_targets", JP(s), n);
     }
-    COUNTER(lists, "proflet_discovery_lists_total", "Completed list operations (all pages).");
-    COUNTER(watches, "proflet_discovery_watches_total", "Watch requests started.");
-    COUNTER(watch_restarts, "proflet_discovery_watch_restarts_total",
-            "Watches that ended and were started again.");
-    COUNTER(relists_expired, "proflet_discovery_relists_expired_total",
-            "Re-lists caused by an expired resource version (HTTP 410).");
-    head(out, "proflet_discovery_errors_total", "counter",
-         "Discovery errors by job, provider and kind.");
+    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
+        prom_head(out, counters[i].name, "counter", counters[i].help);
+        for (s = m->stats; s; s = s->next)
+            prom_u64(out, counters[i].name, JP(s),
+                     *(const uint64_t *)((const char *)s + counters[i].offset));
+    }
+    prom_head(out, "proflet_discovery_errors_total", "counter",
+              "Discovery errors by job, provider and kind.");
     for (s = m->stats; s; s = s->next) {
-        for (int k = 0; k < DISC_ERR__N; k++) {
-            put_series(out, "proflet_discovery_errors_total", s, err_kind_names[k]);
-            buf_printf(out, "%llu\n", (unsigned long long)s->errors[k]);
-        }
+        for (int k = 0; k < DISC_ERR__N; k++)
+            prom_u64(out, "proflet_discovery_errors_total",
+                     (const char *const[]){ "job", s->job, "provider", s->provider, "kind",
+                                            err_kind_names[k], NULL },
+                     s->errors[k]);
     }
-    head(out, "proflet_discovery_last_sync_timestamp_seconds", "gauge",
-         "Unix time of the last successful sync, 0 if none yet.");
-    for (s = m->stats; s; s = s->next) {
-        put_series(out, "proflet_discovery_last_sync_timestamp_seconds", s, NULL);
-        buf_printf(out, "%.3f\n", s->last_sync);
-    }
+    prom_head(out, "proflet_discovery_last_sync_timestamp_seconds", "gauge",
+              "Unix time of the last successful sync, 0 if none yet.");
+    for (s = m->stats; s; s = s->next)
+        prom_f64(out, "proflet_discovery_last_sync_timestamp_seconds", JP(s), s->last_sync);
 }

@@ -45,7 +45,7 @@ static void sp_free(struct disc__provider *bp)
     free(p);
 }
 
-static int group_labels(const struct cfg_static *st, struct labels *out)
+static int group_labels(const struct disc_static_cfg *st, struct labels *out)
 {
     int rc = 0;
 
@@ -61,14 +61,16 @@ static int group_labels(const struct cfg_static *st, struct labels *out)
     return rc;
 }
 
-static struct disc__provider *sp_create(struct disc_manager *m, const struct cfg *cfg,
-                                        const struct cfg_scrape *sc, unsigned index, char *err,
-                                        size_t errlen)
+static struct disc__provider *sp_create(struct disc_manager *m, const struct disc_cfg *g,
+                                        const char *job, const struct disc_sd_cfg *sd,
+                                        unsigned index, char *err, size_t errlen)
 {
     struct static_provider *p = calloc(1, sizeof(*p));
-    unsigned n = sc->n_static;
+    unsigned n = sd->n_static;
 
-    if (!p || disc__provider_init(&p->base, &disc__static_ops, m, sc->job_name) < 0)
+    (void)g;
+    (void)index;
+    if (!p || disc__provider_init(&p->base, &disc__static_ops, m, job) < 0)
         goto oom;
     p->groups = calloc(n ? n : 1, sizeof(*p->groups));
     p->targets = calloc(n ? n : 1, sizeof(*p->targets));
@@ -77,7 +79,7 @@ static struct disc__provider *sp_create(struct disc_manager *m, const struct cfg
         goto oom;
     p->n = n;
     for (unsigned i = 0; i < n; i++) {
-        const struct cfg_static *st = &sc->static_configs[i];
+        const struct disc_static_cfg *st = &sd->static_configs[i];
 
         if (group_labels(st, &p->groups[i]) < 0)
             goto oom;
@@ -101,16 +103,17 @@ oom:
     return NULL;
 }
 
-static bool sp_same(const struct disc__provider *bp, const struct cfg *cfg,
-                    const struct cfg_scrape *sc, unsigned index)
+static bool sp_same(const struct disc__provider *bp, const struct disc_sd_cfg *sd,
+                    unsigned index)
 {
     const struct static_provider *p = (const struct static_provider *)bp;
     bool same = true;
 
-    if (p->n != sc->n_static)
+    (void)index;
+    if (p->n != sd->n_static)
         return false;
     for (unsigned i = 0; i < p->n && same; i++) {
-        const struct cfg_static *st = &sc->static_configs[i];
+        const struct disc_static_cfg *st = &sd->static_configs[i];
         struct labels g;
 
         if (st->n_targets != p->n_targets[i])

@@ -62,7 +62,7 @@ static char *xstrdup(const char *s)
     return s ? strdup(s) : NULL;
 }
 
-static void kv_free(struct cfg_kv *kv, unsigned n)
+static void kv_free(struct conf_kv *kv, unsigned n)
 {
     for (unsigned i = 0; kv && i < n; i++) {
         free(kv[i].key);
@@ -71,9 +71,9 @@ static void kv_free(struct cfg_kv *kv, unsigned n)
     free(kv);
 }
 
-static struct cfg_kv *kv_dup(const struct cfg_kv *kv, unsigned n)
+static struct conf_kv *kv_dup(const struct conf_kv *kv, unsigned n)
 {
-    struct cfg_kv *o = calloc(n ? n : 1, sizeof(*o));
+    struct conf_kv *o = calloc(n ? n : 1, sizeof(*o));
 
     for (unsigned i = 0; o && i < n; i++) {
         o[i].key = xstrdup(kv[i].key);
@@ -107,7 +107,7 @@ static void remote_cfg_done(struct cfg_remote *c)
 
 /* Deep copy; global external labels are merged under the endpoint's own. */
 static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
-                           const struct cfg *top)
+                           const struct conf_kv *ext, size_t n_ext_global)
 {
     unsigned n_ext = 0;
 
@@ -132,12 +132,12 @@ static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
     d->http.tls.key_file = xstrdup(s->http.tls.key_file);
     d->http.tls.server_name = xstrdup(s->http.tls.server_name);
     d->http.proxy_url = xstrdup(s->http.proxy_url);
-    d->external_labels = calloc(s->n_external_labels + (top ? top->n_external_labels : 0) + 1,
+    d->external_labels = calloc(s->n_external_labels + n_ext_global + 1,
                                 sizeof(*d->external_labels));
     if (d->external_labels) {
-        for (unsigned i = 0; top && i < top->n_external_labels; i++) {
-            d->external_labels[n_ext].key = xstrdup(top->external_labels[i].key);
-            d->external_labels[n_ext++].value = xstrdup(top->external_labels[i].value);
+        for (size_t i = 0; i < n_ext_global; i++) {
+            d->external_labels[n_ext].key = xstrdup(ext[i].key);
+            d->external_labels[n_ext++].value = xstrdup(ext[i].value);
         }
         for (unsigned i = 0; i < s->n_external_labels; i++) {
             d->external_labels[n_ext].key = xstrdup(s->external_labels[i].key);
@@ -158,35 +158,17 @@ static void spool_cfg_done(struct cfg_spool *s)
     memset(s, 0, sizeof(*s));
 }
 
+/* Everything an endpoint runs with: unchanged endpoints keep their queues
+ * across reloads. */
 static char *signature(const struct cfg_remote *r, const struct cfg_spool *s)
 {
     struct buf b;
     size_t n;
 
     buf_init(&b, 1 << 20);
-    cfg_sig_str(&b, "name", r->name);
-    cfg_sig_str(&b, "url", r->url);
-    buf_printf(&b, "proto=%d;", (int)r->protocol);
-    for (unsigned i = 0; i < r->n_headers; i++) {
-        cfg_sig_str(&b, "hk", r->headers[i].key);
-        cfg_sig_str(&b, "hv", r->headers[i].value);
-    }
-    cfg_sig_str(&b, "tenant", r->tenant_id);
-    cfg_http_signature(&r->http, &b);
-    buf_printf(&b, "gzip=%d;", r->gzip_request);
-    buf_printf(&b, "n=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%u,%u,%" PRIu64 ",%" PRIu64 ",%u,%" PRIu64
-               ",%u,%" PRIu64 ";",
-               r->remote_timeout_ms, r->min_backoff_ms, r->max_backoff_ms, r->max_retries,
-               r->batch_max_profiles, r->batch_max_bytes, r->batch_max_wait_ms,
-               r->queue_max_profiles, r->queue_max_bytes, r->max_inflight, r->dir_max_bytes);
-    for (unsigned i = 0; i < r->n_external_labels; i++) {
-        cfg_sig_str(&b, "ek", r->external_labels[i].key);
-        cfg_sig_str(&b, "ev", r->external_labels[i].value);
-    }
-    cfg_sig_str(&b, "spool", s->dir);
-    cfg_sig_str(&b, "fsync", s->fsync);
-    buf_printf(&b, "s=%" PRIu64 ",%" PRIu64 ",%" PRIu64 ";", s->max_bytes, s->max_age_ms,
-               s->segment_bytes);
+    conf_signature(&fwd_remote_cfg_entry, r, &b);
+    buf_printf(&b, "spool:%s:%s:%" PRIu64 ",%" PRIu64 ",%" PRIu64 ";", s->dir ? s->dir : "-",
+               s->fsync ? s->fsync : "-", s->max_bytes, s->max_age_ms, s->segment_bytes);
     return buf_steal(&b, &n);
 }
 
@@ -229,8 +211,9 @@ static void fill_defaults(struct cfg_remote *c)
         c->dir_max_bytes = 1ull << 30;
 }
 
-static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc, const struct cfg *top,
-                             char *err, size_t errlen)
+static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
+                             const struct cfg_spool *spool, const struct conf_kv *ext,
+                             size_t n_ext, char *err, size_t errlen)
 {
     struct fwd_ep *ep = calloc(1, sizeof(*ep));
 
@@ -240,12 +223,12 @@ static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc, const s
     }
     ep->f = f;
     ep->loop = f->loop;
-    if (remote_cfg_copy(&ep->cfg, rc, top) < 0)
+    if (remote_cfg_copy(&ep->cfg, rc, ext, n_ext) < 0)
         goto oom;
     fill_defaults(&ep->cfg);
-    ep->spool = top->spool;
-    ep->spool.dir = xstrdup(top->spool.dir);
-    ep->spool.fsync = xstrdup(top->spool.fsync ? top->spool.fsync : "batch");
+    ep->spool = *spool;
+    ep->spool.dir = xstrdup(spool->dir);
+    ep->spool.fsync = xstrdup(spool->fsync ? spool->fsync : "batch");
     if (!ep->spool.max_bytes)
         ep->spool.max_bytes = 1ull << 30;
     if (!ep->spool.max_age_ms)
@@ -338,7 +321,9 @@ static void retire(struct fwd *f, struct fwd_ep *ep, uint64_t deadline_ms)
     ep->ops->close(ep, uv_now(f->loop) + deadline_ms);
 }
 
-int fwd_apply(struct fwd *f, const struct cfg *cfg, char *err, size_t errlen)
+int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
+              const struct cfg_spool *spool, const struct conf_kv *external, size_t n_external,
+              char *err, size_t errlen)
 {
     struct fwd_ep *fresh = NULL, **tail = &fresh, *ep, *old, **pp;
     int r = 0;
@@ -347,20 +332,20 @@ int fwd_apply(struct fwd *f, const struct cfg *cfg, char *err, size_t errlen)
         snprintf(err, errlen, "forwarder is closing");
         return -ESHUTDOWN;
     }
-    for (unsigned i = 0; i < cfg->n_remote; i++) {
-        const struct cfg_remote *rc = &cfg->remote[i];
+    for (size_t i = 0; i < n_remotes; i++) {
+        const struct cfg_remote *rc = &remotes[i];
 
         if (!rc->url || !*rc->url) {
-            snprintf(err, errlen, "remote-write[%u]: url is required", i);
+            snprintf(err, errlen, "remote-write[%zu]: url is required", i);
             r = -EINVAL;
             goto fail;
         }
         if (rc->protocol != CFG_PROTO_DIR && !f->http) {
-            snprintf(err, errlen, "remote-write[%u]: no HTTP client", i);
+            snprintf(err, errlen, "remote-write[%zu]: no HTTP client", i);
             r = -EINVAL;
             goto fail;
         }
-        ep = ep_new(f, rc, cfg, err, errlen);
+        ep = ep_new(f, rc, spool, external, n_external, err, errlen);
         if (!ep) {
             r = -EINVAL;
             goto fail;

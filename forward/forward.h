@@ -11,11 +11,60 @@
 #include <stdint.h>
 #include <uv.h>
 
-#include "agent/config.h"
 #include "common/buf.h"
 #include "common/labels.h"
+#include "conf/conf.h"
+#include "net/net.h"
 
 struct net_client;
+
+/* --------------------------------------------------------- configuration */
+
+enum cfg_protocol { CFG_PROTO_PUSH, CFG_PROTO_INGEST, CFG_PROTO_DIR };
+
+/** One `remote-write` endpoint. */
+struct cfg_remote {
+    char *name;            /**< default: host of url, or "dir" */
+    char *url;             /**< http(s)://host[:port][/path] or file:///DIR */
+    enum cfg_protocol protocol;
+    struct conf_kv *headers;
+    unsigned n_headers;
+    char *tenant_id;       /**< X-Scope-OrgID */
+    struct net_http_cfg http;
+    uint64_t remote_timeout_ms; /**< default 10s */
+    uint64_t min_backoff_ms;    /**< default 500ms */
+    uint64_t max_backoff_ms;    /**< default 5m */
+    unsigned max_retries;       /**< default 10; 0 = retry for ever (spool) */
+    bool gzip_request;          /**< gzip the PushRequest body; default false */
+    struct conf_kv *external_labels;
+    unsigned n_external_labels;
+    unsigned batch_max_profiles; /**< default 64 */
+    uint64_t batch_max_bytes;    /**< default 4 MiB */
+    uint64_t batch_max_wait_ms;  /**< default 1s */
+    unsigned queue_max_profiles; /**< default 10000 */
+    uint64_t queue_max_bytes;    /**< default 256 MiB */
+    unsigned max_inflight;       /**< default 4 requests */
+    uint64_t dir_max_bytes;      /**< directory sink cap, default 1 GiB */
+};
+
+/** The disk spool shared by the endpoints (`spool:`). */
+struct cfg_spool {
+    char *dir;                 /**< NULL: no spool */
+    uint64_t max_bytes;        /**< default 1 GiB */
+    uint64_t max_age_ms;       /**< default 24h */
+    uint64_t segment_bytes;    /**< default 16 MiB */
+    char *fsync;               /**< always | batch | never, default batch */
+};
+
+/** The libcyaml values of one endpoint and of the spool mapping, and the
+ * sections of forward's mappings (NULL-terminated). */
+extern const cyaml_schema_value_t fwd_remote_cfg_entry;
+extern const cyaml_schema_field_t fwd__spool_fields[];
+#define FWD_SPOOL_CFG_FIELD(S, m)                                                          \
+    CYAML_FIELD_MAPPING("spool", CYAML_FLAG_OPTIONAL, S, m, fwd__spool_fields)
+extern const struct conf_section *const fwd_cfg_sections[];
+/** Refuses two endpoints with the same name in a `remote-write` list. */
+int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes);
 
 /** An immutable, reference-counted profile ready to send. */
 struct fwd_profile {
@@ -41,10 +90,13 @@ struct fwd;
 
 /** Creates the forwarder. */
 struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http);
-/** Makes the endpoints match `cfg->remote` and `cfg->spool` (borrowed during
- * the call). Endpoints whose settings did not change keep their queues.
+/** Makes the endpoints match `remotes` and `spool`, with the global
+ * `external` labels under each endpoint's own (all borrowed during the
+ * call). Endpoints whose settings did not change keep their queues.
  * Returns 0 or a negative code with a message (nothing changed then). */
-int fwd_apply(struct fwd *f, const struct cfg *cfg, char *err, size_t errlen);
+int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
+              const struct cfg_spool *spool, const struct conf_kv *external, size_t n_external,
+              char *err, size_t errlen);
 /** Hands a profile to every endpoint (each takes its own reference; the
  * caller keeps its own). Never blocks. */
 void fwd_submit(struct fwd *f, struct fwd_profile *p);

@@ -136,10 +136,10 @@ bool fwd__utf8_valid(const char *s, size_t n);
 
 /* Builds a PushRequest for `n` profiles (one series each, labels merged
  * with `ext` external labels, which win). Returns 0 and a malloc'd body. */
-int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct cfg_kv *ext,
+int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_kv *ext,
                      unsigned n_ext, uint8_t **out, size_t *out_len);
 /* Merges external labels into a copy of `src`. */
-int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct cfg_kv *ext,
+int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct conf_kv *ext,
                       unsigned n_ext);
 /* gzip with libdeflate. Thread-safe. Returns 0 and a malloc'd buffer. */
 int fwd__gzip(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *out_len);

@@ -736,7 +736,7 @@ static void secret_done(uv_work_t *w, int status)
 
 static void refresh_secrets(struct remote *rm)
 {
-    const struct cfg_http *h = &rm->ep->cfg.http;
+    const struct net_http_cfg *h = &rm->ep->cfg.http;
     struct secret_job *j;
 
     if (!(h->basic_auth && h->basic_auth->password_file) && !h->bearer_token_file)

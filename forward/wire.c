@@ -100,7 +100,7 @@ int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen)
     return 0;
 }
 
-int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct cfg_kv *ext,
+int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct conf_kv *ext,
                       unsigned n_ext)
 {
     int r = labels_copy(dst, src);
@@ -110,7 +110,7 @@ int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct
     return r;
 }
 
-int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct cfg_kv *ext,
+int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_kv *ext,
                      unsigned n_ext, uint8_t **out, size_t *out_len)
 {
     Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;

@@ -12,6 +12,66 @@
 #include <uv.h>
 
 #include "common/buf.h"
+#include "common/workq.h"
+#include "conf/conf.h"
+
+/* --------------------------------------------------------- configuration
+ * The HTTP client settings of Prometheus' common config, shared by every
+ * module that talks HTTP (scraping, Kubernetes API, remote-write). Their
+ * keys sit directly in the owner's mapping, as in Prometheus. */
+
+struct net_tls_cfg {
+    char *ca_file;
+    char *cert_file;
+    char *key_file;
+    char *server_name;
+    bool insecure_skip_verify;
+};
+
+struct net_basic_auth_cfg {
+    char *username;
+    char *password;
+    char *password_file;
+};
+
+/** At most one of basic_auth / bearer_token / bearer_token_file is set. */
+struct net_http_cfg {
+    struct net_basic_auth_cfg *basic_auth; /**< NULL if absent */
+    char *bearer_token;
+    char *bearer_token_file;
+    struct net_tls_cfg tls;
+    char *proxy_url;
+    bool enable_http2;     /**< default true */
+    bool follow_redirects; /**< default true */
+};
+
+extern const cyaml_schema_field_t net__tls_fields[], net__basic_auth_fields[];
+
+/** The libcyaml fields of a struct net_http_cfg embedded as member `m` of
+ * `S`, to list among the owner's own fields. */
+#define NET_HTTP_CFG_FIELDS(S, m)                                                          \
+    CYAML_FIELD_MAPPING_PTR("basic-auth", CYAML_FLAG_OPTIONAL, S, m.basic_auth,           \
+                            net__basic_auth_fields),                                       \
+    CYAML_FIELD_STRING_PTR("bearer-token", CYAML_FLAG_OPTIONAL, S, m.bearer_token, 0,      \
+                           CYAML_UNLIMITED),                                               \
+    CYAML_FIELD_STRING_PTR("bearer-token-file", CYAML_FLAG_OPTIONAL, S, m.bearer_token_file, \
+                           0, CYAML_UNLIMITED),                                            \
+    CYAML_FIELD_MAPPING("tls-config", CYAML_FLAG_OPTIONAL, S, m.tls, net__tls_fields),     \
+    CYAML_FIELD_STRING_PTR("proxy-url", CYAML_FLAG_OPTIONAL, S, m.proxy_url, 0,            \
+                           CYAML_UNLIMITED),                                               \
+    CYAML_FIELD_BOOL("enable-http2", CYAML_FLAG_OPTIONAL, S, m.enable_http2),             \
+    CYAML_FIELD_BOOL("follow-redirects", CYAML_FLAG_OPTIONAL, S, m.follow_redirects)
+
+/** Key metadata of the fields above, for the owner section's `keys`. */
+extern const struct conf_key net_http_cfg_keys[];
+/** Sections of the nested mappings (tls-config, basic-auth). */
+extern const struct conf_section net_tls_cfg_section, net_basic_auth_cfg_section;
+/** The HTTP keys a user wrote in `map`, NULL-terminated in `keys` order. */
+extern const char *const net_http_cfg_key_names[];
+/** Cross-field rules of the HTTP keys in `map` (auth exclusivity, basic
+ * auth password or file); `what` names the owner in messages. For the
+ * owner section's post hook. */
+int net_http_cfg_check(struct conf_load *ld, struct conf_node *map, const char *what);
 
 /* ---------------------------------------------------------------- client */
 
@@ -108,6 +168,39 @@ int net_request_start(struct net_client *c, const struct net_request_opts *o, ne
 /** Cancels a request in flight; its callback is not called. Not from inside
  * the request's own callbacks. */
 void net_request_cancel(struct net_request *r);
+
+/** Fills `o` (and `tls`, which `o` then points to) from the settings `h`
+ * and the current secrets (`bearer`, `password`: NULL if none). Strings
+ * are borrowed: they must outlive the request. */
+void net_request_opts_from_cfg(struct net_request_opts *o, struct net_tls *tls,
+                               const struct net_http_cfg *h, const char *bearer,
+                               const char *password);
+
+/* --------------------------------------------------------------- secrets */
+
+/** A credential given inline or as a file. A file is read when the secret
+ * is made (so the first request has it) and then re-read, off the loop
+ * thread, when it is asked for and older than the refresh interval, so
+ * rotated tokens and passwords are picked up. */
+struct net_secret;
+
+/** Creates a secret from an inline `value` (used as is) or a `file`
+ * (`value` NULL), re-read every `refresh_ms` (0: a minute) through `q`.
+ * Reads the file now; a failed read is kept as the secret's error (the
+ * secret then has no value until a later read succeeds). Returns NULL on
+ * OOM, or when both `value` and `file` are NULL. */
+struct net_secret *net_secret_new(uv_loop_t *loop, struct workq *q, const char *value,
+                                  const char *file, uint64_t refresh_ms);
+/** The current value (NULL if none could be read yet); starts a re-read
+ * when it is due. Valid until the next call into this secret. */
+const char *net_secret_get(struct net_secret *s);
+/** Asks for a re-read at the next get (e.g. after a 401). */
+void net_secret_expire(struct net_secret *s);
+/** The last read error ("reading FILE: ..."), or NULL. */
+const char *net_secret_error(const struct net_secret *s);
+/** Frees the secret; a re-read in flight finishes on its own first (NULL
+ * is fine). */
+void net_secret_free(struct net_secret *s);
 
 /* ---------------------------------------------------------------- server */
 

@@ -29,14 +29,14 @@
 
 void pprof_limits_default(struct pprof_limits *l)
 {
-    l->max_decompressed = 256u << 20;
-    l->max_samples = 1000000;
-    l->max_locations = 1000000;
-    l->max_functions = 1000000;
-    l->max_strings = 2000000;
-    l->max_labels = 64;
-    l->max_stack_depth = 4096;
-    l->gzip_level = 1;
+    l->max_decompressed = PPROF_DEFAULT_MAX_DECOMPRESSED;
+    l->max_samples = PPROF_DEFAULT_MAX_SAMPLES;
+    l->max_locations = PPROF_DEFAULT_MAX_LOCATIONS;
+    l->max_functions = PPROF_DEFAULT_MAX_FUNCTIONS;
+    l->max_strings = PPROF_DEFAULT_MAX_STRINGS;
+    l->max_labels = PPROF_DEFAULT_MAX_LABELS;
+    l->max_stack_depth = PPROF_DEFAULT_MAX_STACK_DEPTH;
+    l->gzip_level = PPROF_DEFAULT_GZIP_LEVEL;
 }
 
 const char *pprof_strerror(int err)

@@ -11,22 +11,49 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "conf/conf.h"
+
+/* Defaults of the caps below; the configuration's defaults are these. */
+#define PPROF_DEFAULT_MAX_DECOMPRESSED ((uint64_t)256 << 20)
+#define PPROF_DEFAULT_MAX_SAMPLES 1000000
+#define PPROF_DEFAULT_MAX_LOCATIONS 1000000
+#define PPROF_DEFAULT_MAX_FUNCTIONS 1000000
+#define PPROF_DEFAULT_MAX_STRINGS 2000000
+#define PPROF_DEFAULT_MAX_LABELS 64
+#define PPROF_DEFAULT_MAX_STACK_DEPTH 4096
+#define PPROF_DEFAULT_GZIP_LEVEL 1
+
 /** Hard caps applied to every profile. Past a cap a call fails with
  * PPROF_ETOOLARGE and a message such as
  * "profile too large: 1000001 samples > cap 1000000". */
 struct pprof_limits {
-    size_t max_decompressed;  /**< gunzip output, bytes (default 256 MiB) */
-    size_t max_samples;       /**< default 1,000,000 */
-    size_t max_locations;     /**< default 1,000,000 */
-    size_t max_functions;     /**< default 1,000,000 */
-    size_t max_strings;       /**< default 2,000,000 */
-    size_t max_labels;        /**< labels per sample, default 64 */
-    size_t max_stack_depth;   /**< locations per sample, default 4096 */
-    int gzip_level;           /**< output gzip level 0..12 (0: no compression), default 1 */
+    size_t max_decompressed;  /**< gunzip output, bytes */
+    size_t max_samples;
+    size_t max_locations;
+    size_t max_functions;
+    size_t max_strings;
+    size_t max_labels;        /**< labels per sample */
+    size_t max_stack_depth;   /**< locations per sample */
+    int gzip_level;           /**< output gzip level 0..12 (0: no compression) */
 };
 
-/** Fills `l` with the defaults above. */
+/** Fills `l` with the PPROF_DEFAULT_* values. */
 void pprof_limits_default(struct pprof_limits *l);
+
+/** The `limits:` keys pprof owns, for a struct pprof_limits member `m` of
+ * `S`, their metadata, and their check (gzip-level range), for the post
+ * hook of the section that lists them. */
+#define PPROF_LIMITS_FIELDS(S, m)                                                           \
+    CYAML_FIELD_UINT("max-decompressed", CYAML_FLAG_OPTIONAL, S, m.max_decompressed),      \
+    CYAML_FIELD_UINT("max-samples", CYAML_FLAG_OPTIONAL, S, m.max_samples),                \
+    CYAML_FIELD_UINT("max-locations", CYAML_FLAG_OPTIONAL, S, m.max_locations),            \
+    CYAML_FIELD_UINT("max-functions", CYAML_FLAG_OPTIONAL, S, m.max_functions),            \
+    CYAML_FIELD_UINT("max-strings", CYAML_FLAG_OPTIONAL, S, m.max_strings),                \
+    CYAML_FIELD_UINT("max-labels", CYAML_FLAG_OPTIONAL, S, m.max_labels),                  \
+    CYAML_FIELD_UINT("max-stack-depth", CYAML_FLAG_OPTIONAL, S, m.max_stack_depth),        \
+    CYAML_FIELD_INT("gzip-level", CYAML_FLAG_OPTIONAL, S, m.gzip_level)
+extern const struct conf_key pprof_limits_keys[];
+int pprof_limits_check(struct conf_load *ld, struct conf_node *limits);
 
 /** Error codes (negative; -ENOMEM is also possible). */
 enum {

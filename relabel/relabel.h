@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "common/labels.h"
+#include "conf/conf.h"
 
 /** Label-name validation schemes (Prometheus `metric_name_validation_scheme`). */
 enum relabel_scheme {
@@ -36,6 +37,11 @@ struct relabel_cfg {
     char *action;         /**< NULL: "replace"; compared case-insensitively */
     char *name_validation_scheme; /**< NULL: inherit; "utf8" or "legacy" */
 };
+
+/** The libcyaml value of one rule, for a module's `relabel-configs`
+ * sequence, and its section (for the schema's section list). */
+extern const cyaml_schema_value_t relabel_cfg_entry;
+extern const struct conf_section relabel_cfg_section;
 
 /** Compiled, immutable rule list. */
 struct relabel_rules;

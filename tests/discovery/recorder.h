@@ -7,8 +7,53 @@
 #include <string.h>
 #include <uv.h>
 
+#include "common/workq.h"
 #include "discovery/discovery.h"
 #include "tests/harness/test.h"
+
+/* The discovery settings of a few jobs, built by hand in the shape the
+ * configuration file gives them. */
+struct tjob {
+    const char *job_name;
+    struct disc_sd_cfg sd;
+};
+struct tcfg {
+    struct tjob *scrape;
+    unsigned n_scrape;
+    struct disc_cfg g;
+};
+
+/* disc_manager_apply() of every job of `c` (NULL: none). */
+static inline int tcfg_apply(struct disc_manager *m, const struct tcfg *c, char *err,
+                             size_t errlen)
+{
+    struct disc_job jobs[16];
+    unsigned n = c ? c->n_scrape : 0;
+
+    if (n > 16)
+        abort();
+    for (unsigned i = 0; i < n; i++)
+        jobs[i] = (struct disc_job){ c->scrape[i].job_name, &c->scrape[i].sd };
+    return disc_manager_apply(m, jobs, n, c ? &c->g : NULL, err, errlen);
+}
+
+/* The work queue of the test's loop: made on first use, freed by
+ * close_and_check(). */
+static struct workq *rec_wq;
+
+static inline struct workq *rec_work(uv_loop_t *loop)
+{
+    if (!rec_wq)
+        rec_wq = workq_new(loop, 2, 64);
+    return rec_wq;
+}
+
+/* Frees the work queue once its loop has run dry. */
+static inline void rec_work_done(void)
+{
+    workq_free(rec_wq);
+    rec_wq = NULL;
+}
 
 #define REC_MAX_SRC 20000
 
@@ -50,7 +95,7 @@ static inline void rec_cb(const char *job, const struct disc_group *g, size_t n,
     if (r->try_apply) {
         char err[128];
 
-        r->apply_rc = disc_manager_apply(r->m, NULL, err, sizeof(err));
+        r->apply_rc = tcfg_apply(r->m, NULL, err, sizeof(err));
     }
     if (!r->s)
         r->s = calloc(REC_MAX_SRC, sizeof(*r->s));
@@ -137,6 +182,7 @@ static inline void close_and_check(uv_loop_t *loop, struct disc_manager *m)
     disc_manager_close(m, closed_flag, &closed);
     uv_run(loop, UV_RUN_DEFAULT);
     ASSERT_EQ(closed, 1);
+    rec_work_done();
     ASSERT_EQ(uv_loop_close(loop), 0);
 }
 

@@ -1,11 +1,12 @@
 /* Connection settings: kubeconfig (current context, CA/cert/key data to
  * temporary files, token), in-cluster (env, service account dir, own
- * namespace), token re-reading, base64. No network. */
+ * namespace), token re-reading after a 401, base64. No network. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/workq.h"
 #include "discovery/k8s_conn.h"
 #include "tests/harness/test.h"
 
@@ -22,6 +23,20 @@ static char *slurp(const char *path)
     return b;
 }
 
+/* Runs `loop` until the token in use is `want` (bounded: 2 s). */
+static const char *token_after_reread(uv_loop_t *loop, struct k8s_conn *c, const char *want)
+{
+    uint64_t deadline = uv_hrtime() + 2000000000ull;
+    const char *t = net_secret_get(c->bearer);
+
+    while ((!t || strcmp(t, want) != 0) && uv_hrtime() < deadline) {
+        uv_run(loop, UV_RUN_NOWAIT);
+        uv_sleep(1);
+        t = net_secret_get(c->bearer);
+    }
+    return t;
+}
+
 static void put(const char *path, const char *s)
 {
     FILE *f = fopen(path, "w");
@@ -34,9 +49,13 @@ static void put(const char *path, const char *s)
 TEST(kubeconfig_current_context)
 {
     char dir[] = "/tmp/disc-kc-XXXXXX", kc[256], tf[256], err[256], ca[256];
-    struct cfg_k8s_sd sd = {0};
+    struct disc_k8s_cfg sd = {0};
     struct k8s_conn c;
+    uv_loop_t loop;
+    struct workq *q;
 
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    q = workq_new(&loop, 1, 8);
     ASSERT_NOT_NULL(mkdtemp(dir));
     snprintf(kc, sizeof(kc), "%s/config", dir);
     snprintf(tf, sizeof(tf), "%s/tok", dir);
@@ -66,7 +85,7 @@ TEST(kubeconfig_current_context)
             "    client-key: keys/admin.key\n");
     sd.role = "pod";
     sd.kubeconfig_file = kc;
-    ASSERT_EQ(disc__k8s_conn_init(&c, &sd, err, sizeof(err)), 0);
+    ASSERT_EQ(disc__k8s_conn_init(&c, &loop, q, &sd, err, sizeof(err)), 0);
     ASSERT_STR_EQ(c.server, "https://prod.example:6443");
     ASSERT_STR_EQ(c.server_name, "kubernetes");
     ASSERT_NOT_NULL(c.ca_file);
@@ -80,25 +99,31 @@ TEST(kubeconfig_current_context)
         ASSERT_STR_EQ(c.key_file, want);
     }
     ASSERT_STR_EQ(c.token_file, tf);
-    ASSERT_STR_EQ(c.token, "file-token");
+    ASSERT_STR_EQ(net_secret_get(c.bearer), "file-token");
     ASSERT_FALSE(c.insecure);
     disc__k8s_conn_done(&c);
     ASSERT_NE(access(ca, F_OK), 0); /* temporary files removed */
     /* A missing context is an error with a message. */
     put(kc, "current-context: nope\ncontexts: []\n");
-    ASSERT_LT(disc__k8s_conn_init(&c, &sd, err, sizeof(err)), 0);
+    ASSERT_LT(disc__k8s_conn_init(&c, &loop, q, &sd, err, sizeof(err)), 0);
     ASSERT_NOT_NULL(strstr(err, "nope"));
     unlink(kc);
     unlink(tf);
     rmdir(dir);
+    workq_free(q);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
 }
 
 TEST(in_cluster_and_token_rereading)
 {
     char dir[] = "/tmp/disc-sa-XXXXXX", p[256], err[256];
-    struct cfg_k8s_sd sd = {0};
+    struct disc_k8s_cfg sd = {0};
     struct k8s_conn c;
+    uv_loop_t loop;
+    struct workq *q;
 
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    q = workq_new(&loop, 1, 8);
     ASSERT_NOT_NULL(mkdtemp(dir));
     snprintf(p, sizeof(p), "%s/token", dir);
     put(p, "t1\n");
@@ -110,34 +135,42 @@ TEST(in_cluster_and_token_rereading)
     sd.service_account_dir = dir;
     sd.own_namespace = true;
     unsetenv("KUBERNETES_SERVICE_HOST");
-    ASSERT_LT(disc__k8s_conn_init(&c, &sd, err, sizeof(err)), 0);
+    ASSERT_LT(disc__k8s_conn_init(&c, &loop, q, &sd, err, sizeof(err)), 0);
     ASSERT_NOT_NULL(strstr(err, "KUBERNETES_SERVICE_HOST"));
     setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
     setenv("KUBERNETES_SERVICE_PORT", "443", 1);
-    ASSERT_EQ(disc__k8s_conn_init(&c, &sd, err, sizeof(err)), 0);
+    ASSERT_EQ(disc__k8s_conn_init(&c, &loop, q, &sd, err, sizeof(err)), 0);
     ASSERT_STR_EQ(c.server, "https://[fd00::1]:443");
-    ASSERT_STR_EQ(c.token, "t1");
+    ASSERT_STR_EQ(net_secret_get(c.bearer), "t1");
     ASSERT_STR_EQ(c.own_namespace, "team-a");
     snprintf(p, sizeof(p), "%s/ca.crt", dir);
     ASSERT_STR_EQ(c.ca_file, p);
-    /* Re-read only when older than ~50 s, or when forced (after a 401). */
+    /* After a 401 the token is re-read off the loop; until the read lands
+     * the old one is used. */
     snprintf(p, sizeof(p), "%s/token", dir);
     put(p, "t2\n");
-    ASSERT_EQ(disc__k8s_conn_refresh_token(&c, 1000, false, err, sizeof(err)), 0);
-    ASSERT_STR_EQ(c.token, "t2"); /* first use: never read by the clock yet */
-    put(p, "t3\n");
-    ASSERT_EQ(disc__k8s_conn_refresh_token(&c, 20000, false, err, sizeof(err)), 0);
-    ASSERT_STR_EQ(c.token, "t2");
-    ASSERT_EQ(disc__k8s_conn_refresh_token(&c, 52000, false, err, sizeof(err)), 0);
-    ASSERT_STR_EQ(c.token, "t3");
+    ASSERT_STR_EQ(net_secret_get(c.bearer), "t1"); /* not due yet: no re-read */
+    net_secret_expire(c.bearer);
+    ASSERT_STR_EQ(token_after_reread(&loop, &c, "t2"), "t2");
+    /* An empty file keeps the old token, and says why. */
     put(p, "  \n");
-    ASSERT_LT(disc__k8s_conn_refresh_token(&c, 0, true, err, sizeof(err)), 0);
-    ASSERT_STR_EQ(c.token, "t3"); /* an empty file keeps the old token */
+    net_secret_expire(c.bearer);
+    net_secret_get(c.bearer);
+    for (int i = 0; i < 2000 && !net_secret_error(c.bearer); i++) {
+        uv_run(&loop, UV_RUN_NOWAIT);
+        uv_sleep(1);
+    }
+    ASSERT_NOT_NULL(net_secret_error(c.bearer));
+    ASSERT_NOT_NULL(strstr(net_secret_error(c.bearer), "empty"));
+    ASSERT_STR_EQ(net_secret_get(c.bearer), "t2");
     disc__k8s_conn_done(&c);
+    uv_run(&loop, UV_RUN_DEFAULT);
     unsetenv("KUBERNETES_SERVICE_HOST");
     unsetenv("KUBERNETES_SERVICE_PORT");
     snprintf(p, sizeof(p), "rm -rf %s", dir);
     ASSERT_EQ(system(p), 0);
+    workq_free(q);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
 }
 
 TEST(base64)

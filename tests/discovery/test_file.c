@@ -90,9 +90,9 @@ TEST(provider_watches_files)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c = {0};
-    struct cfg_scrape sc = {0};
-    struct cfg_file_sd fsd = {0};
+    struct tcfg c = {0};
+    struct tjob sc = {0};
+    struct disc_file_cfg fsd = {0};
     struct disc_manager *m;
     struct ticker tk;
     char dir[] = "/tmp/disc-file-XXXXXX", glob1[256], a[256], b[256], src[300], err[256];
@@ -111,16 +111,16 @@ TEST(provider_watches_files)
     fsd.n_files = 1;
     fsd.refresh_interval_ms = 300000; /* only change events can explain fast updates */
     sc.job_name = "f";
-    sc.file_sd = &fsd;
-    sc.n_file_sd = 1;
+    sc.sd.file_sd = &fsd;
+    sc.sd.n_file_sd = 1;
     c.scrape = &sc;
     c.n_scrape = 1;
     uv_loop_init(&loop);
     r.loop = &loop;
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
     disc_manager_set_error_cb(m, on_err, &errors);
     ticker_start(&loop, &tk, 20);
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     RUN_UNTIL(&loop, disc_manager_ready(m), 5000);
     ASSERT_TRUE(disc_manager_ready(m));
     ASSERT_EQ(r.n, 2);
@@ -172,29 +172,6 @@ TEST(provider_watches_files)
     unlink(a);
     rmdir(dir);
     rec_free(&r);
-}
-
-TEST(bad_extension_rejected)
-{
-    uv_loop_t loop;
-    struct cfg c = {0};
-    struct cfg_scrape sc = {0};
-    struct cfg_file_sd fsd = {0};
-    char *files[] = {"/tmp/x.txt"}, err[256];
-    struct disc_manager *m;
-
-    fsd.files = files;
-    fsd.n_files = 1;
-    sc.job_name = "f";
-    sc.file_sd = &fsd;
-    sc.n_file_sd = 1;
-    c.scrape = &sc;
-    c.n_scrape = 1;
-    uv_loop_init(&loop);
-    m = disc_manager_new(&loop, NULL, 0, NULL, NULL);
-    ASSERT_LT(disc_manager_apply(m, &c, err, sizeof(err)), 0);
-    ASSERT_NOT_NULL(strstr(err, ".json"));
-    close_and_check(&loop, m);
 }
 
 int main(int argc, char **argv)

@@ -6,23 +6,23 @@
 
 #include "tests/discovery/recorder.h"
 
-static struct cfg_kv kv_env[] = {{"env", "dev"}, {"__address__", "label-loses"}};
+static struct conf_kv kv_env[] = {{"env", "dev"}, {"__address__", "label-loses"}};
 static char *tg0[] = {"10.0.0.1:6060", "10.0.0.2:6060"};
 static char *tg1[] = {"localhost:7070"};
 
-static void make_cfg(struct cfg *c, struct cfg_scrape *sc, struct cfg_static *st, unsigned n_st,
+static void make_cfg(struct tcfg *c, struct tjob *sc, struct disc_static_cfg *st, unsigned n_st,
                      const char *job)
 {
     memset(c, 0, sizeof(*c));
     memset(sc, 0, sizeof(*sc));
     sc->job_name = (char *)job;
-    sc->static_configs = st;
-    sc->n_static = n_st;
+    sc->sd.static_configs = st;
+    sc->sd.n_static = n_st;
     c->scrape = sc;
     c->n_scrape = 1;
 }
 
-static void base_statics(struct cfg_static st[2])
+static void base_statics(struct disc_static_cfg st[2])
 {
     memset(st, 0, 2 * sizeof(*st));
     st[0].application = "ride-sharing-app";
@@ -39,9 +39,9 @@ TEST(static_groups_and_labels)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc;
-    struct cfg_static st[2];
+    struct tcfg c;
+    struct tjob sc;
+    struct disc_static_cfg st[2];
     struct disc_manager *m;
     char err[256];
     struct rec_src *s;
@@ -50,10 +50,10 @@ TEST(static_groups_and_labels)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "go-apps");
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
     ASSERT_NOT_NULL(m);
     ASSERT_FALSE(disc_manager_ready(m));
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(r.rounds, 0); /* never from inside apply */
     uv_run(&loop, UV_RUN_NOWAIT);
     ASSERT_EQ(r.rounds, 1);
@@ -76,20 +76,20 @@ TEST(static_groups_and_labels)
 
     /* Same settings (a fresh copy of the strings): nothing is re-emitted. */
     {
-        struct cfg_static st2[2];
+        struct disc_static_cfg st2[2];
         char a[] = "ride-sharing-app";
 
         base_statics(st2);
         st2[0].application = a;
         make_cfg(&c, &sc, st2, 2, "go-apps");
-        ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+        ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
         uv_run(&loop, UV_RUN_DEFAULT); /* returns: nothing armed */
         ASSERT_EQ(r.rounds, 1);
     }
 
     /* Drop the second static config: its group goes away. */
     make_cfg(&c, &sc, st, 1, "go-apps");
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 2);
     ASSERT_EQ(r.n, 1);
@@ -97,7 +97,7 @@ TEST(static_groups_and_labels)
 
     /* Change a label: re-delivered with the new value. */
     st[0].labels[0].value = "prod";
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 3);
     s = rec_find(&r, "go-apps", "static/go-apps/0");
@@ -105,7 +105,7 @@ TEST(static_groups_and_labels)
     st[0].labels[0].value = "dev";
 
     /* The job disappears: an empty group for each of its sources. */
-    ASSERT_EQ(disc_manager_apply(m, NULL, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, NULL, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 4);
     ASSERT_EQ(r.n, 0);
@@ -118,9 +118,9 @@ TEST(two_jobs_separate_callbacks)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc[2];
-    struct cfg_static st[2];
+    struct tcfg c;
+    struct tjob sc[2];
+    struct disc_static_cfg st[2];
     struct disc_manager *m;
     char err[256];
 
@@ -130,15 +130,15 @@ TEST(two_jobs_separate_callbacks)
     memset(&c, 0, sizeof(c));
     memset(sc, 0, sizeof(sc));
     sc[0].job_name = "a";
-    sc[0].static_configs = &st[0];
-    sc[0].n_static = 1;
+    sc[0].sd.static_configs = &st[0];
+    sc[0].sd.n_static = 1;
     sc[1].job_name = "b";
-    sc[1].static_configs = &st[1];
-    sc[1].n_static = 1;
+    sc[1].sd.static_configs = &st[1];
+    sc[1].sd.n_static = 1;
     c.scrape = sc;
     c.n_scrape = 2;
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 2);
     ASSERT_NOT_NULL(rec_find(&r, "a", "static/a/0"));
@@ -146,7 +146,7 @@ TEST(two_jobs_separate_callbacks)
     /* Remove job a only: b is untouched (no third round for b). */
     c.scrape = &sc[1];
     c.n_scrape = 1;
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 3);
     ASSERT_NULL(rec_find(&r, "a", "static/a/0"));
@@ -159,9 +159,9 @@ TEST(coalescing_delay)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc;
-    struct cfg_static st[2];
+    struct tcfg c;
+    struct tjob sc;
+    struct disc_static_cfg st[2];
     struct disc_manager *m;
     char err[256];
     uint64_t t0, t1;
@@ -170,19 +170,19 @@ TEST(coalescing_delay)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 1, "j");
-    m = disc_manager_new(&loop, NULL, 300, rec_cb, &r);
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 300, rec_cb, &r);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 1); /* quiet before: delivered at once */
     t0 = r.last_ms;
     /* Three changes in quick succession: one round, at least 300 ms after
      * the previous one, with the final state. */
     st[0].labels[0].value = "v1";
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     st[0].labels[0].value = "v2";
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     st[0].labels[0].value = "v3";
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_NOWAIT);
     ASSERT_EQ(r.rounds, 1);
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -200,9 +200,9 @@ TEST(apply_from_callback_is_refused)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc;
-    struct cfg_static st[2];
+    struct tcfg c;
+    struct tjob sc;
+    struct disc_static_cfg st[2];
     struct disc_manager *m;
     char err[256];
 
@@ -210,10 +210,10 @@ TEST(apply_from_callback_is_refused)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "j");
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
     r.m = m;
     r.try_apply = true;
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 1);
     ASSERT_LT(r.apply_rc, 0);
@@ -226,22 +226,22 @@ TEST(ready_with_no_providers_and_close_with_pending)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc;
-    struct cfg_static st[2];
+    struct tcfg c;
+    struct tjob sc;
+    struct disc_static_cfg st[2];
     struct disc_manager *m;
     char err[256];
 
     uv_loop_init(&loop);
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
     ASSERT_FALSE(disc_manager_ready(m));
     memset(&c, 0, sizeof(c));
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_TRUE(disc_manager_ready(m));
     /* Close with an undelivered update: nothing is delivered, no leak. */
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "j");
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     close_and_check(&loop, m);
     ASSERT_EQ(r.rounds, 0);
     rec_free(&r);
@@ -251,9 +251,9 @@ TEST(metrics_pass_promtool)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc;
-    struct cfg_static st[2];
+    struct tcfg c;
+    struct tjob sc;
+    struct disc_static_cfg st[2];
     struct disc_manager *m;
     char err[256], path[] = "/tmp/disc-metrics-XXXXXX", cmd[512];
     struct buf b;
@@ -263,8 +263,8 @@ TEST(metrics_pass_promtool)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "job \"quoted\"\\x");
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     buf_init(&b, 1 << 20);
     disc_manager_metrics(m, &b);

@@ -21,9 +21,9 @@ struct env {
     struct rec r;
     struct fake f;
     struct ticker tk;
-    struct cfg cfg;
-    struct cfg_scrape sc[3];
-    struct cfg_k8s_sd sd[3];
+    struct tcfg cfg;
+    struct tjob sc[3];
+    struct disc_k8s_cfg sd[3];
     char url[3][64]; /* one copy per job: sharing must not depend on pointers */
 };
 
@@ -37,15 +37,15 @@ static void env_init(struct env *e)
     e->http = net_client_new(&e->loop, 0, err, sizeof(err));
     ASSERT_NOT_NULL(e->http);
     e->r.loop = &e->loop;
-    e->m = disc_manager_new(&e->loop, e->http, 0, rec_cb, &e->r);
+    e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
     ASSERT_NOT_NULL(e->m);
     ticker_start(&e->loop, &e->tk, 20);
     for (int i = 0; i < 3; i++) {
         snprintf(e->url[i], sizeof(e->url[i]), "%s", e->f.url);
         e->sd[i].role = "pod";
         e->sd[i].api_server = e->url[i];
-        e->sc[i].k8s_sd = &e->sd[i];
-        e->sc[i].n_k8s_sd = 1;
+        e->sc[i].sd.k8s_sd = &e->sd[i];
+        e->sc[i].sd.n_k8s_sd = 1;
     }
     /* The Helm chart's layout: one job per profile type, same SD config. */
     e->sc[0].job_name = "pyroscope/cpu";
@@ -60,7 +60,7 @@ static void env_apply(struct env *e, unsigned first, unsigned n)
 
     e->cfg.scrape = n ? &e->sc[first] : NULL;
     e->cfg.n_scrape = n;
-    ASSERT_EQ(disc_manager_apply(e->m, &e->cfg, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(e->m, &e->cfg, err, sizeof(err)), 0);
 }
 
 static void env_done(struct env *e)
@@ -73,6 +73,7 @@ static void env_done(struct env *e)
     uv_run(&e->loop, UV_RUN_DEFAULT);
     ASSERT_EQ(closed, 1);
     ASSERT_EQ(nclosed, 1);
+    rec_work_done();
     ASSERT_EQ(uv_loop_close(&e->loop), 0);
     fake_stop(&e->f);
     rec_free(&e->r);
@@ -242,7 +243,7 @@ TEST(identical_k8s_configs_share_one_list_and_watch)
 TEST(different_settings_get_their_own_provider)
 {
     struct env e;
-    struct cfg_k8s_selector sel[] = {{"pod", "app=db", NULL}};
+    struct disc_k8s_selector_cfg sel[] = {{"pod", "app=db", NULL}};
 
     env_init(&e);
     e.sd[1].selectors = sel;
@@ -271,13 +272,13 @@ TEST(different_settings_get_their_own_provider)
 TEST(identical_pieces_of_one_job_share_too)
 {
     struct env e;
-    struct cfg_k8s_sd two[2];
+    struct disc_k8s_cfg two[2];
 
     env_init(&e);
     two[0] = e.sd[0];
     two[1] = e.sd[1];
-    e.sc[0].k8s_sd = two;
-    e.sc[0].n_k8s_sd = 2;
+    e.sc[0].sd.k8s_sd = two;
+    e.sc[0].sd.n_k8s_sd = 2;
     env_apply(&e, 0, 1);
     ASSERT_EQ(disc_manager_providers(e.m), 1);
     RUN_UNTIL(&e.loop, disc_manager_ready(e.m), 10000);
@@ -292,9 +293,9 @@ TEST(file_sd_shared_between_jobs)
 {
     uv_loop_t loop;
     struct rec r = {0};
-    struct cfg c;
-    struct cfg_scrape sc[2];
-    struct cfg_file_sd fsd[2];
+    struct tcfg c;
+    struct tjob sc[2];
+    struct disc_file_cfg fsd[2];
     char dir[] = "/tmp/disc-share-XXXXXX", path[128], src[160], *files[2][1];
     struct disc_manager *m;
     struct ticker tk;
@@ -316,8 +317,8 @@ TEST(file_sd_shared_between_jobs)
         files[i][0] = strdup(path); /* separate copies of the same settings */
         fsd[i].files = files[i];
         fsd[i].n_files = 1;
-        sc[i].file_sd = &fsd[i];
-        sc[i].n_file_sd = 1;
+        sc[i].sd.file_sd = &fsd[i];
+        sc[i].sd.n_file_sd = 1;
     }
     sc[0].job_name = "x";
     sc[1].job_name = "y";
@@ -325,9 +326,9 @@ TEST(file_sd_shared_between_jobs)
     c.n_scrape = 2;
     ASSERT_EQ(uv_loop_init(&loop), 0);
     r.loop = &loop;
-    m = disc_manager_new(&loop, NULL, 0, rec_cb, &r);
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
     ticker_start(&loop, &tk, 20); /* RUN_UNTIL must not block in uv_run */
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(disc_manager_providers(m), 1);
     RUN_UNTIL(&loop, r.n == 2, 5000);
     ASSERT_EQ(r.n, 2);
@@ -338,7 +339,7 @@ TEST(file_sd_shared_between_jobs)
     /* Job x goes: only its group is emptied. */
     c.scrape = &sc[1];
     c.n_scrape = 1;
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(disc_manager_providers(m), 1);
     RUN_UNTIL(&loop, r.n == 1, 5000);
     ASSERT_NULL(rec_find(&r, "x", src));

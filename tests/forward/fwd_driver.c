@@ -24,14 +24,15 @@
 #include <time.h>
 
 #include "forward/forward.h"
+#include "tcfg.h"
 #include "net/net.h"
 
 #define MAX_EP 4
 
-static struct cfg cfg;
+static struct tcfg cfg;
 static struct cfg_remote eps[MAX_EP];
-static struct cfg_kv ext_label = {(char *)"env", (char *)"test"};
-static struct cfg_kv headers[2] = {{(char *)"X-Test-Header", (char *)"yes"}};
+static struct conf_kv ext_label = {(char *)"env", (char *)"test"};
+static struct conf_kv headers[2] = {{(char *)"X-Test-Header", (char *)"yes"}};
 static unsigned n_eps;
 static uv_loop_t loop;
 static struct net_client *http;
@@ -236,7 +237,7 @@ static int parse_ep(char *spec, struct cfg_remote *r)
 int main(int argc, char **argv)
 {
     char err[512];
-    struct cfg_basic_auth auth = {(char *)"user", (char *)"secret", NULL};
+    struct net_basic_auth_cfg auth = {(char *)"user", (char *)"secret", NULL};
     unsigned max_retries = 0, batch = 0, inflight = 0, queue = 0;
     uint64_t min_b = 100, max_b = 2000, tmo = 3000, wait_ms = 200;
     bool gzip = false, use_auth = false;
@@ -323,7 +324,7 @@ int main(int argc, char **argv)
     }
     fwd = fwd_new(&loop, http);
     fwd_set_error_cb(fwd, on_error, NULL);
-    if (fwd_apply(fwd, &cfg, err, sizeof(err)) < 0) {
+    if (tcfg_apply(fwd, &cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "fwd_apply: %s\n", err);
         return 2;
     }

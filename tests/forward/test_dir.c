@@ -11,6 +11,7 @@
 #include <json-c/json.h>
 
 #include "forward/forward.h"
+#include "tcfg.h"
 #include "forward/internal.h"
 #include "test.h"
 
@@ -43,7 +44,7 @@ static struct fwd_profile *mkprof(const char *svc, const char *name, size_t len,
     return fwd_profile_new(&ls, d, len, 1000000000, 2000000000);
 }
 
-static void dir_cfg(struct cfg *c, struct cfg_remote *r, const char *url, uint64_t cap)
+static void dir_cfg(struct tcfg *c, struct cfg_remote *r, const char *url, uint64_t cap)
 {
     memset(c, 0, sizeof(*c));
     memset(r, 0, sizeof(*r));
@@ -112,7 +113,7 @@ static char *slurp(const char *path, size_t *len)
 TEST(dir_writes_exact_bytes_and_labels)
 {
     uv_loop_t loop;
-    struct cfg c;
+    struct tcfg c;
     struct cfg_remote r;
     char url[300], err[256], sub[512], names[8][128], path[1024];
     struct fwd *f;
@@ -127,7 +128,7 @@ TEST(dir_writes_exact_bytes_and_labels)
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
     f = fwd_new(&loop, NULL);
-    ASSERT_EQ(fwd_apply(f, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     /* Hostile components: a slash, a leading dot, "..". */
     p = mkprof("team/app", "..", 1000, 1);
     fwd_submit(f, p);
@@ -172,7 +173,7 @@ TEST(dir_writes_exact_bytes_and_labels)
 TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 {
     uv_loop_t loop;
-    struct cfg c;
+    struct tcfg c;
     struct cfg_remote r;
     char url[300], err[256], sub[512], names[64][128];
     char ids[10][37];
@@ -185,7 +186,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
     snprintf(sub, sizeof(sub), "%s/svc/process_cpu", tmpdir);
     dir_cfg(&c, &r, url, 1ull << 30);
     f = fwd_new(&loop, NULL);
-    ASSERT_EQ(fwd_apply(f, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     for (int i = 0; i < 10; i++) {
         struct fwd_profile *p = mkprof("svc", "process_cpu", 4000, i);
 
@@ -214,7 +215,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
     }
     dir_cfg(&c, &r, url, one * 4 + one / 2);
     f = fwd_new(&loop, NULL);
-    ASSERT_EQ(fwd_apply(f, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(count_files(sub, ".pb.gz", names, 64), 4);
     ASSERT_EQ(count_files(sub, ".json", names + 10, 54), 4);
@@ -259,7 +260,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 TEST(dir_relative_url_and_reload_keeps_endpoint)
 {
     uv_loop_t loop;
-    struct cfg c;
+    struct tcfg c;
     struct cfg_remote r;
     char err[256], cwd[512], names[4][128];
     struct fwd *f;
@@ -271,8 +272,8 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_EQ(uv_loop_init(&loop), 0);
     dir_cfg(&c, &r, "file://./rel", 1 << 30);
     f = fwd_new(&loop, NULL);
-    ASSERT_EQ(fwd_apply(f, &c, err, sizeof(err)), 0);
-    ASSERT_EQ(fwd_apply(f, &c, err, sizeof(err)), 0); /* unchanged: kept */
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0); /* unchanged: kept */
     p = mkprof("a", "memory", 10, 3);
     fwd_submit(f, p);
     fwd_profile_unref(p);
@@ -281,7 +282,7 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     /* A bad url is refused and leaves the running endpoint alone. */
     r.url = (char *)"http-not-a-file";
     r.protocol = CFG_PROTO_DIR;
-    ASSERT_LT(fwd_apply(f, &c, err, sizeof(err)), 0);
+    ASSERT_LT(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT(strstr(err, "file://") != NULL);
     close_fwd(&loop, f);
     ASSERT_EQ(uv_loop_close(&loop), 0);

@@ -74,7 +74,7 @@ TEST(labels_validated_against_server_limits)
 TEST(push_request_round_trips)
 {
     struct fwd_profile *p[2] = {mk("a", 100, 1), mk("b", 50, 2)};
-    struct cfg_kv ext[2] = {{(char *)"cluster", (char *)"c1"}, {(char *)"env", (char *)"prod"}};
+    struct conf_kv ext[2] = {{(char *)"cluster", (char *)"c1"}, {(char *)"env", (char *)"prod"}};
     uint8_t *body;
     size_t len;
     Push__V1__PushRequest *req;

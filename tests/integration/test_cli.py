@@ -31,7 +31,7 @@ def main():
         r = run("--check-config", default)
         check(r.returncode == 0, f"embedded default does not validate: {r.stderr}")
 
-        seeds = sorted(glob.glob(os.path.join(SRC, "tests", "config", "seeds", "*.yaml")))
+        seeds = sorted(glob.glob(os.path.join(SRC, "tests", "agent", "seeds", "*.yaml")))
         check(len(seeds) >= 4, f"seed fixtures missing: {seeds}")
         for s in seeds:
             r = run("--check-config", s)

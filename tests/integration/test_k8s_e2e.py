@@ -1,6 +1,6 @@
 """The seed's kubernetes-pods job end to end: proflet lists and watches a
 fake Kubernetes API server (tests/k8s/fake_apiserver.py), applies the seed's
-relabel rules unchanged (tests/config/seeds/001_kubernetes_wrapped.yaml),
+relabel rules unchanged (tests/agent/seeds/001_kubernetes_wrapped.yaml),
 scrapes the real Go service behind an annotated pod, and forgets the pod
 when it is deleted. Also: /-/ready stays false until discovery has synced,
 and `proflet targets` lists the same Kubernetes targets and exits."""
@@ -14,7 +14,7 @@ import yaml
 
 from lib import *
 
-SEED = os.path.join(SRC, "tests", "config", "seeds", "001_kubernetes_wrapped.yaml")
+SEED = os.path.join(SRC, "tests", "agent", "seeds", "001_kubernetes_wrapped.yaml")
 
 
 def control(cport, path, body):

@@ -45,9 +45,9 @@ TEST(bench_initial_sync_and_churn)
     uv_loop_t loop;
     struct net_client *http;
     struct disc_manager *m;
-    struct cfg c = {0};
-    struct cfg_scrape sc = {0};
-    struct cfg_k8s_sd sd = {0};
+    struct tcfg c = {0};
+    struct tjob sc = {0};
+    struct disc_k8s_cfg sd = {0};
     struct ticker tk;
     char err[256];
     size_t targets = 0;
@@ -62,19 +62,19 @@ TEST(bench_initial_sync_and_churn)
     uv_loop_init(&loop);
     http = net_client_new(&loop, 0, err, sizeof(err));
     ASSERT_NOT_NULL(http);
-    m = disc_manager_new(&loop, http, 1000, count_cb, &targets);
+    m = disc_manager_new(&loop, http, rec_work(&loop), 1000, count_cb, &targets);
     ticker_start(&loop, &tk, 50);
     sd.role = "pod";
     sd.api_server = f.url;
     sc.job_name = "bench";
-    sc.k8s_sd = &sd;
-    sc.n_k8s_sd = 1;
+    sc.sd.k8s_sd = &sd;
+    sc.sd.n_k8s_sd = 1;
     c.scrape = &sc;
     c.n_scrape = 1;
     rss0 = rss_kb();
     c0 = cpu_s();
     t0 = uv_hrtime();
-    ASSERT_EQ(disc_manager_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     RUN_UNTIL(&loop, disc_manager_ready(m), 120000);
     ASSERT_TRUE(disc_manager_ready(m));
     t1 = uv_hrtime();
@@ -97,6 +97,7 @@ TEST(bench_initial_sync_and_churn)
     net_client_close(http, closed_flag, &nclosed);
     ticker_stop(&tk);
     uv_run(&loop, UV_RUN_DEFAULT);
+    rec_work_done();
     ASSERT_EQ(uv_loop_close(&loop), 0);
     fake_stop(&f);
 }

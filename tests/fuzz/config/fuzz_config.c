@@ -12,14 +12,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char err[512];
-    struct cfg *c = NULL;
+    struct conf_doc *doc = NULL;
     int rc;
 
-    rc = cfg_load_string((const char *)data, size, "fuzz.yaml", &c, err, sizeof(err));
-    if (rc == 0 && !c)
+    rc = agent_config_load_string((const char *)data, size, "fuzz.yaml", CONF_EXPAND_ENV, &doc,
+                                  err, sizeof(err));
+    if (rc == 0 && (!doc || !agent_config(doc)))
         abort();
-    if (rc < 0 && (c || err[0] == '\0'))
+    if (rc < 0 && (doc || err[0] == '\0'))
         abort();
-    cfg_free(c);
+    conf_doc_unref(doc);
     return 0;
 }

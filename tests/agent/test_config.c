@@ -8,7 +8,65 @@
 #include <unistd.h>
 
 #include "agent/config.h"
+
+/* The whole file, as the tests were first written against it. */
+#define cfg agent_config
 #include "test.h"
+
+/* The documents the tests loaded, so cfg_free() can find a config's. */
+static struct conf_doc *docs[64];
+
+static struct cfg *keep(struct conf_doc *doc)
+{
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        if (!docs[i]) {
+            docs[i] = doc;
+            return conf_doc_data(doc);
+        }
+    }
+    test__fail(__FILE__, __LINE__, "too many documents held");
+    return NULL;
+}
+
+static void cfg_free(struct cfg *c)
+{
+    for (size_t i = 0; c && i < sizeof(docs) / sizeof(docs[0]); i++) {
+        if (docs[i] && conf_doc_data(docs[i]) == c) {
+            conf_doc_unref(docs[i]);
+            docs[i] = NULL;
+            return;
+        }
+    }
+}
+
+static int cfg_load_string(const char *yaml, size_t len, const char *name, struct cfg **out,
+                           char *err, size_t errlen)
+{
+    struct conf_doc *doc = NULL;
+    int rc = agent_config_load_string(yaml, len, name, CONF_EXPAND_ENV, &doc, err, errlen);
+
+    *out = rc == 0 ? keep(doc) : NULL;
+    return rc;
+}
+
+static int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen)
+{
+    struct conf_doc *doc = NULL;
+    int rc = agent_config_load(path, CONF_EXPAND_ENV, &doc, err, errlen);
+
+    *out = rc == 0 ? keep(doc) : NULL;
+    return rc;
+}
+
+/* The name a loaded config was loaded under. */
+static const char *source_of(const struct cfg *c)
+{
+    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+        if (docs[i] && conf_doc_data(docs[i]) == c)
+            return conf_doc_name(docs[i]);
+    }
+    return NULL;
+}
 
 static struct cfg *load_ok_at(const char *file, int line, const char *yaml)
 {
@@ -50,7 +108,7 @@ static void err_starts_at(const char *file, int line, const char *yaml, const ch
 }
 #define ERR_STARTS(y, w) err_starts_at(__FILE__, __LINE__, (y), (w))
 
-static const struct cfg_profile *prof(const struct cfg_scrape *s, const char *name)
+static const struct scrape_profile_cfg *prof(const struct scrape_job_cfg *s, const char *name)
 {
     for (unsigned i = 0; i < s->n_profiles; i++) {
         if (strcmp(s->profiles[i].name, name) == 0)
@@ -59,7 +117,7 @@ static const struct cfg_profile *prof(const struct cfg_scrape *s, const char *na
     return NULL;
 }
 
-static unsigned n_enabled(const struct cfg_scrape *s)
+static unsigned n_enabled(const struct scrape_job_cfg *s)
 {
     unsigned n = 0;
 
@@ -73,27 +131,27 @@ static unsigned n_enabled(const struct cfg_scrape *s)
 TEST(defaults)
 {
     struct cfg *c = LOAD_OK(MINIMAL);
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
-    ASSERT_STR_EQ(c->source, "t.yaml");
+    ASSERT_STR_EQ(source_of(c), "t.yaml");
     ASSERT_STR_EQ(c->log_level, "info");
     ASSERT_STR_EQ(c->listen_address, "127.0.0.1:4100");
     ASSERT_EQ(c->n_remote, 0);
     ASSERT_EQ(c->name_validation, RELABEL_SCHEME_UTF8);
-    ASSERT_U64_EQ(c->discovery_coalesce_ms, 1000);
+    ASSERT_U64_EQ(c->discovery.coalesce_ms, 1000);
     ASSERT_NULL(c->spool.dir);
     ASSERT_U64_EQ(c->spool.max_bytes, 1ull << 30);
     ASSERT_U64_EQ(c->spool.max_age_ms, 24ull * 3600 * 1000);
     ASSERT_U64_EQ(c->spool.segment_bytes, 16ull << 20);
     ASSERT_STR_EQ(c->spool.fsync, "batch");
     ASSERT_U64_EQ(c->limits.max_body_bytes, 64ull << 20);
-    ASSERT_U64_EQ(c->limits.max_decompressed, 256ull << 20);
-    ASSERT_U64_EQ(c->limits.max_samples, 1000000);
-    ASSERT_U64_EQ(c->limits.max_stack_depth, 4096);
-    ASSERT_U64_EQ(c->limits.max_watch_line, 16ull << 20);
+    ASSERT_U64_EQ(c->limits.pprof.max_decompressed, 256ull << 20);
+    ASSERT_U64_EQ(c->limits.pprof.max_samples, 1000000);
+    ASSERT_U64_EQ(c->limits.pprof.max_stack_depth, 4096);
+    ASSERT_U64_EQ(c->discovery.max_watch_line, 16ull << 20);
     ASSERT_EQ(c->limits.workers, 2);
     ASSERT_EQ(c->limits.max_jobs_backlog, 1024);
-    ASSERT_EQ(c->limits.gzip_level, 1);
+    ASSERT_EQ(c->limits.pprof.gzip_level, 1);
 
     ASSERT_EQ(c->n_scrape, 1);
     ASSERT_STR_EQ(s->job_name, "a");
@@ -102,15 +160,16 @@ TEST(defaults)
     ASSERT_STR_EQ(s->scheme, "http");
     ASSERT_STR_EQ(s->path_prefix, "");
     ASSERT_FALSE(s->use_delta_profiles);
-    ASSERT_EQ(s->name_validation, RELABEL_SCHEME_UNSET);
-    ASSERT_U64_EQ(s->body_size_limit, 64ull << 20);
+    /* inherited from the top level; the body cap is limits.max-body-bytes */
+    ASSERT_EQ(s->name_validation, RELABEL_SCHEME_UTF8);
+    ASSERT_U64_EQ(s->body_size_limit, 0);
     ASSERT_TRUE(s->http.enable_http2);
     ASSERT_TRUE(s->http.follow_redirects);
     ASSERT_NULL(s->http.basic_auth);
-    ASSERT_EQ(s->n_static, 1);
-    ASSERT_EQ(s->static_configs[0].n_targets, 1);
-    ASSERT_STR_EQ(s->static_configs[0].targets[0], "h:6060");
-    ASSERT_NULL(s->static_configs[0].application);
+    ASSERT_EQ(s->sd.n_static, 1);
+    ASSERT_EQ(s->sd.static_configs[0].n_targets, 1);
+    ASSERT_STR_EQ(s->sd.static_configs[0].targets[0], "h:6060");
+    ASSERT_NULL(s->sd.static_configs[0].application);
     ASSERT_EQ(s->n_relabel, 0);
     /* Every built-in type is listed; the five Go defaults are on. */
     ASSERT_EQ(s->n_profiles, 9);
@@ -140,14 +199,14 @@ TEST(empty_document_is_valid)
 
 TEST(embedded_default)
 {
-    struct cfg *c = LOAD_OK(cfg_default_yaml);
+    struct cfg *c = LOAD_OK(agent_default_config);
 
     ASSERT_STR_EQ(c->listen_address, "127.0.0.1:4100");
     ASSERT_EQ(c->n_scrape, 1);
     ASSERT_STR_EQ(c->scrape[0].job_name, "default");
     ASSERT_U64_EQ(c->scrape[0].interval_ms, 15000);
-    ASSERT_STR_EQ(c->scrape[0].static_configs[0].targets[0], "127.0.0.1:6060");
-    ASSERT_STR_EQ(c->scrape[0].static_configs[0].application, "demoapp");
+    ASSERT_STR_EQ(c->scrape[0].sd.static_configs[0].targets[0], "127.0.0.1:6060");
+    ASSERT_STR_EQ(c->scrape[0].sd.static_configs[0].application, "demoapp");
     ASSERT_EQ(n_enabled(&c->scrape[0]), 5);
     ASSERT_EQ(c->n_remote, 1);
     ASSERT_STR_EQ(c->remote[0].url, "file://./proflet-data");
@@ -203,7 +262,7 @@ TEST(all_scrape_keys_both_spellings)
     c[0] = LOAD_OK(kebab);
     c[1] = LOAD_OK(snake);
     for (int i = 0; i < 2; i++) {
-        const struct cfg_scrape *s = &c[i]->scrape[0];
+        const struct scrape_job_cfg *s = &c[i]->scrape[0];
 
         ASSERT_U64_EQ(s->interval_ms, 90000);
         ASSERT_U64_EQ(s->timeout_ms, 20000);
@@ -216,16 +275,16 @@ TEST(all_scrape_keys_both_spellings)
         ASSERT_STR_EQ(s->params[1].key, "x");
         ASSERT_STR_EQ(s->params[1].values[0], "y");
         ASSERT_TRUE(s->use_delta_profiles);
-        ASSERT_STR_EQ(s->static_configs[0].application, "shop");
-        ASSERT_STR_EQ(s->static_configs[0].spy_name, "gospy");
-        ASSERT_EQ(s->static_configs[0].n_targets, 2);
-        ASSERT_EQ(s->static_configs[0].n_labels, 2);
-        ASSERT_STR_EQ(s->static_configs[0].labels[0].key, "env");
-        ASSERT_STR_EQ(s->static_configs[0].labels[0].value, "dev");
-        ASSERT_STR_EQ(s->static_configs[0].labels[1].value, "");
-        ASSERT_EQ(s->n_file_sd, 1);
-        ASSERT_STR_EQ(s->file_sd[0].files[0], "/etc/t/*.json");
-        ASSERT_U64_EQ(s->file_sd[0].refresh_interval_ms, 30000);
+        ASSERT_STR_EQ(s->sd.static_configs[0].application, "shop");
+        ASSERT_STR_EQ(s->sd.static_configs[0].spy_name, "gospy");
+        ASSERT_EQ(s->sd.static_configs[0].n_targets, 2);
+        ASSERT_EQ(s->sd.static_configs[0].n_labels, 2);
+        ASSERT_STR_EQ(s->sd.static_configs[0].labels[0].key, "env");
+        ASSERT_STR_EQ(s->sd.static_configs[0].labels[0].value, "dev");
+        ASSERT_STR_EQ(s->sd.static_configs[0].labels[1].value, "");
+        ASSERT_EQ(s->sd.n_file_sd, 1);
+        ASSERT_STR_EQ(s->sd.file_sd[0].files[0], "/etc/t/*.json");
+        ASSERT_U64_EQ(s->sd.file_sd[0].refresh_interval_ms, 30000);
         ASSERT_EQ(s->n_relabel, 2);
         ASSERT_EQ(s->relabel[0].n_source_labels, 2);
         ASSERT_STR_EQ(s->relabel[0].separator, "");
@@ -275,7 +334,7 @@ TEST(top_level_keys)
     ASSERT_STR_EQ(c->external_labels[1].key, "region");
     ASSERT_STR_EQ(c->external_labels[1].value, "eu");
     ASSERT_EQ(c->name_validation, RELABEL_SCHEME_LEGACY);
-    ASSERT_U64_EQ(c->discovery_coalesce_ms, 250);
+    ASSERT_U64_EQ(c->discovery.coalesce_ms, 250);
     ASSERT_EQ(c->limits.workers, 4);
     ASSERT_STR_EQ(c->spool.dir, "/var/spool");
     ASSERT_U64_EQ(c->spool.max_bytes, 2ull << 30);
@@ -283,15 +342,15 @@ TEST(top_level_keys)
     ASSERT_U64_EQ(c->spool.segment_bytes, 1024);
     ASSERT_STR_EQ(c->spool.fsync, "always");
     ASSERT_U64_EQ(c->limits.max_body_bytes, 1024);
-    ASSERT_U64_EQ(c->limits.max_decompressed, 2u << 20);
-    ASSERT_U64_EQ(c->limits.max_samples, 10);
-    ASSERT_U64_EQ(c->limits.max_locations, 11);
-    ASSERT_U64_EQ(c->limits.max_functions, 12);
-    ASSERT_U64_EQ(c->limits.max_strings, 13);
-    ASSERT_U64_EQ(c->limits.max_stack_depth, 14);
-    ASSERT_U64_EQ(c->limits.max_watch_line, 15);
+    ASSERT_U64_EQ(c->limits.pprof.max_decompressed, 2u << 20);
+    ASSERT_U64_EQ(c->limits.pprof.max_samples, 10);
+    ASSERT_U64_EQ(c->limits.pprof.max_locations, 11);
+    ASSERT_U64_EQ(c->limits.pprof.max_functions, 12);
+    ASSERT_U64_EQ(c->limits.pprof.max_strings, 13);
+    ASSERT_U64_EQ(c->limits.pprof.max_stack_depth, 14);
+    ASSERT_U64_EQ(c->discovery.max_watch_line, 15);
     ASSERT_EQ(c->limits.max_jobs_backlog, 16);
-    ASSERT_EQ(c->limits.gzip_level, 6);
+    ASSERT_EQ(c->limits.pprof.gzip_level, 6);
     cfg_free(c);
 
     c = LOAD_OK("limits: {workers: 3}\n");
@@ -485,6 +544,24 @@ TEST(missing_required)
            "t.yaml:3:23: missing required key \"files\" in file-sd config");
 }
 
+/* Prometheus refuses these paths when it loads the file (promtool says
+ * "path name ... is not valid for file discovery"); so does proflet, at
+ * their position, instead of a job silently missing at run time. */
+TEST(file_sd_paths_checked_at_load)
+{
+    ERR_STARTS("scrape-configs:\n  - job-name: a\n    file-sd-configs:\n"
+               "      - files: [/ok/*.json, \"/x/*.jsn/y/[.json\"]\n",
+               "t.yaml:4:29: path name \"/x/*.jsn/y/[.json\" is not valid for file discovery");
+    ERR_STARTS("scrape-configs:\n  - job-name: a\n    file-sd-configs:\n"
+               "      - files: [/x/foo.txt]\n",
+               "t.yaml:4:17: path name \"/x/foo.txt\" is not valid for file discovery");
+    ERR_STARTS("scrape-configs:\n  - job-name: a\n    file-sd-configs:\n"
+               "      - files: [/x/*/t.json]\n",
+               "t.yaml:4:17: path name \"/x/*/t.json\" is not valid");
+    cfg_free(LOAD_OK("scrape-configs:\n  - job-name: a\n    file-sd-configs:\n"
+                     "      - files: [/x/t.json, /x/*.yml, /x/a*b*.YAML, t.json]\n"));
+}
+
 TEST(both_spellings_and_duplicates)
 {
     ERR_IS("scrape-configs:\n  - job-name: a\n    job_name: b\n",
@@ -528,17 +605,17 @@ TEST(duplicate_job_name)
 
 TEST(profile_canonical_names)
 {
-    ASSERT_STR_EQ(cfg_profile_canonical("cpu"), "process_cpu");
-    ASSERT_STR_EQ(cfg_profile_canonical("process_cpu"), "process_cpu");
-    ASSERT_STR_EQ(cfg_profile_canonical("mem"), "memory");
-    ASSERT_STR_EQ(cfg_profile_canonical("heap"), "memory");
-    ASSERT_STR_EQ(cfg_profile_canonical("goroutines"), "goroutine");
-    ASSERT_STR_EQ(cfg_profile_canonical("mutex"), "mutex");
-    ASSERT_STR_EQ(cfg_profile_canonical("block"), "block");
-    ASSERT_STR_EQ(cfg_profile_canonical("fgprof"), "fgprof");
-    ASSERT_STR_EQ(cfg_profile_canonical("godeltaprof_memory"), "godeltaprof_memory");
-    ASSERT_NULL(cfg_profile_canonical("wall"));
-    ASSERT_NULL(cfg_profile_canonical(NULL));
+    ASSERT_STR_EQ(scrape_profile_canonical("cpu"), "process_cpu");
+    ASSERT_STR_EQ(scrape_profile_canonical("process_cpu"), "process_cpu");
+    ASSERT_STR_EQ(scrape_profile_canonical("mem"), "memory");
+    ASSERT_STR_EQ(scrape_profile_canonical("heap"), "memory");
+    ASSERT_STR_EQ(scrape_profile_canonical("goroutines"), "goroutine");
+    ASSERT_STR_EQ(scrape_profile_canonical("mutex"), "mutex");
+    ASSERT_STR_EQ(scrape_profile_canonical("block"), "block");
+    ASSERT_STR_EQ(scrape_profile_canonical("fgprof"), "fgprof");
+    ASSERT_STR_EQ(scrape_profile_canonical("godeltaprof_memory"), "godeltaprof_memory");
+    ASSERT_NULL(scrape_profile_canonical("wall"));
+    ASSERT_NULL(scrape_profile_canonical(NULL));
 }
 
 TEST(profile_resolution)
@@ -552,14 +629,14 @@ TEST(profile_resolution)
                             "      other: {path: /debug/other, enabled: false}\n"
                             "      heap: {path: /debug/pprof/heap}\n"
                             "      goroutines: {enabled: true}\n");
-    const struct cfg_scrape *s = &c->scrape[0];
-    const struct cfg_profile *p;
+    const struct scrape_job_cfg *s = &c->scrape[0];
+    const struct scrape_profile_cfg *p;
 
     ASSERT_EQ(s->n_profiles, 11);
     p = prof(s, "process_cpu");
     ASSERT_TRUE(p->enabled);
     ASSERT_TRUE(p->delta);
-    ASSERT_EQ(p->kind, CFG_KIND_DURATION);
+    ASSERT_EQ(p->kind, SCRAPE_KIND_DURATION);
     ASSERT_STR_EQ(p->path, "/debug/pprof/profile");
     ASSERT_STR_EQ(p->send_name, "process_cpu");
     ASSERT_EQ(p->n_params, 1);
@@ -568,24 +645,24 @@ TEST(profile_resolution)
     p = prof(s, "memory");
     ASSERT_TRUE(p->enabled);
     ASSERT_FALSE(p->delta);
-    ASSERT_EQ(p->kind, CFG_KIND_CUMULATIVE_MEMORY);
+    ASSERT_EQ(p->kind, SCRAPE_KIND_CUMULATIVE_MEMORY);
     ASSERT_STR_EQ(p->path, "/debug/pprof/heap");
     ASSERT_TRUE(prof(s, "goroutine")->enabled); /* profiles.<name>.enabled wins */
-    ASSERT_EQ(prof(s, "goroutine")->kind, CFG_KIND_GAUGE);
+    ASSERT_EQ(prof(s, "goroutine")->kind, SCRAPE_KIND_GAUGE);
     ASSERT_FALSE(prof(s, "mutex")->enabled);
-    ASSERT_EQ(prof(s, "mutex")->kind, CFG_KIND_CUMULATIVE_CONTENTION);
+    ASSERT_EQ(prof(s, "mutex")->kind, SCRAPE_KIND_CUMULATIVE_CONTENTION);
     ASSERT_STR_EQ(prof(s, "mutex")->path, "/debug/pprof/mutex");
     ASSERT_FALSE(prof(s, "block")->enabled);
     ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/block");
     p = prof(s, "fgprof");
     ASSERT_TRUE(p->enabled);
     ASSERT_TRUE(p->delta);
-    ASSERT_EQ(p->kind, CFG_KIND_DURATION);
+    ASSERT_EQ(p->kind, SCRAPE_KIND_DURATION);
     ASSERT_STR_EQ(p->path, "/debug/fgprof");
     p = prof(s, "my_custom");
     ASSERT_TRUE(p->enabled);
     ASSERT_TRUE(p->delta);
-    ASSERT_EQ(p->kind, CFG_KIND_CUSTOM);
+    ASSERT_EQ(p->kind, SCRAPE_KIND_CUSTOM);
     ASSERT_STR_EQ(p->path, "/debug/custom");
     ASSERT_STR_EQ(p->send_name, "my_custom");
     p = prof(s, "other");
@@ -604,20 +681,20 @@ TEST(use_delta_profiles)
 
     for (int i = 0; i < 2; i++) {
         struct cfg *c = LOAD_OK(docs[i]);
-        const struct cfg_scrape *s = &c->scrape[0];
-        const struct cfg_profile *p = prof(s, "memory");
+        const struct scrape_job_cfg *s = &c->scrape[0];
+        const struct scrape_profile_cfg *p = prof(s, "memory");
 
         ASSERT_TRUE(s->use_delta_profiles);
         ASSERT_TRUE(p->enabled);
-        ASSERT_EQ(p->kind, CFG_KIND_DELTA);
+        ASSERT_EQ(p->kind, SCRAPE_KIND_DELTA);
         ASSERT_STR_EQ(p->path, "/debug/pprof/delta_heap");
         ASSERT_STR_EQ(p->send_name, "memory");
         ASSERT_STR_EQ(prof(s, "mutex")->path, "/debug/pprof/delta_mutex");
-        ASSERT_EQ(prof(s, "mutex")->kind, CFG_KIND_DELTA);
+        ASSERT_EQ(prof(s, "mutex")->kind, SCRAPE_KIND_DELTA);
         ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/delta_block");
         ASSERT_STR_EQ(prof(s, "block")->send_name, "block");
         ASSERT_STR_EQ(prof(s, "process_cpu")->path, "/debug/pprof/profile");
-        ASSERT_EQ(prof(s, "goroutine")->kind, CFG_KIND_GAUGE);
+        ASSERT_EQ(prof(s, "goroutine")->kind, SCRAPE_KIND_GAUGE);
         cfg_free(c);
     }
 }
@@ -627,10 +704,10 @@ TEST(godeltaprof_types)
     struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
                             "      godeltaprof_memory: {enabled: true}\n"
                             "      memory: {enabled: false}\n");
-    const struct cfg_profile *p = prof(&c->scrape[0], "godeltaprof_memory");
+    const struct scrape_profile_cfg *p = prof(&c->scrape[0], "godeltaprof_memory");
 
     ASSERT_TRUE(p->enabled);
-    ASSERT_EQ(p->kind, CFG_KIND_DELTA);
+    ASSERT_EQ(p->kind, SCRAPE_KIND_DELTA);
     ASSERT_STR_EQ(p->path, "/debug/pprof/delta_heap");
     ASSERT_STR_EQ(p->send_name, "memory");
     ASSERT_FALSE(prof(&c->scrape[0], "memory")->enabled);
@@ -667,7 +744,7 @@ TEST(relabel_rules)
                             "      - {action: keep, source-labels: [x], regex: a.*}\n"
                             "      - {action: labelmap, regex: __meta_(.+), replacement: "
                             "'${1}_x'}\n");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_EQ(s->n_relabel, 4);
     ASSERT_TRUE(s->relabel[0].regex_null);
@@ -723,10 +800,10 @@ TEST(kubernetes_sd)
                             "        tls-config: {ca-file: /ca}\n"
                             "      - kubeconfig_file: /k\n"
                             "        service-account-dir: /sa\n");
-    const struct cfg_scrape *s = &c->scrape[0];
-    const struct cfg_k8s_sd *k = &s->k8s_sd[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
+    const struct disc_k8s_cfg *k = &s->sd.k8s_sd[0];
 
-    ASSERT_EQ(s->n_k8s_sd, 3);
+    ASSERT_EQ(s->sd.n_k8s_sd, 3);
     ASSERT_STR_EQ(k->role, "pod");
     ASSERT_TRUE(k->own_namespace);
     ASSERT_EQ(k->n_namespaces, 2);
@@ -740,14 +817,14 @@ TEST(kubernetes_sd)
     ASSERT_FALSE(k->http_set);
     ASSERT_TRUE(k->http.enable_http2);
     ASSERT_STR_EQ(k->service_account_dir, "/var/run/secrets/kubernetes.io/serviceaccount");
-    k = &s->k8s_sd[1];
+    k = &s->sd.k8s_sd[1];
     ASSERT_STR_EQ(k->role, "pod");
     ASSERT_STR_EQ(k->api_server, "https://k8s:6443");
     ASSERT_TRUE(k->http_set);
     ASSERT_STR_EQ(k->http.bearer_token_file, "/t");
     ASSERT_STR_EQ(k->http.tls.ca_file, "/ca");
     ASSERT_FALSE(k->own_namespace);
-    k = &s->k8s_sd[2];
+    k = &s->sd.k8s_sd[2];
     ASSERT_STR_EQ(k->kubeconfig_file, "/k");
     ASSERT_STR_EQ(k->service_account_dir, "/sa");
     ASSERT_FALSE(k->http_set);
@@ -777,6 +854,12 @@ TEST(kubernetes_sd_errors)
            "holds the client settings)");
     ERR_IS(K8S "      - api-server: k8s:6443\n",
            "t.yaml:4:21: expected a URL like https://host:6443, got \"k8s:6443\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, label: a=b}, {role: pod, field: x=y}]\n",
+           "t.yaml:4:46: duplicated selector role: pod");
+    ERR_IS(K8S "      - selectors: [{label: a=b}]\n",
+           "t.yaml:4:21: missing required key \"role\" in selector");
+    ERR_IS(K8S "      - selectors: [{role: service}]\n",
+           "t.yaml:4:28: expected one of pod, node, got \"service\"");
     ERR_IS(K8S "      - selectors: [{role: service}]\n",
            "t.yaml:4:28: expected one of pod, node, got \"service\"");
 #undef K8S
@@ -811,7 +894,7 @@ TEST(env_expansion)
     ASSERT_STR_EQ(c->external_labels[4].value, "cost $5 and $1 and ${1} and $");
     ASSERT_STR_EQ(c->external_labels[5].key, "${PROFLET_T_NODE}");
     ASSERT_U64_EQ(c->scrape[0].interval_ms, 30000);
-    ASSERT_STR_EQ(c->scrape[0].k8s_sd[0].selectors[0].field, "spec.nodeName=node-7");
+    ASSERT_STR_EQ(c->scrape[0].sd.k8s_sd[0].selectors[0].field, "spec.nodeName=node-7");
     cfg_free(c);
 
     ERR_IS("log-level: ${PROFLET_T_NODE\n",
@@ -868,7 +951,7 @@ TEST(load_file)
     fputs("scrape-configs:\n  - job-name: f\n", f);
     fclose(f);
     ASSERT_EQ(cfg_load_file(path, &c, err, sizeof(err)), 0);
-    ASSERT_STR_EQ(c->source, path);
+    ASSERT_STR_EQ(source_of(c), path);
     ASSERT_STR_EQ(c->scrape[0].job_name, "f");
     cfg_free(c);
 
@@ -901,18 +984,18 @@ static struct cfg *load_seed(const char *name)
 TEST(seed_001_static)
 {
     struct cfg *c = load_seed("001_static.yaml");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_EQ(c->n_scrape, 1);
     ASSERT_STR_EQ(s->job_name, "pyroscope");
     ASSERT_U64_EQ(s->interval_ms, 10000);
     ASSERT_U64_EQ(s->timeout_ms, 10000);
     ASSERT_EQ(n_enabled(s), 5);
-    ASSERT_STR_EQ(s->static_configs[0].application, "my-application-name");
-    ASSERT_STR_EQ(s->static_configs[0].spy_name, "gospy");
-    ASSERT_STR_EQ(s->static_configs[0].targets[0], "hostname:6060");
-    ASSERT_STR_EQ(s->static_configs[0].labels[0].key, "env");
-    ASSERT_STR_EQ(s->static_configs[0].labels[0].value, "dev");
+    ASSERT_STR_EQ(s->sd.static_configs[0].application, "my-application-name");
+    ASSERT_STR_EQ(s->sd.static_configs[0].spy_name, "gospy");
+    ASSERT_STR_EQ(s->sd.static_configs[0].targets[0], "hostname:6060");
+    ASSERT_STR_EQ(s->sd.static_configs[0].labels[0].key, "env");
+    ASSERT_STR_EQ(s->sd.static_configs[0].labels[0].value, "dev");
     cfg_free(c);
 
     c = load_seed("001_interval.yaml");
@@ -924,7 +1007,7 @@ TEST(seed_001_static)
 TEST(seed_001_delta_params)
 {
     struct cfg *c = load_seed("001_delta_params.yaml");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_U64_EQ(s->interval_ms, 60000);
     ASSERT_U64_EQ(s->timeout_ms, 60000);
@@ -936,14 +1019,14 @@ TEST(seed_001_delta_params)
     ASSERT_STR_EQ(prof(s, "mutex")->params[0].values[0], "30");
     ASSERT_STR_EQ(prof(s, "memory")->path, "/debug/pprof/delta_heap");
     ASSERT_STR_EQ(prof(s, "block")->path, "/debug/pprof/delta_block");
-    ASSERT_EQ(prof(s, "mutex")->kind, CFG_KIND_DELTA);
+    ASSERT_EQ(prof(s, "mutex")->kind, SCRAPE_KIND_DELTA);
     cfg_free(c);
 }
 
 TEST(seed_001_godeltaprof)
 {
     struct cfg *c = load_seed("001_godeltaprof.yaml");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_STR_EQ(s->job_name, "pyroscope1");
     ASSERT_EQ(n_enabled(s), 4);
@@ -957,15 +1040,15 @@ TEST(seed_001_godeltaprof)
 TEST(seed_001_kubernetes_wrapped)
 {
     struct cfg *c = load_seed("001_kubernetes_wrapped.yaml");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_STR_EQ(c->log_level, "debug");
     ASSERT_STR_EQ(s->job_name, "kubernetes-pods");
     ASSERT_EQ(n_enabled(s), 2);
     ASSERT_TRUE(prof(s, "process_cpu")->enabled);
     ASSERT_TRUE(prof(s, "memory")->enabled);
-    ASSERT_EQ(s->n_k8s_sd, 1);
-    ASSERT_STR_EQ(s->k8s_sd[0].role, "pod");
+    ASSERT_EQ(s->sd.n_k8s_sd, 1);
+    ASSERT_STR_EQ(s->sd.k8s_sd[0].role, "pod");
     ASSERT_EQ(s->n_relabel, 9);
     ASSERT_STR_EQ(s->relabel[0].action, "keep");
     ASSERT_STR_EQ(s->relabel[0].regex, "true");
@@ -979,12 +1062,12 @@ TEST(seed_001_kubernetes_wrapped)
 TEST(seed_002)
 {
     struct cfg *c = load_seed("002_static_two_apps.yaml");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_STR_EQ(s->job_name, "Pyroscope");
-    ASSERT_EQ(s->n_static, 2);
-    ASSERT_STR_EQ(s->static_configs[1].application, "checkoutService.otel-demo");
-    ASSERT_STR_EQ(s->static_configs[1].targets[0], "example-checkoutservice.otel-demo.svc:6060");
+    ASSERT_EQ(s->sd.n_static, 2);
+    ASSERT_STR_EQ(s->sd.static_configs[1].application, "checkoutService.otel-demo");
+    ASSERT_STR_EQ(s->sd.static_configs[1].targets[0], "example-checkoutservice.otel-demo.svc:6060");
     ASSERT_EQ(n_enabled(s), 5);
     cfg_free(c);
 
@@ -1000,7 +1083,7 @@ TEST(seed_002)
 TEST(seed_004_alloy)
 {
     struct cfg *c = load_seed("004_alloy_kubernetes.yaml");
-    const struct cfg_scrape *s = &c->scrape[0];
+    const struct scrape_job_cfg *s = &c->scrape[0];
 
     ASSERT_EQ(s->n_relabel, 10);
     ASSERT_STR_EQ(s->relabel[5].target_label, "service_name");
@@ -1032,7 +1115,7 @@ TEST(error_buffer_truncation)
  * must load, and the documented default must be the embedded one. */
 TEST(docs_examples_load)
 {
-    static const char marker[] = "<!-- loaded by tests/config/test_config.c -->\n```yaml\n";
+    static const char marker[] = "<!-- loaded by tests/agent/test_config.c -->\n```yaml\n";
     char path[4096], *doc, *p;
     FILE *f;
     long n;
@@ -1057,7 +1140,7 @@ TEST(docs_examples_load)
         c = LOAD_OK(body);
         ASSERT_GE(c->n_scrape, 1);
         if (found == 0) /* the embedded default, minus its comment line */
-            ASSERT_STR_EQ(body, strchr(cfg_default_yaml, '\n') + 1);
+            ASSERT_STR_EQ(body, strchr(agent_default_config, '\n') + 1);
         cfg_free(c);
         found++;
         p = end + 1;

@@ -1,21 +1,20 @@
 /* Target building: one discovered target + its scrape config -> the
  * (target, profile type) pairs to scrape.
  *
- * The steps follow Prometheus' PopulateLabels (reference/prometheus.md §1.6)
- * with the Pyroscope/Alloy conventions on top (DESIGN.md "Targets and
- * labels"): defaults are added, the relabel rules run (a drop is silent),
- * the address is checked and given a default port, `__port__` replaces the
- * port, `instance` defaults to the address, values must be UTF-8 and
- * `__meta_*` labels go. Each enabled profile type then becomes a pair, with
+ * The steps follow Prometheus' PopulateLabels with the Pyroscope/Alloy
+ * conventions on top (docs/config.md "Targets and labels"): defaults are
+ * added, the relabel rules run (a drop is silent), the address is checked
+ * and given a default port, `__port__` replaces the port, `instance`
+ * defaults to the address, values must be UTF-8 and `__meta_*` labels go. Each enabled profile type then becomes a pair, with
  * per-target overrides from `__profile_<name>_{enabled,path,param_<k>}`
  * (canonical name or alias), a query built once per key (a parameter is set,
  * never appended twice), the sent labels, a de-duplication key and the
- * Prometheus scrape-offset hash (§4).
+ * Prometheus scrape-offset hash (docs/design.md "Scheduling").
  *
  * Pure: no libuv, no curl, no logging. A target_result owns everything in
  * it except `pair->profile`, which is borrowed from the config and must
  * outlive the result. */
-#include "agent/target.h"
+#include "scrape/internal.h"
 
 #include <errno.h>
 #include <json-c/json.h>
@@ -30,19 +29,6 @@
 #define FNV64_BASIS 14695981039346656037ULL
 #define FNV64_PRIME 1099511628211ULL
 #define MAX_URL 8192
-
-/* Aliases accepted in `__profile_<name>_*` labels. Kept here rather than
- * calling cfg_profile_canonical() so that agent_target does not need the
- * config loader at link time. */
-static const struct {
-    const char *canonical;
-    const char *aliases[3];
-} profile_aliases[] = {
-    {"process_cpu", {"cpu", NULL, NULL}},
-    {"memory", {"mem", "heap", NULL}},
-    {"goroutine", {"goroutines", NULL, NULL}},
-    {"godeltaprof_memory", {"godeltaprof_mem", "godeltaprof_heap", NULL}},
-};
 
 /* Alloy's inferServiceName chain; the first pair is joined with "/". */
 static const char *const service_name_labels[] = {
@@ -64,7 +50,7 @@ static uint64_t fnv64a(uint64_t h, const void *p, size_t n)
     return h;
 }
 
-uint64_t target_offset_seed(const char *hostname, const struct labels *external)
+uint64_t scrape_offset_seed(const char *hostname, const struct labels *external)
 {
     uint64_t h = fnv64a(FNV64_BASIS, hostname ? hostname : "", hostname ? strlen(hostname) : 0);
     char *s = external && external->n ? labels_to_string(external) : NULL;
@@ -325,18 +311,10 @@ static int query_encode(struct query *q, struct buf *b)
 }
 
 /* The label names a profile answers to in `__profile_<name>_*`. */
-static size_t profile_names(const struct cfg_profile *p, const char **names, size_t max)
+static size_t profile_names(const struct scrape_profile_cfg *p, const char **names, size_t max)
 {
-    size_t n = 0;
-
-    names[n++] = p->name;
-    for (size_t i = 0; i < sizeof(profile_aliases) / sizeof(profile_aliases[0]); i++) {
-        if (strcmp(profile_aliases[i].canonical, p->name) != 0)
-            continue;
-        for (size_t k = 0; k < 3 && profile_aliases[i].aliases[k] && n < max; k++)
-            names[n++] = profile_aliases[i].aliases[k];
-    }
-    return n;
+    names[0] = p->name;
+    return 1 + scrape__profile_aliases(p->name, names + 1, max - 1);
 }
 
 /* Value of `__profile_<name>_<suffix>` for the first name that has one. */
@@ -377,7 +355,7 @@ static int join_path(struct buf *b, const char *prefix, const char *path)
 
 /* Builds one pair. Returns 1 if built, 0 if the profile is disabled for this
  * target, or -ENOMEM. */
-static int build_pair(const struct cfg_scrape *sc, const struct cfg_profile *p,
+static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profile_cfg *p,
                       const struct labels *tl, const char *service_name, uint64_t interval_ms,
                       uint64_t timeout_ms, struct target_pair *pair)
 {
@@ -470,8 +448,8 @@ static int build_pair(const struct cfg_scrape *sc, const struct cfg_profile *p,
         rc = labels_set(&pair->labels, "service_name", service_name);
     if (rc == 0)
         rc = labels_set(&pair->labels, "__name__", p->send_name ? p->send_name : p->name);
-    if (rc == 0 && (p->kind == CFG_KIND_CUMULATIVE_MEMORY ||
-                    p->kind == CFG_KIND_CUMULATIVE_CONTENTION || p->kind == CFG_KIND_DELTA))
+    if (rc == 0 && (p->kind == SCRAPE_KIND_CUMULATIVE_MEMORY ||
+                    p->kind == SCRAPE_KIND_CUMULATIVE_CONTENTION || p->kind == SCRAPE_KIND_DELTA))
         rc = labels_set(&pair->labels, "__delta__", "false");
     if (rc == 0 && spy)
         rc = labels_set(&pair->labels, "pyroscope_spy", spy);
@@ -629,9 +607,10 @@ static int parse_duration_label(struct target_result *out, const char *name, con
     return 0;
 }
 
-int target_build(const struct cfg_scrape *sc, const struct relabel_rules *rules,
-                 const struct labels *discovered, struct target_result *out)
+int target_build(const struct scrape_job_cfg *sc, const struct labels *discovered,
+                 struct target_result *out)
 {
+    const struct relabel_rules *rules = sc->rules;
     char dur[32];
     char *service_name = NULL;
     uint64_t interval_ms = 0, timeout_ms = 0;

@@ -1,37 +1,37 @@
-/* Unit tests for agent/target.c: PopulateLabels-style checks (address,
+/* Unit tests for scrape/target.c: PopulateLabels-style checks (address,
  * default ports, __port__, instance, UTF-8, __meta_*), per-target profile
  * overrides, query parameters set once, duration profiles, service_name
  * inference, sent labels, de-duplication keys, the Prometheus scrape-offset
- * test vector (reference/prometheus.md §4), JSON output, and the seed 001
+ * test vector (docs/design.md "Scheduling"), JSON output, and the seed 001
  * kubernetes-pods rules. Scrape configs are built by hand in C. */
 #include <errno.h>
 #include <json-c/json.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "agent/target.h"
+#include "scrape/internal.h"
 #include "common/buf.h"
 #include "test.h"
 
-static struct cfg_profile go_profiles[] = {
-    {.name = "process_cpu", .path = "/debug/pprof/profile", .kind = CFG_KIND_DURATION,
+static struct scrape_profile_cfg go_profiles[] = {
+    {.name = "process_cpu", .path = "/debug/pprof/profile", .kind = SCRAPE_KIND_DURATION,
      .enabled = true, .delta = true, .send_name = "process_cpu"},
-    {.name = "memory", .path = "/debug/pprof/allocs", .kind = CFG_KIND_CUMULATIVE_MEMORY,
+    {.name = "memory", .path = "/debug/pprof/allocs", .kind = SCRAPE_KIND_CUMULATIVE_MEMORY,
      .enabled = true, .send_name = "memory"},
-    {.name = "goroutine", .path = "/debug/pprof/goroutine", .kind = CFG_KIND_GAUGE,
+    {.name = "goroutine", .path = "/debug/pprof/goroutine", .kind = SCRAPE_KIND_GAUGE,
      .enabled = true, .send_name = "goroutine"},
-    {.name = "mutex", .path = "/debug/pprof/mutex", .kind = CFG_KIND_CUMULATIVE_CONTENTION,
+    {.name = "mutex", .path = "/debug/pprof/mutex", .kind = SCRAPE_KIND_CUMULATIVE_CONTENTION,
      .enabled = true, .send_name = "mutex"},
-    {.name = "block", .path = "/debug/pprof/block", .kind = CFG_KIND_CUMULATIVE_CONTENTION,
+    {.name = "block", .path = "/debug/pprof/block", .kind = SCRAPE_KIND_CUMULATIVE_CONTENTION,
      .enabled = true, .send_name = "block"},
-    {.name = "fgprof", .path = "/debug/fgprof", .kind = CFG_KIND_DURATION, .enabled = false,
+    {.name = "fgprof", .path = "/debug/fgprof", .kind = SCRAPE_KIND_DURATION, .enabled = false,
      .delta = true, .send_name = "fgprof"},
-    {.name = "godeltaprof_memory", .path = "/debug/pprof/delta_heap", .kind = CFG_KIND_DELTA,
+    {.name = "godeltaprof_memory", .path = "/debug/pprof/delta_heap", .kind = SCRAPE_KIND_DELTA,
      .enabled = false, .send_name = "memory"},
 };
 #define N_GO_PROFILES (sizeof(go_profiles) / sizeof(go_profiles[0]))
 
-static void scrape_init(struct cfg_scrape *sc)
+static void scrape_init(struct scrape_job_cfg *sc)
 {
     memset(sc, 0, sizeof(*sc));
     sc->job_name = "pprof";
@@ -42,14 +42,16 @@ static void scrape_init(struct cfg_scrape *sc)
     sc->n_profiles = N_GO_PROFILES;
 }
 
-static void build(const struct cfg_scrape *sc, const struct relabel_rules *rules,
+static void build(const struct scrape_job_cfg *sc, const struct relabel_rules *rules,
                   const char *const *kv, struct target_result *out)
 {
+    struct scrape_job_cfg job = *sc;
     struct labels ls = LABELS_INIT;
 
     for (size_t i = 0; kv[i]; i += 2)
         ASSERT_EQ(labels_set(&ls, kv[i], kv[i + 1]), 0);
-    ASSERT_EQ(target_build(sc, rules, &ls, out), 0);
+    job.rules = (struct relabel_rules *)rules;
+    ASSERT_EQ(target_build(&job, &ls, out), 0);
     labels_done(&ls);
 }
 
@@ -74,15 +76,15 @@ static size_t count(const char *hay, const char *needle)
 
 TEST(offset_vector_from_reference)
 {
-    struct cfg_profile one = {.name = "custom", .path = "/debug/pprof/profile",
-                              .kind = CFG_KIND_GAUGE, .enabled = true, .send_name = "custom"};
-    struct cfg_scrape sc;
+    struct scrape_profile_cfg one = {.name = "custom", .path = "/debug/pprof/profile",
+                              .kind = SCRAPE_KIND_GAUGE, .enabled = true, .send_name = "custom"};
+    struct scrape_job_cfg sc;
     struct target_result r;
-    uint64_t seed = target_offset_seed("node-1", NULL);
+    uint64_t seed = scrape_offset_seed("node-1", NULL);
     struct labels empty = LABELS_INIT;
 
     ASSERT_U64_EQ(seed, 668727176696820463ULL);
-    ASSERT_U64_EQ(target_offset_seed("node-1", &empty), 668727176696820463ULL);
+    ASSERT_U64_EQ(scrape_offset_seed("node-1", &empty), 668727176696820463ULL);
     ASSERT_U64_EQ(target_offset_ns(316092016461882351ULL, seed, 15000000000ULL), 4015363840ULL);
     ASSERT_U64_EQ(target_offset_ns(316092016461882351ULL, 0, 15000000000ULL), 1461882351ULL);
 
@@ -104,8 +106,8 @@ TEST(offset_seed_includes_external_labels)
     struct labels ext = LABELS_INIT;
 
     ASSERT_EQ(labels_set(&ext, "cluster", "prod"), 0);
-    ASSERT_NE(target_offset_seed("node-1", &ext), target_offset_seed("node-1", NULL));
-    ASSERT_NE(target_offset_seed("node-2", NULL), target_offset_seed("node-1", NULL));
+    ASSERT_NE(scrape_offset_seed("node-1", &ext), scrape_offset_seed("node-1", NULL));
+    ASSERT_NE(scrape_offset_seed("node-2", NULL), scrape_offset_seed("node-1", NULL));
     labels_done(&ext);
 }
 
@@ -134,10 +136,10 @@ TEST(first_delay_is_next_aligned_instant)
 
 TEST(defaults_are_added_before_rules)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     char *seconds[] = {"7", "8"};
-    struct cfg_param params[] = {{.key = "seconds", .values = seconds, .n_values = 2}};
+    struct conf_param params[] = {{.key = "seconds", .values = seconds, .n_values = 2}};
 
     scrape_init(&sc);
     sc.interval_ms = 90000;
@@ -175,7 +177,7 @@ TEST(address_rules)
     };
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        struct cfg_scrape sc;
+        struct scrape_job_cfg sc;
         struct target_result r;
         const char *kv[8];
         size_t k = 0;
@@ -211,7 +213,7 @@ TEST(address_rules)
 
 TEST(instance_meta_and_utf8)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
 
     scrape_init(&sc);
@@ -238,7 +240,7 @@ TEST(bad_scrape_interval_label)
     struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1,
                             .target_label = "__scrape_interval__"};
     struct relabel_rules *rs = NULL;
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     char err[256];
 
@@ -265,7 +267,7 @@ TEST(dropped_target_is_silent)
     struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "yes",
                             .action = "keep"};
     struct relabel_rules *rs = NULL;
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     struct buf b;
     char err[256];
@@ -299,7 +301,7 @@ TEST(dropped_target_is_silent)
 
 TEST(json_shape_like_promtool)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     struct buf b;
     json_object *o, *d, *l;
@@ -325,7 +327,7 @@ TEST(json_shape_like_promtool)
 
 TEST(profile_overrides_by_canonical_name_or_alias)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
 
     scrape_init(&sc);
@@ -355,13 +357,13 @@ TEST(profile_overrides_by_canonical_name_or_alias)
 TEST(params_set_once_with_precedence)
 {
     char *p30[] = {"30"}, *j10[] = {"10"}, *b1[] = {"1"}, *a2[] = {"2"}, *sp[] = {"a b&c/"};
-    struct cfg_param prof_params[] = {{.key = "seconds", .values = p30, .n_values = 1}};
-    struct cfg_param job_params[] = {{.key = "seconds", .values = j10, .n_values = 1},
+    struct conf_param prof_params[] = {{.key = "seconds", .values = p30, .n_values = 1}};
+    struct conf_param job_params[] = {{.key = "seconds", .values = j10, .n_values = 1},
                                      {.key = "b", .values = b1, .n_values = 1},
                                      {.key = "a", .values = a2, .n_values = 1},
                                      {.key = "q", .values = sp, .n_values = 1}};
-    struct cfg_profile cpu = go_profiles[0];
-    struct cfg_scrape sc;
+    struct scrape_profile_cfg cpu = go_profiles[0];
+    struct scrape_job_cfg sc;
     struct target_result r;
 
     cpu.params = prof_params;
@@ -401,7 +403,7 @@ TEST(params_set_once_with_precedence)
 
 TEST(duration_profiles_get_seconds)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
 
     scrape_init(&sc);
@@ -422,7 +424,7 @@ TEST(duration_profiles_get_seconds)
 
 TEST(sent_labels)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     const struct target_pair *p;
     char *s;
@@ -450,7 +452,7 @@ TEST(sent_labels)
 static const char *service_name_of(const char *const *kv)
 {
     static char sn[256];
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
 
     scrape_init(&sc);
@@ -497,7 +499,7 @@ TEST(service_name_chain)
 
 TEST(dedup_key_stability)
 {
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result a, b, c, d;
 
     scrape_init(&sc);
@@ -527,7 +529,7 @@ TEST(path_prefix_and_scheme)
     struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1,
                             .target_label = "__profile_path_prefix__"};
     struct relabel_rules *rs = NULL;
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     char err[256];
 
@@ -575,7 +577,7 @@ TEST(seed_kubernetes_pods_rules)
          .replacement = "__profile_$1"},
     };
     struct relabel_rules *rs = NULL;
-    struct cfg_scrape sc;
+    struct scrape_job_cfg sc;
     struct target_result r;
     char err[256];
     char *s;

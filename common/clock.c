@@ -1,0 +1,25 @@
+/* Wall-clock and monotonic time (see clock.h). Any thread. */
+#include <time.h>
+
+#include "common/clock.h"
+
+uint64_t clock_wall_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clock_wall_ms(void)
+{
+    return clock_wall_ns() / 1000000ULL;
+}
+
+uint64_t clock_mono_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000ULL + (uint64_t)ts.tv_nsec / 1000000ULL;
+}

@@ -1,0 +1,16 @@
+/** The clocks every module reads: wall-clock time (what is reported and
+ * what scrape offsets are aligned to) and monotonic time (deadlines,
+ * rate limits, token ages). Any thread. */
+#ifndef PROFLET_COMMON_CLOCK_H
+#define PROFLET_COMMON_CLOCK_H
+
+#include <stdint.h>
+
+/** Nanoseconds since the Unix epoch (CLOCK_REALTIME). */
+uint64_t clock_wall_ns(void);
+/** Milliseconds since the Unix epoch. */
+uint64_t clock_wall_ms(void);
+/** Monotonic milliseconds (CLOCK_MONOTONIC), for intervals only. */
+uint64_t clock_mono_ms(void);
+
+#endif

@@ -1,0 +1,137 @@
+/* The bounded CPU work queue (see workq.h): a window of uv_queue_work jobs
+ * plus a FIFO backlog on the loop thread. The loop thread owns every field;
+ * a pool thread only runs a job's `fn` on its own argument. */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/workq.h"
+
+struct workq_item {
+    uv_work_t req;
+    struct workq *q;
+    workq_fn fn;
+    workq_after_fn after;
+    void *arg;
+    struct workq_item *next;
+};
+
+struct workq {
+    uv_loop_t *loop;
+    unsigned max_inflight, max_backlog;
+    unsigned inflight, backlog;
+    struct workq_item *head, *tail;
+    uint64_t completed, rejected;
+};
+
+struct workq *workq_new(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog)
+{
+    struct workq *q = calloc(1, sizeof(*q));
+
+    if (!q)
+        return NULL;
+    q->loop = loop;
+    workq_set_limits(q, max_inflight, max_backlog);
+    return q;
+}
+
+void workq_set_limits(struct workq *q, unsigned max_inflight, unsigned max_backlog)
+{
+    q->max_inflight = max_inflight ? max_inflight : 1;
+    q->max_backlog = max_backlog;
+}
+
+static void work_cb(uv_work_t *req)
+{
+    struct workq_item *w = req->data;
+
+    w->fn(w->arg);
+}
+
+static void pump(struct workq *q);
+
+static void after_cb(uv_work_t *req, int status)
+{
+    struct workq_item *w = req->data;
+    struct workq *q = w->q;
+
+    q->inflight--;
+    q->completed++;
+    w->after(w->arg, status);
+    free(w);
+    pump(q);
+}
+
+static void pump(struct workq *q)
+{
+    while (q->inflight < q->max_inflight && q->head) {
+        struct workq_item *w = q->head;
+
+        q->head = w->next;
+        if (!q->head)
+            q->tail = NULL;
+        q->backlog--;
+        w->req.data = w;
+        if (uv_queue_work(q->loop, &w->req, work_cb, after_cb) < 0) {
+            w->after(w->arg, UV_ECANCELED);
+            free(w);
+            continue;
+        }
+        q->inflight++;
+    }
+}
+
+int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn after, void *arg)
+{
+    struct workq_item *w;
+
+    if ((flags & WORKQ_SKIPPABLE) && q->inflight >= q->max_inflight &&
+        q->backlog >= q->max_backlog) {
+        q->rejected++;
+        return -EAGAIN;
+    }
+    if (!(w = calloc(1, sizeof(*w))))
+        return -ENOMEM;
+    w->q = q;
+    w->fn = fn;
+    w->after = after;
+    w->arg = arg;
+    if (q->tail)
+        q->tail->next = w;
+    else
+        q->head = w;
+    q->tail = w;
+    q->backlog++;
+    pump(q);
+    return 0;
+}
+
+void workq_cancel_backlog(struct workq *q)
+{
+    while (q->head) {
+        struct workq_item *w = q->head;
+
+        q->head = w->next;
+        q->backlog--;
+        w->after(w->arg, UV_ECANCELED);
+        free(w);
+    }
+    q->tail = NULL;
+}
+
+unsigned workq_pending(const struct workq *q)
+{
+    return q->inflight + q->backlog;
+}
+
+void workq_get_stats(const struct workq *q, struct workq_stats *out)
+{
+    out->inflight = q->inflight;
+    out->backlog = q->backlog;
+    out->completed = q->completed;
+    out->rejected = q->rejected;
+}
+
+void workq_free(struct workq *q)
+{
+    free(q);
+}

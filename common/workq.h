@@ -1,0 +1,57 @@
+/** The one bounded queue of CPU work every module submits to (gunzip,
+ * decode, delta, encode, gzip, zstd, file reads and writes).
+ *
+ * At most `max_inflight` jobs occupy libuv pool threads at once, so the
+ * file-system work and DNS that share libuv's pool are never starved. Jobs
+ * beyond that wait in a FIFO on the loop thread. A job submitted with
+ * WORKQ_SKIPPABLE (a scrape's delta) is refused once `max_backlog` jobs
+ * wait, so the caller skips it and counts it; other jobs (spool writes,
+ * encodes of accepted profiles) always queue: their owners bound how many
+ * they submit.
+ *
+ * The loop thread owns the queue. A job's `fn` runs on a pool thread and
+ * touches only its own argument; `after` runs on the loop thread with 0, or
+ * UV_ECANCELED for a job cancelled before it started. */
+#ifndef PROFLET_COMMON_WORKQ_H
+#define PROFLET_COMMON_WORKQ_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <uv.h>
+
+typedef void (*workq_fn)(void *arg);
+typedef void (*workq_after_fn)(void *arg, int status);
+
+enum {
+    WORKQ_SKIPPABLE = 1 << 0, /**< refuse (-EAGAIN) when the backlog is full */
+};
+
+/** Counters, for metrics. */
+struct workq_stats {
+    unsigned inflight;
+    unsigned backlog;
+    uint64_t completed;
+    uint64_t rejected;
+};
+
+struct workq;
+
+/** Creates a queue on `loop`. NULL on OOM. */
+struct workq *workq_new(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog);
+/** Changes the bounds (a reload); jobs already queued stay. */
+void workq_set_limits(struct workq *q, unsigned max_inflight, unsigned max_backlog);
+/** Queues `fn(arg)`, then `after(arg, status)` on the loop. Returns 0, or
+ * -EAGAIN (a WORKQ_SKIPPABLE job and a full backlog) or -ENOMEM, in which
+ * case nothing was queued and `after` never runs. */
+int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn after, void *arg);
+/** Cancels every job not started yet: their `after` runs with
+ * UV_ECANCELED, from this call. */
+void workq_cancel_backlog(struct workq *q);
+/** Jobs running or waiting. */
+unsigned workq_pending(const struct workq *q);
+/** Fills `out`. */
+void workq_get_stats(const struct workq *q, struct workq_stats *out);
+/** Frees the queue; nothing may be pending (NULL is fine). */
+void workq_free(struct workq *q);
+
+#endif

@@ -1,0 +1,203 @@
+/* forward's settings: the libcyaml fields of `remote-write` endpoints and
+ * of the spool, their defaults, and the checks made at load (the URL's
+ * form, what it implies for the protocol and the name, backoff order,
+ * auth). Const data and pure checks; any thread. */
+#include <stdio.h>
+#include <string.h>
+
+#include "forward/forward.h"
+
+#define OPT CYAML_FLAG_OPTIONAL
+#define PTR CYAML_FLAG_POINTER
+#define UNL CYAML_UNLIMITED
+#define STR(k, s, m) CYAML_FIELD_STRING_PTR(k, OPT, s, m, 0, UNL)
+
+#define VIRTUAL_MAPPING(k, S, fields)                                                      \
+    {                                                                                      \
+        .key = k, .data_offset = 0,                                                        \
+        .value = { CYAML_VALUE_MAPPING(OPT, S, fields) },                                  \
+    }
+
+static const cyaml_strval_t proto_strings[] = {
+    { "push", CFG_PROTO_PUSH },
+    { "ingest", CFG_PROTO_INGEST },
+    { ".dir", CFG_PROTO_DIR },
+};
+
+static const cyaml_schema_field_t batch_fields[] = {
+    CYAML_FIELD_UINT("max-profiles", OPT, struct cfg_remote, batch_max_profiles),
+    CYAML_FIELD_UINT("max-bytes", OPT, struct cfg_remote, batch_max_bytes),
+    CYAML_FIELD_UINT("max-wait", OPT, struct cfg_remote, batch_max_wait_ms),
+    CYAML_FIELD_END,
+};
+static const struct conf_key batch_keys[] = {
+    { .key = "max-profiles", .def = "64" },
+    { .key = "max-bytes", .unit = CONF_UNIT_BYTES, .def = "4MiB" },
+    { .key = "max-wait", .unit = CONF_UNIT_DURATION, .def = "1s" },
+    { 0 },
+};
+static const struct conf_key *const batch_key_tables[] = { batch_keys, NULL };
+static const struct conf_section batch_section = {
+    .name = "batch",
+    .fields = batch_fields,
+    .keys = batch_key_tables,
+};
+
+static const cyaml_schema_field_t queue_fields[] = {
+    CYAML_FIELD_UINT("max-profiles", OPT, struct cfg_remote, queue_max_profiles),
+    CYAML_FIELD_UINT("max-bytes", OPT, struct cfg_remote, queue_max_bytes),
+    CYAML_FIELD_END,
+};
+static const struct conf_key queue_keys[] = {
+    { .key = "max-profiles", .def = "10000" },
+    { .key = "max-bytes", .unit = CONF_UNIT_BYTES, .def = "256MiB" },
+    { 0 },
+};
+static const struct conf_key *const queue_key_tables[] = { queue_keys, NULL };
+static const struct conf_section queue_section = {
+    .name = "queue",
+    .fields = queue_fields,
+    .keys = queue_key_tables,
+};
+
+static const cyaml_schema_field_t remote_fields[] = {
+    CYAML_FIELD_STRING_PTR("url", CYAML_FLAG_DEFAULT, struct cfg_remote, url, 0, UNL),
+    STR("name", struct cfg_remote, name),
+    CYAML_FIELD_ENUM("protocol", OPT, struct cfg_remote, protocol, proto_strings,
+                     CYAML_ARRAY_LEN(proto_strings)),
+    CYAML_FIELD_SEQUENCE_COUNT("headers", OPT | PTR, struct cfg_remote, headers, n_headers,
+                               &conf_kv_entry, 0, UNL),
+    STR("tenant-id", struct cfg_remote, tenant_id),
+    NET_HTTP_CFG_FIELDS(struct cfg_remote, http),
+    CYAML_FIELD_UINT("remote-timeout", OPT, struct cfg_remote, remote_timeout_ms),
+    CYAML_FIELD_UINT("min-backoff", OPT, struct cfg_remote, min_backoff_ms),
+    CYAML_FIELD_UINT("max-backoff", OPT, struct cfg_remote, max_backoff_ms),
+    CYAML_FIELD_UINT("max-retries", OPT, struct cfg_remote, max_retries),
+    CYAML_FIELD_BOOL("gzip", OPT, struct cfg_remote, gzip_request),
+    CYAML_FIELD_SEQUENCE_COUNT("external-labels", OPT | PTR, struct cfg_remote, external_labels,
+                               n_external_labels, &conf_kv_entry, 0, UNL),
+    VIRTUAL_MAPPING("batch", struct cfg_remote, batch_fields),
+    VIRTUAL_MAPPING("queue", struct cfg_remote, queue_fields),
+    CYAML_FIELD_UINT("max-inflight", OPT, struct cfg_remote, max_inflight),
+    CYAML_FIELD_UINT("max-dir-bytes", OPT, struct cfg_remote, dir_max_bytes),
+    CYAML_FIELD_END,
+};
+const cyaml_schema_value_t fwd_remote_cfg_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct cfg_remote, remote_fields),
+};
+static const struct conf_key remote_keys[] = {
+    { .key = "headers", .mapkind = CONF_MAP_KV },
+    { .key = "external-labels", .mapkind = CONF_MAP_KV },
+    { .key = "remote-timeout", .unit = CONF_UNIT_DURATION, .def = "10s" },
+    { .key = "min-backoff", .unit = CONF_UNIT_DURATION, .def = "500ms" },
+    { .key = "max-backoff", .unit = CONF_UNIT_DURATION, .def = "5m" },
+    { .key = "max-retries", .def = "10" },
+    { .key = "max-inflight", .def = "4" },
+    { .key = "max-dir-bytes", .unit = CONF_UNIT_BYTES, .def = "1GiB" },
+    { 0 },
+};
+static const struct conf_key *const remote_key_tables[] = { remote_keys, net_http_cfg_keys,
+                                                            NULL };
+
+static bool prefix(const char *s, const char *p)
+{
+    return strncmp(s, p, strlen(p)) == 0;
+}
+
+/* http(s)://host... */
+static bool http_url(const char *s)
+{
+    const char *h = prefix(s, "http://") ? s + 7 : prefix(s, "https://") ? s + 8 : NULL;
+
+    return h && *h && *h != '/' && *h != '?' && *h != '#';
+}
+
+static int remote_post(struct conf_load *ld, struct conf_node *n)
+{
+    struct conf_node *url = conf_get(n, "url"), *proto = conf_get(n, "protocol");
+    struct conf_node *minb = conf_get(n, "min-backoff"), *maxb = conf_get(n, "max-backoff");
+    const char *u = conf_str(url);
+    char host[256];
+
+    if (prefix(u, "file://")) {
+        const char *d = u + 7;
+
+        if (!(d[0] == '/' || (d[0] == '.' && (d[1] == '/' || d[1] == '\0')) ||
+              prefix(d, "../")))
+            return conf_fail(ld, url, "expected file:///absolute/dir or file://./relative/dir, "
+                             "got \"%.80s\"", u);
+        if (conf_user_key(n, "protocol") && strcmp(conf_str(proto), "ingest") == 0)
+            return conf_fail(ld, proto, "protocol ingest does not apply to a file:// url");
+        if (conf_set(ld, n, "protocol", ".dir") < 0)
+            return -1;
+        snprintf(host, sizeof(host), "dir");
+    } else if (http_url(u)) {
+        const char *h = strstr(u, "://") + 3, *at;
+        size_t l = strcspn(h, "/?#");
+
+        if ((at = memchr(h, '@', l)) != NULL) {
+            l -= (size_t)(at + 1 - h);
+            h = at + 1;
+        }
+        snprintf(host, sizeof(host), "%.*s", (int)(l < 255 ? l : 255), h);
+    } else {
+        return conf_fail(ld, url, "expected a URL starting with http://, https:// or file://, "
+                         "got \"%.80s\"", u);
+    }
+    if (!conf_get(n, "name") && conf_set(ld, n, "name", host) < 0)
+        return -1;
+    if (conf_uint(minb) > conf_uint(maxb))
+        return conf_fail(ld, conf_user_key(n, "min-backoff") ? minb : maxb,
+                         "min-backoff cannot be greater than max-backoff");
+    return net_http_cfg_check(ld, n, "remote-write");
+}
+
+static const struct conf_section remote_section = {
+    .name = "remote-write",
+    .fields = remote_fields,
+    .keys = remote_key_tables,
+    .post = remote_post,
+};
+
+int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes)
+{
+    for (size_t i = 0; i < conf_len(remotes); i++) {
+        struct conf_node *a = conf_get(conf_at(remotes, i), "name");
+
+        for (size_t j = 0; j < i; j++) {
+            if (strcmp(conf_str(conf_get(conf_at(remotes, j), "name")), conf_str(a)) == 0)
+                return conf_fail(ld, a, "duplicate remote-write name \"%.80s\"; set name: to "
+                                 "tell them apart", conf_str(a));
+        }
+    }
+    return 0;
+}
+
+/* --- spool ------------------------------------------------------------- */
+
+const cyaml_schema_field_t fwd__spool_fields[] = {
+    STR("dir", struct cfg_spool, dir),
+    CYAML_FIELD_UINT("max-bytes", OPT, struct cfg_spool, max_bytes),
+    CYAML_FIELD_UINT("max-age", OPT, struct cfg_spool, max_age_ms),
+    CYAML_FIELD_UINT("segment-bytes", OPT, struct cfg_spool, segment_bytes),
+    STR("fsync", struct cfg_spool, fsync),
+    CYAML_FIELD_END,
+};
+static const char *const fsyncs[] = { "always", "batch", "never", NULL };
+static const struct conf_key spool_keys[] = {
+    { .key = "max-bytes", .unit = CONF_UNIT_BYTES, .def = "1GiB" },
+    { .key = "max-age", .unit = CONF_UNIT_DURATION, .def = "24h" },
+    { .key = "segment-bytes", .unit = CONF_UNIT_BYTES, .def = "16MiB" },
+    { .key = "fsync", .def = "batch", .choices = fsyncs },
+    { 0 },
+};
+static const struct conf_key *const spool_key_tables[] = { spool_keys, NULL };
+static const struct conf_section spool_section = {
+    .name = "spool",
+    .fields = fwd__spool_fields,
+    .keys = spool_key_tables,
+};
+
+const struct conf_section *const fwd_cfg_sections[] = {
+    &remote_section, &batch_section, &queue_section, &spool_section, NULL,
+};

@@ -1,0 +1,400 @@
+/* The scrape module's settings: scrape jobs (`scrape-configs` entries) and
+ * their profile types. The built-in profile types and their aliases live
+ * here; a job's `profiles:` overrides and `enabled-profiles` are resolved
+ * at load into the complete list of types the job knows, and its relabel
+ * rules are compiled once, when the file is loaded.
+ *
+ * Const data and pure hooks; any thread. */
+#include <ctype.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "common/duration.h"
+#include "scrape/internal.h"
+
+#define OPT CYAML_FLAG_OPTIONAL
+#define PTR CYAML_FLAG_POINTER
+#define UNL CYAML_UNLIMITED
+#define STR(k, s, m) CYAML_FIELD_STRING_PTR(k, OPT, s, m, 0, UNL)
+
+/* --- profile types ----------------------------------------------------- */
+
+static const struct builtin {
+    const char *name;
+    const char *path;
+    enum scrape_kind kind;
+    bool on;
+    bool delta;
+    const char *send;
+    const char *delta_path; /* with use-delta-profiles */
+} builtins[] = {
+    { "process_cpu", "/debug/pprof/profile", SCRAPE_KIND_DURATION, true, true, "process_cpu",
+      NULL },
+    { "memory", "/debug/pprof/allocs", SCRAPE_KIND_CUMULATIVE_MEMORY, true, false, "memory",
+      "/debug/pprof/delta_heap" },
+    { "goroutine", "/debug/pprof/goroutine", SCRAPE_KIND_GAUGE, true, false, "goroutine",
+      NULL },
+    { "mutex", "/debug/pprof/mutex", SCRAPE_KIND_CUMULATIVE_CONTENTION, true, false, "mutex",
+      "/debug/pprof/delta_mutex" },
+    { "block", "/debug/pprof/block", SCRAPE_KIND_CUMULATIVE_CONTENTION, true, false, "block",
+      "/debug/pprof/delta_block" },
+    { "fgprof", "/debug/fgprof", SCRAPE_KIND_DURATION, false, true, "fgprof", NULL },
+    { "godeltaprof_memory", "/debug/pprof/delta_heap", SCRAPE_KIND_DELTA, false, false,
+      "memory", NULL },
+    { "godeltaprof_mutex", "/debug/pprof/delta_mutex", SCRAPE_KIND_DELTA, false, false, "mutex",
+      NULL },
+    { "godeltaprof_block", "/debug/pprof/delta_block", SCRAPE_KIND_DELTA, false, false, "block",
+      NULL },
+};
+#define N_BUILTIN (sizeof(builtins) / sizeof(builtins[0]))
+
+static const cyaml_strval_t kind_strings[] = {
+    { ".duration", SCRAPE_KIND_DURATION },
+    { ".gauge", SCRAPE_KIND_GAUGE },
+    { ".cumulative-memory", SCRAPE_KIND_CUMULATIVE_MEMORY },
+    { ".cumulative-contention", SCRAPE_KIND_CUMULATIVE_CONTENTION },
+    { ".delta", SCRAPE_KIND_DELTA },
+    { ".custom", SCRAPE_KIND_CUSTOM },
+};
+
+/* Other names of the profile types, in enabled-profiles, `profiles:` and
+ * `__profile_<name>_*` target labels. */
+static const char *const aliases[][2] = {
+    { "cpu", "process_cpu" },
+    { "mem", "memory" },
+    { "heap", "memory" },
+    { "goroutines", "goroutine" },
+    { "godeltaprof_mem", "godeltaprof_memory" },
+    { "godeltaprof_heap", "godeltaprof_memory" },
+};
+#define N_ALIASES (sizeof(aliases) / sizeof(aliases[0]))
+
+const char *scrape_profile_canonical(const char *name)
+{
+    if (!name)
+        return NULL;
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        if (strcmp(name, builtins[i].name) == 0)
+            return builtins[i].name;
+    }
+    for (size_t i = 0; i < N_ALIASES; i++) {
+        if (strcmp(name, aliases[i][0]) == 0)
+            return aliases[i][1];
+    }
+    return NULL;
+}
+
+size_t scrape__profile_aliases(const char *canonical, const char **out, size_t max)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < N_ALIASES && n < max; i++) {
+        if (strcmp(aliases[i][1], canonical) == 0)
+            out[n++] = aliases[i][0];
+    }
+    return n;
+}
+
+static const cyaml_schema_field_t profile_fields[] = {
+    STR(".name", struct scrape_profile_cfg, name),
+    STR("path", struct scrape_profile_cfg, path),
+    CYAML_FIELD_ENUM(".kind", OPT, struct scrape_profile_cfg, kind, kind_strings,
+                     CYAML_ARRAY_LEN(kind_strings)),
+    CYAML_FIELD_BOOL("enabled", OPT, struct scrape_profile_cfg, enabled),
+    CYAML_FIELD_BOOL("delta", OPT, struct scrape_profile_cfg, delta),
+    STR(".send-name", struct scrape_profile_cfg, send_name),
+    CYAML_FIELD_SEQUENCE_COUNT("params", OPT | PTR, struct scrape_profile_cfg, params, n_params,
+                               &conf_param_entry, 0, UNL),
+    CYAML_FIELD_END,
+};
+static const cyaml_schema_value_t profile_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct scrape_profile_cfg, profile_fields),
+};
+static const struct conf_key profile_keys[] = {
+    { .key = "params", .mapkind = CONF_MAP_PARAM },
+    { 0 },
+};
+static const struct conf_key *const profile_key_tables[] = { profile_keys, NULL };
+static const struct conf_section profile_section = {
+    .name = "profile",
+    .fields = profile_fields,
+    .keys = profile_key_tables,
+};
+
+/* One profile type while a job's types are resolved. */
+struct rprof {
+    const char *name, *path, *send;
+    enum scrape_kind kind;
+    bool enabled, delta, declared, enabled_set;
+    bool path_set;
+    struct conf_node *params, *decl;
+};
+
+static bool name_char(char c, bool first)
+{
+    return c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') ||
+           (!first && isdigit((unsigned char)c));
+}
+
+static bool valid_profile_name(const char *s)
+{
+    if (!name_char(*s, true))
+        return false;
+    for (; *s; s++) {
+        if (!name_char(*s, false))
+            return false;
+    }
+    return true;
+}
+
+static struct conf_node *profile_node(struct conf_load *ld, const struct rprof *r,
+                                      const struct conf_node *at)
+{
+    struct conf_node *e = conf_new_map(ld, at);
+
+    if (!e || conf_set(ld, e, ".name", r->name) < 0 || conf_set(ld, e, "path", r->path) < 0 ||
+        conf_set(ld, e, ".kind", kind_strings[r->kind].str) < 0 ||
+        conf_set(ld, e, "enabled", r->enabled ? "true" : "false") < 0 ||
+        conf_set(ld, e, "delta", r->delta ? "true" : "false") < 0 ||
+        conf_set(ld, e, ".send-name", r->send) < 0 ||
+        (r->params && conf_set_node(ld, e, "params", r->params) < 0))
+        return NULL;
+    return e;
+}
+
+/* Replaces `profiles` and `enabled-profiles` by the complete list of the
+ * job's types, built-ins first, each with its final path, kind and state. */
+static int resolve_profiles(struct conf_load *ld, struct conf_node *sc)
+{
+    struct conf_node *decl = conf_get(sc, "profiles"), *ep = conf_get(sc, "enabled-profiles");
+    size_t nd = conf_len(decl), np = N_BUILTIN;
+    bool use_delta = conf_true(conf_get(sc, "use-delta-profiles"));
+    struct rprof *rp = conf_alloc(ld, (N_BUILTIN + nd) * sizeof(*rp));
+    struct conf_node *seq;
+
+    if (!rp)
+        return conf_oom(ld);
+    for (size_t i = 0; i < N_BUILTIN; i++) {
+        const struct builtin *b = &builtins[i];
+
+        rp[i] = (struct rprof){ .name = b->name, .path = b->path, .send = b->send,
+                                .kind = b->kind, .enabled = b->on, .delta = b->delta };
+    }
+    for (size_t i = 0; i < nd; i++) {
+        struct conf_node *e = conf_at(decl, i), *v;
+        const char *name = conf_str(conf_get(e, ".name"));
+        const char *canon = scrape_profile_canonical(name);
+        struct rprof *r = NULL;
+
+        for (size_t j = 0; j < np; j++) {
+            if (strcmp(rp[j].name, canon ? canon : name) == 0)
+                r = &rp[j];
+        }
+        if (r && r->declared)
+            return conf_fail(ld, e, "profile \"%s\" declared twice (as \"%s\" and \"%s\")",
+                             r->name, conf_str(conf_get(r->decl, ".name")), name);
+        if (!r) {
+            if (!valid_profile_name(name))
+                return conf_fail(ld, e, "custom profile name \"%.80s\" must match "
+                                 "[a-zA-Z_][a-zA-Z0-9_]*", name);
+            if (!conf_get(e, "path"))
+                return conf_fail(ld, e, "profile \"%.80s\" is not a built-in type and needs a "
+                                 "path", name);
+            r = &rp[np++];
+            *r = (struct rprof){ .name = name, .send = name, .kind = SCRAPE_KIND_CUSTOM,
+                                 .enabled = true };
+        }
+        r->declared = true;
+        r->decl = e;
+        if ((v = conf_get(e, "path"))) {
+            r->path = conf_str(v);
+            r->path_set = true;
+        }
+        if ((v = conf_get(e, "delta")))
+            r->delta = conf_true(v);
+        if ((v = conf_get(e, "enabled"))) {
+            r->enabled = conf_true(v);
+            r->enabled_set = true;
+        }
+        r->params = conf_get(e, "params");
+    }
+    if (ep) {
+        for (size_t j = 0; j < N_BUILTIN; j++) {
+            if (!rp[j].enabled_set)
+                rp[j].enabled = false;
+        }
+        for (size_t i = 0; i < conf_len(ep); i++) {
+            const char *name = conf_str(conf_at(ep, i));
+            const char *canon = scrape_profile_canonical(name);
+            size_t j;
+
+            for (j = 0; j < np && strcmp(rp[j].name, canon ? canon : name) != 0; j++)
+                ;
+            if (j == np)
+                return conf_fail(ld, conf_at(ep, i), "unknown profile type \"%.80s\" in "
+                                 "enabled-profiles (not a built-in type and not declared under "
+                                 "profiles)", name);
+            if (!rp[j].enabled_set)
+                rp[j].enabled = true;
+        }
+    }
+    if (!(seq = conf_new_seq(ld, sc)))
+        return conf_oom(ld);
+    for (size_t j = 0; j < np; j++) {
+        struct rprof *r = &rp[j];
+
+        if (use_delta && j < N_BUILTIN && builtins[j].delta_path) {
+            r->kind = SCRAPE_KIND_DELTA;
+            if (!r->path_set)
+                r->path = builtins[j].delta_path;
+        }
+        if (conf_append(ld, seq, profile_node(ld, r, sc)) < 0)
+            return -1;
+    }
+    conf_del(sc, "enabled-profiles");
+    return conf_set_node(ld, sc, "profiles", seq);
+}
+
+/* --- jobs -------------------------------------------------------------- */
+
+static const cyaml_strval_t scheme_strings[] = {
+    { "utf8", RELABEL_SCHEME_UTF8 },
+    { "legacy", RELABEL_SCHEME_LEGACY },
+};
+
+static const cyaml_schema_value_t enabled_profiles_shape = {
+    CYAML_VALUE_SEQUENCE(CYAML_FLAG_POINTER, char *, &conf_string_entry, 0, CYAML_UNLIMITED),
+};
+
+static const cyaml_schema_field_t job_fields[] = {
+    CYAML_FIELD_STRING_PTR("job-name", CYAML_FLAG_DEFAULT, struct scrape_job_cfg, job_name, 0,
+                           UNL),
+    CYAML_FIELD_UINT("scrape-interval", OPT, struct scrape_job_cfg, interval_ms),
+    CYAML_FIELD_UINT("scrape-timeout", OPT, struct scrape_job_cfg, timeout_ms),
+    STR("scheme", struct scrape_job_cfg, scheme),
+    STR("path-prefix", struct scrape_job_cfg, path_prefix),
+    CYAML_FIELD_SEQUENCE_COUNT("params", OPT | PTR, struct scrape_job_cfg, params, n_params,
+                               &conf_param_entry, 0, UNL),
+    CYAML_FIELD_BOOL("use-delta-profiles", OPT, struct scrape_job_cfg, use_delta_profiles),
+    CYAML_FIELD_IGNORE("enabled-profiles", OPT),
+    CYAML_FIELD_SEQUENCE_COUNT("profiles", OPT | PTR, struct scrape_job_cfg, profiles,
+                               n_profiles, &profile_entry, 0, UNL),
+    DISC_SD_CFG_FIELDS(struct scrape_job_cfg, sd),
+    CYAML_FIELD_SEQUENCE_COUNT("relabel-configs", OPT | PTR, struct scrape_job_cfg, relabel,
+                               n_relabel, &relabel_cfg_entry, 0, UNL),
+    CYAML_FIELD_ENUM("name-validation-scheme", OPT, struct scrape_job_cfg, name_validation,
+                     scheme_strings, CYAML_ARRAY_LEN(scheme_strings)),
+    NET_HTTP_CFG_FIELDS(struct scrape_job_cfg, http),
+    CYAML_FIELD_UINT("body-size-limit", OPT, struct scrape_job_cfg, body_size_limit),
+    CYAML_FIELD_END,
+};
+const cyaml_schema_value_t scrape_job_cfg_entry = {
+    CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct scrape_job_cfg, job_fields),
+};
+
+static const char *const schemes[] = { "http", "https", NULL };
+static const char *const use_delta_aliases[] = { "use-delta-endpoints", NULL };
+static const struct conf_key job_keys[] = {
+    { .key = "scrape-interval", .unit = CONF_UNIT_DURATION, .def = "15s" },
+    { .key = "scrape-timeout", .unit = CONF_UNIT_DURATION },
+    { .key = "scheme", .def = "http", .choices = schemes },
+    { .key = "path-prefix", .def = "" },
+    { .key = "params", .mapkind = CONF_MAP_PARAM },
+    { .key = "use-delta-profiles", .def = "false", .aliases = use_delta_aliases },
+    { .key = "enabled-profiles", .shape = &enabled_profiles_shape },
+    { .key = "profiles", .mapkind = CONF_MAP_NAMED },
+    { .key = "body-size-limit", .unit = CONF_UNIT_BYTES },
+    { 0 },
+};
+static const struct conf_key *const job_key_tables[] = { job_keys, net_http_cfg_keys, NULL };
+
+static int job_post(struct conf_load *ld, struct conf_node *n)
+{
+    struct conf_node *iv = conf_get(n, "scrape-interval"), *to = conf_get(n, "scrape-timeout");
+    uint64_t interval = conf_uint(iv);
+    char a[32], b[32];
+
+    if (interval == 0)
+        return conf_fail(ld, iv, "scrape-interval must be greater than 0");
+    if (!to) {
+        /* Prometheus: the default timeout, capped at the interval. */
+        snprintf(a, sizeof(a), "%" PRIu64, interval < 10000 ? interval : 10000);
+        if (conf_set(ld, n, "scrape-timeout", a) < 0)
+            return -1;
+    } else if (conf_uint(to) == 0) {
+        return conf_fail(ld, to, "scrape-timeout must be greater than 0");
+    } else if (conf_uint(to) > interval) {
+        duration_format(conf_uint(to), a, sizeof(a));
+        duration_format(interval, b, sizeof(b));
+        return conf_fail(ld, to, "scrape-timeout (%s) cannot be greater than scrape-interval "
+                         "(%s)", a, b);
+    }
+    if (net_http_cfg_check(ld, n, "scrape config") < 0)
+        return -1;
+    return resolve_profiles(ld, n);
+}
+
+/* Compiles the job's relabel rules, once; a bad rule is reported at its
+ * own position (found by compiling the rules one by one, on failure only). */
+static int job_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
+{
+    struct scrape_job_cfg *job = obj;
+    struct conf_node *rules = conf_get(n, "relabel-configs");
+    char msg[512];
+
+    if (relabel_rules_new(job->relabel, job->n_relabel, job->name_validation, &job->rules, msg,
+                          sizeof(msg)) == 0)
+        return 0;
+    for (unsigned j = 0; j < job->n_relabel; j++) {
+        struct relabel_rules *one = NULL;
+        int rc = relabel_rules_new(&job->relabel[j], 1, job->name_validation, &one, msg,
+                                   sizeof(msg));
+
+        relabel_rules_free(one);
+        if (rc < 0)
+            return conf_fail(ld, conf_at(rules, j), "relabel config %u of job \"%s\": %s", j + 1,
+                             job->job_name, msg);
+    }
+    return conf_fail(ld, rules, "relabel-configs of job \"%s\": %s", job->job_name, msg);
+}
+
+static void job_release(void *obj)
+{
+    struct scrape_job_cfg *job = obj;
+
+    relabel_rules_free(job->rules);
+    job->rules = NULL;
+}
+
+static const struct conf_section job_section = {
+    .name = "scrape config",
+    .fields = job_fields,
+    .keys = job_key_tables,
+    .post = job_post,
+    .finish = job_finish,
+    .release = job_release,
+};
+
+int scrape_cfg_check_jobs(struct conf_load *ld, struct conf_node *jobs, const char *scheme)
+{
+    for (size_t i = 0; i < conf_len(jobs); i++) {
+        struct conf_node *job = conf_at(jobs, i), *a = conf_get(job, "job-name");
+
+        for (size_t j = 0; j < i; j++) {
+            struct conf_node *b = conf_get(conf_at(jobs, j), "job-name");
+
+            if (strcmp(conf_str(b), conf_str(a)) == 0)
+                return conf_fail(ld, a, "duplicate job-name \"%.80s\" (also at line %u)",
+                                 conf_str(a), conf_line(b));
+        }
+        if (!conf_get(job, "name-validation-scheme") &&
+            conf_set(ld, job, "name-validation-scheme", scheme) < 0)
+            return -1;
+    }
+    return 0;
+}
+
+const struct conf_section *const scrape_cfg_sections[] = {
+    &job_section, &profile_section, &relabel_cfg_section, NULL,
+};

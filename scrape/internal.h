@@ -1,0 +1,191 @@
+/* Internal interfaces of scrape/: target building (target.c, pure), the
+ * profile type aliases (config.c), and the loop-driven parts shared by the
+ * manager and the scrapes. Private to the scrape library and its tests. */
+#ifndef PROFLET_SCRAPE_INTERNAL_H
+#define PROFLET_SCRAPE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/buf.h"
+#include "common/hashmap.h"
+#include "common/labels.h"
+#include "common/log.h"
+#include "common/promtext.h"
+#include "scrape/scrape.h"
+
+/* The aliases of a canonical profile type name (at most `max`). */
+size_t scrape__profile_aliases(const char *canonical, const char **out, size_t max);
+
+/* ------------------------------------------------------ target building
+ * Pure: no libuv, no curl, no logging, so it is tested without a loop and
+ * shared by the scrapes, `proflet targets` and /api/v1/targets. */
+
+/* One thing to scrape: a target x an enabled profile type. */
+struct target_pair {
+    struct labels labels;    /* labels to send: public target labels, service_name,
+                                __name__ (sent name), __delta__="false" where the delta
+                                is ours or godeltaprof's, pyroscope_spy; external
+                                labels are NOT included */
+    char *url;               /* scheme://address/prefix/path?sorted query */
+    const struct scrape_profile_cfg *profile; /* borrowed from the config */
+    uint64_t interval_ms;
+    uint64_t timeout_ms;     /* scrape-timeout + seconds for duration profiles */
+    uint64_t seconds;        /* `seconds` param of duration profiles, else 0 */
+    uint64_t key;            /* de-duplication key: hash of public labels + URL */
+    uint64_t offset_hash;    /* Prometheus thash: fnv64a(%016d of labels_hash(all
+                                target labels) + URL) */
+};
+
+/* The outcome for one discovered target. */
+struct target_result {
+    struct labels discovered; /* input labels plus job/__scheme__/... defaults */
+    struct labels labels;     /* after relabeling (incl. "__" labels); empty if dropped */
+    bool dropped;             /* a rule dropped it (silently, as Prometheus) */
+    char *error;              /* malloc'd message if the target is invalid, else NULL */
+    struct target_pair *pairs;
+    size_t n_pairs;
+};
+
+/* Builds one discovered target (`discovered` borrowed) under job `sc`, whose
+ * compiled rules it applies. Fills `out` (always target_result_done() it).
+ * Returns 0 (even for a dropped or invalid target: see out->dropped and
+ * out->error) or -ENOMEM / a relabel error code. */
+int target_build(const struct scrape_job_cfg *sc, const struct labels *discovered,
+                 struct target_result *out);
+/* Frees what target_build() filled. */
+void target_result_done(struct target_result *r);
+
+/* Offset of a pair inside its interval: (offset_hash ^ seed) % interval. */
+uint64_t target_offset_ns(uint64_t offset_hash, uint64_t seed, uint64_t interval_ns);
+/* Nanoseconds from `now_unix_ns` until the first instant t > now with
+ * t % interval == offset (docs/design.md "Scheduling"). */
+uint64_t target_first_delay_ns(uint64_t offset_ns, uint64_t interval_ns, uint64_t now_unix_ns);
+
+/* Appends `{"discoveredLabels": {...}, "labels": {...}}` for one result to
+ * `out` as JSON (as `promtool check service-discovery` prints it). With
+ * `show_dropped`, a dropped target is printed with "dropped": true and
+ * "labels": {}. Returns 0 or -ENOMEM. */
+int target_result_json(const struct target_result *r, bool show_dropped, struct buf *out);
+
+/* ----------------------------------------------------------- the manager
+ * Loop thread only. */
+
+/* Scrapes are spread over several clients by target address: libcurl 7.88
+ * walks a multi handle's whole connection cache about once a second, so one
+ * cache of thousands of kept-alive connections stalls the loop in one long
+ * burst; eight caches make eight short ones. */
+#define SCRAPE_CLIENTS 8
+
+/* Why a scrape failed (label `reason` of proflet_scrape_failures_total). */
+enum scrape_fail {
+    FAIL_CONNECT, FAIL_TIMEOUT, FAIL_TOO_LARGE, FAIL_HTTP_STATUS, FAIL_EMPTY,
+    FAIL_NOT_PPROF, FAIL_IO, FAIL_DECODE, FAIL_BACKLOG, FAIL_N,
+};
+
+/* Counters of one (job, profile type); kept for the life of the manager
+ * (bounded by the configurations loaded). */
+struct scrape_stats {
+    char *job;
+    char *type;
+    uint64_t scrapes;
+    uint64_t failures[FAIL_N];
+    uint64_t body_bytes;
+    uint64_t skipped_ticks;
+    uint64_t profiles_out;
+    uint64_t delta_baselines;
+    uint64_t delta_resets;
+    struct prom_hist duration;
+    struct scrape_stats *next;
+};
+
+/* One job of the current configuration. */
+struct scrape_job {
+    char *name;
+    struct conf_doc *doc;              /* the configuration it belongs to (ref held) */
+    const struct scrape_job_cfg *sc;   /* inside doc */
+    struct hashmap sources;            /* xxhash(source) -> struct source_entry */
+    struct net_secret *bearer;         /* bearer-token(-file), or NULL */
+    struct net_secret *password;       /* basic-auth password(-file), or NULL */
+    uint64_t max_body;                 /* body cap */
+    struct pprof_limits limits;        /* caps of its deltas */
+    struct scrape_job *next;
+};
+
+/* The targets one discovery source currently yields for a job. */
+struct source_entry {
+    char *source;
+    struct labels *discovered;         /* raw discovered labels, as delivered */
+    struct target_result *results;     /* one per discovered target */
+    size_t n;
+};
+
+/* One (target, profile type): its timer, request, delta state and status. */
+struct scrape_pair {
+    uint64_t key;
+    struct scrape_manager *m;
+    struct target_pair tp;             /* labels, url, profile (borrowed from the config) */
+    struct scrape_job *job;
+    struct scrape_stats *stats;
+    unsigned refs;                     /* sources yielding this pair */
+    uint64_t gen;                      /* rebuild generation that last saw it */
+    uv_timer_t timer;
+    uint64_t offset_ns;
+    uint64_t planned_ns;               /* wall-clock time of the next tick */
+    struct net_request *req;           /* scrape in flight, or NULL */
+    struct conf_doc *req_doc;          /* configuration ref held by the request */
+    uint64_t req_start_ns;
+    bool busy;                         /* a CPU job of this pair is pending */
+    bool closing;                      /* removed; freed when idle and closed */
+    bool timer_closed;
+    struct pprof_delta *delta;         /* cumulative types only */
+    /* status for /api/v1/targets */
+    uint64_t last_scrape_ns;
+    uint64_t last_duration_us;
+    char *last_error;
+    struct log_ratelimit log_rl;
+};
+
+struct scrape_manager {
+    uv_loop_t *loop;
+    struct workq *work;
+    bool dry_run;
+    bool stopping;
+    uint64_t offset_seed;
+    scrape_profile_cb on_profile;
+    scrape_error_cb on_error;
+    void *ud;
+    uint64_t (*now_ns)(void);
+    struct scrape_transport transport;
+    struct net_client *clients[SCRAPE_CLIENTS]; /* the default transport */
+    struct conf_doc *doc;              /* current configuration (ref held) */
+    struct scrape_job *jobs;
+    struct hashmap pairs;              /* key -> struct scrape_pair */
+    struct scrape_stats *stats;
+    struct prom_hist lateness;
+    uint64_t gen;
+    uint64_t pairs_created, pairs_removed;
+    uint64_t target_errors;
+    size_t live_pairs;                 /* allocated, including closing ones */
+    unsigned pending_closes;
+    bool closing;
+    void (*close_cb)(void *ud);
+    void *close_ud;
+};
+
+/* pair.c */
+struct scrape_pair *scrape__pair_new(struct scrape_manager *m, struct scrape_job *job,
+                                     struct target_pair *tp);
+void scrape__pair_update(struct scrape_manager *m, struct scrape_pair *p,
+                         struct scrape_job *job, struct target_pair *tp);
+void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p);
+/* manager.c: a pair was freed (the manager may finish closing). */
+void scrape__pair_freed(struct scrape_manager *m);
+struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
+                                       const char *type);
+extern const char *const scrape__fail_names[FAIL_N];
+
+#endif

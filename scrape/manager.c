@@ -1,0 +1,436 @@
+/* The scrape manager: turns configurations and discovery updates into the
+ * set of running scrape pairs.
+ *
+ * Loop thread only. Each job keeps, per discovery source, the discovered
+ * label sets as delivered and the targets built from them. A pair is
+ * reference-counted by the sources that yield it: a rebuild first builds the
+ * new targets (creating or updating pairs), then releases the old ones, so a
+ * pair whose key (public labels + URL) did not change keeps its timer and
+ * its delta state across discovery updates and config reloads. A dry run
+ * (`proflet targets`) builds targets and never a pair. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#include "common/clock.h"
+#include "common/macros.h"
+#include "scrape/internal.h"
+
+static uint64_t source_key(const char *s)
+{
+    return XXH64(s, strlen(s), 0);
+}
+
+static void entry_free(struct source_entry *e)
+{
+    if (!e)
+        return;
+    for (size_t i = 0; i < e->n; i++) {
+        labels_done(&e->discovered[i]);
+        if (e->results)
+            target_result_done(&e->results[i]);
+    }
+    free(e->discovered);
+    free(e->results);
+    free(e->source);
+    free(e);
+}
+
+/* Builds the targets of `e` under `job` and takes a reference on every pair
+ * they yield, creating or updating pairs as needed. */
+static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct source_entry *e)
+{
+    e->results = calloc(e->n ? e->n : 1, sizeof(*e->results));
+    if (!e->results)
+        return;
+    for (size_t i = 0; i < e->n; i++) {
+        struct target_result *r = &e->results[i];
+
+        if (target_build(job->sc, &e->discovered[i], r) < 0 || r->error)
+            m->target_errors++;
+        /* A dry run only reports what the rules built: no pair, so no
+         * timer, connection or DNS lookup for a target. */
+        if (m->dry_run)
+            continue;
+        for (size_t k = 0; k < r->n_pairs; k++) {
+            struct target_pair *tp = &r->pairs[k];
+            uint64_t key = tp->key;
+            struct scrape_pair *p = hashmap_get(&m->pairs, key);
+
+            if (p && p->gen == m->gen) {
+                p->refs++; /* the same pair from another target or source */
+                continue;
+            }
+            if (p) {
+                scrape__pair_update(m, p, job, tp);
+                p->refs++;
+            } else {
+                p = scrape__pair_new(m, job, tp);
+                if (!p)
+                    continue;
+            }
+            p->gen = m->gen;
+            tp->key = key; /* the rest moved into the pair; keep the key for release */
+        }
+    }
+}
+
+/* Drops the references `e`'s targets held; pairs left with none stop. */
+static void entry_release(struct scrape_manager *m, struct source_entry *e)
+{
+    if (!e->results)
+        return;
+    for (size_t i = 0; i < e->n; i++) {
+        struct target_result *r = &e->results[i];
+
+        for (size_t k = 0; k < r->n_pairs; k++) {
+            struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[k].key);
+
+            if (p && p->refs && --p->refs == 0)
+                scrape__pair_remove(m, p);
+        }
+    }
+}
+
+static struct scrape_job *job_find(struct scrape_job *jobs, const char *name)
+{
+    for (; jobs; jobs = jobs->next)
+        if (strcmp(jobs->name, name) == 0)
+            return jobs;
+    return NULL;
+}
+
+static void job_free(struct scrape_job *job)
+{
+    size_t pos = 0;
+    uint64_t k;
+    void *v;
+
+    if (!job)
+        return;
+    while (hashmap_next(&job->sources, &pos, &k, &v))
+        entry_free(v);
+    hashmap_done(&job->sources);
+    conf_doc_unref(job->doc);
+    net_secret_free(job->bearer);
+    net_secret_free(job->password);
+    free(job->name);
+    free(job);
+}
+
+static void free_jobs(struct scrape_job *jobs)
+{
+    while (jobs) {
+        struct scrape_job *next = jobs->next;
+
+        job_free(jobs);
+        jobs = next;
+    }
+}
+
+static struct scrape_job *job_new(struct scrape_manager *m, struct conf_doc *doc,
+                                  const struct scrape_job_cfg *sc, const struct scrape_settings *s)
+{
+    const struct net_http_cfg *h = &sc->http;
+    struct scrape_job *job = calloc(1, sizeof(*job));
+
+    if (!job || !(job->name = strdup(sc->job_name))) {
+        free(job);
+        return NULL;
+    }
+    hashmap_init(&job->sources);
+    job->doc = conf_doc_ref(doc);
+    job->sc = sc;
+    job->max_body = sc->body_size_limit ? sc->body_size_limit : s->max_body_bytes;
+    job->limits = *s->pprof;
+    if (!m->dry_run && (h->bearer_token || h->bearer_token_file))
+        job->bearer = net_secret_new(m->loop, m->work, h->bearer_token, h->bearer_token_file, 0);
+    if (!m->dry_run && h->basic_auth &&
+        (h->basic_auth->password || h->basic_auth->password_file))
+        job->password = net_secret_new(m->loop, m->work, h->basic_auth->password,
+                                       h->basic_auth->password_file, 0);
+    return job;
+}
+
+int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
+                         const struct scrape_job_cfg *cfgs, size_t n,
+                         const struct scrape_settings *s, char *err, size_t errlen)
+{
+    struct scrape_job *jobs = NULL, **tail = &jobs, *old;
+
+    for (size_t i = 0; i < n; i++) {
+        struct scrape_job *job = job_new(m, doc, &cfgs[i], s);
+
+        if (!job) {
+            free_jobs(jobs);
+            snprintf(err, errlen, "out of memory");
+            return -ENOMEM;
+        }
+        *tail = job;
+        tail = &job->next;
+    }
+
+    /* Rebuild every known source under the new jobs, then let go of the old. */
+    m->gen++;
+    for (struct scrape_job *job = jobs; job; job = job->next) {
+        size_t pos = 0;
+        uint64_t k;
+        void *v;
+
+        old = job_find(m->jobs, job->name);
+        if (!old)
+            continue;
+        while (hashmap_next(&old->sources, &pos, &k, &v)) {
+            struct source_entry *oe = v, *ne = calloc(1, sizeof(*ne));
+
+            if (!ne)
+                continue;
+            ne->source = oe->source;
+            ne->discovered = oe->discovered;
+            ne->n = oe->n;
+            oe->source = NULL;
+            oe->discovered = NULL;
+            entry_build(m, job, ne);
+            if (hashmap_put(&job->sources, k, ne) < 0)
+                entry_free(ne);
+        }
+    }
+    for (old = m->jobs; old; old = old->next) {
+        size_t pos = 0;
+        uint64_t k;
+        void *v;
+
+        while (hashmap_next(&old->sources, &pos, &k, &v)) {
+            struct source_entry *oe = v;
+
+            entry_release(m, oe);
+            /* discovered labels moved to the new entry: only results remain */
+            if (!oe->discovered) {
+                for (size_t i = 0; oe->results && i < oe->n; i++)
+                    target_result_done(&oe->results[i]);
+                free(oe->results);
+                oe->results = NULL;
+                oe->n = 0;
+            }
+        }
+    }
+    free_jobs(m->jobs);
+    m->jobs = jobs;
+    conf_doc_unref(m->doc);
+    m->doc = conf_doc_ref(doc);
+    return 0;
+}
+
+void scrape_manager_sync(const char *jobname, const struct disc_group *groups, size_t n, void *ud)
+{
+    struct scrape_manager *m = ud;
+    struct scrape_job *job = job_find(m->jobs, jobname);
+
+    if (!job || m->stopping)
+        return;
+    m->gen++;
+    for (size_t g = 0; g < n; g++) {
+        const struct disc_group *grp = &groups[g];
+        uint64_t key = source_key(grp->source);
+        struct source_entry *old = hashmap_get(&job->sources, key), *ne = NULL;
+
+        if (grp->n_targets) {
+            ne = calloc(1, sizeof(*ne));
+            if (!ne)
+                continue;
+            ne->source = strdup(grp->source);
+            ne->discovered = calloc(grp->n_targets, sizeof(*ne->discovered));
+            if (!ne->source || !ne->discovered) {
+                entry_free(ne);
+                continue;
+            }
+            ne->n = grp->n_targets;
+            for (size_t i = 0; i < grp->n_targets; i++)
+                labels_copy(&ne->discovered[i], &grp->targets[i]);
+            entry_build(m, job, ne);
+            if (hashmap_put(&job->sources, key, ne) < 0) {
+                entry_release(m, ne);
+                entry_free(ne);
+                continue;
+            }
+        } else {
+            hashmap_del(&job->sources, key);
+        }
+        if (old) {
+            entry_release(m, old);
+            entry_free(old);
+        }
+    }
+    for (int i = 0; i < SCRAPE_CLIENTS; i++) {
+        if (m->clients[i])
+            net_client_set_max_connects(m->clients[i], m->pairs.n / SCRAPE_CLIENTS * 2 + 64);
+    }
+}
+
+/* ------------------------------------------------------------ lifecycle */
+
+/* The scrape client of a URL, by its scheme and authority, so every profile
+ * type of one target shares that client's kept-alive connection. */
+static unsigned client_of(const char *url)
+{
+    const char *s = strstr(url, "://");
+    const char *end;
+    uint64_t h = 14695981039346656037ULL;
+
+    s = s ? s + 3 : url;
+    end = s + strcspn(s, "/?#");
+    for (const char *c = url; c < end; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return (unsigned)(h % SCRAPE_CLIENTS);
+}
+
+static int curl_start(void *ctx, const struct net_request_opts *o, net_done_cb cb, void *ud,
+                      struct net_request **out)
+{
+    struct scrape_manager *m = ctx;
+
+    return net_request_start(m->clients[client_of(o->url)], o, cb, ud, out);
+}
+
+static void curl_cancel(void *ctx, struct net_request *r)
+{
+    (void)ctx;
+    net_request_cancel(r);
+}
+
+static size_t curl_inflight(void *ctx)
+{
+    struct scrape_manager *m = ctx;
+    size_t n = 0;
+
+    for (int i = 0; i < SCRAPE_CLIENTS; i++)
+        n += m->clients[i] ? net_client_inflight(m->clients[i]) : 0;
+    return n;
+}
+
+static void maybe_closed(struct scrape_manager *m)
+{
+    void (*cb)(void *ud);
+    void *ud;
+
+    if (!m->closing || m->pending_closes || m->live_pairs)
+        return;
+    free_jobs(m->jobs);
+    conf_doc_unref(m->doc);
+    hashmap_done(&m->pairs);
+    while (m->stats) {
+        struct scrape_stats *next = m->stats->next;
+
+        free(m->stats->job);
+        free(m->stats->type);
+        free(m->stats);
+        m->stats = next;
+    }
+    cb = m->close_cb;
+    ud = m->close_ud;
+    free(m);
+    if (cb)
+        cb(ud);
+}
+
+void scrape__pair_freed(struct scrape_manager *m)
+{
+    m->live_pairs--;
+    maybe_closed(m);
+}
+
+static void client_closed(void *ud)
+{
+    struct scrape_manager *m = ud;
+
+    m->pending_closes--;
+    maybe_closed(m);
+}
+
+static uint64_t wall_ns(void)
+{
+    return clock_wall_ns();
+}
+
+struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err, size_t errlen)
+{
+    struct scrape_manager *m = calloc(1, sizeof(*m));
+
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
+    m->loop = o->loop;
+    m->work = o->work;
+    m->dry_run = o->dry_run;
+    m->offset_seed = o->offset_seed;
+    m->on_profile = o->on_profile;
+    m->on_error = o->on_error;
+    m->ud = o->ud;
+    m->now_ns = o->now_ns ? o->now_ns : wall_ns;
+    hashmap_init(&m->pairs);
+    prom_hist_init(&m->lateness, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
+    if (o->transport) {
+        m->transport = *o->transport;
+        return m;
+    }
+    m->transport = (struct scrape_transport){ curl_start, curl_cancel, curl_inflight, m };
+    for (int i = 0; i < SCRAPE_CLIENTS && !m->dry_run; i++) {
+        if (!(m->clients[i] = net_client_new(m->loop, 1024, err, errlen))) {
+            m->closing = true;
+            scrape_manager_close(m, NULL, NULL);
+            return NULL;
+        }
+    }
+    return m;
+}
+
+void scrape_manager_stop(struct scrape_manager *m)
+{
+    size_t pos = 0;
+    uint64_t k;
+    void *v;
+
+    m->stopping = true;
+    while (hashmap_next(&m->pairs, &pos, &k, &v))
+        uv_timer_stop(&((struct scrape_pair *)v)->timer);
+}
+
+size_t scrape_manager_busy(const struct scrape_manager *m)
+{
+    size_t pos = 0, n = m->transport.inflight(m->transport.ctx);
+    uint64_t k;
+    void *v;
+
+    while (hashmap_next(&m->pairs, &pos, &k, &v))
+        n += ((struct scrape_pair *)v)->busy;
+    return n;
+}
+
+void scrape_manager_close(struct scrape_manager *m, void (*cb)(void *ud), void *ud)
+{
+    size_t pos = 0;
+    uint64_t k;
+    void *v;
+
+    m->stopping = true;
+    m->closing = true;
+    m->close_cb = cb;
+    m->close_ud = ud;
+    while (hashmap_next(&m->pairs, &pos, &k, &v))
+        scrape__pair_remove(m, v);
+    m->pending_closes++; /* held while the clients' closes are started */
+    for (int i = 0; i < SCRAPE_CLIENTS; i++) {
+        if (m->clients[i]) {
+            m->pending_closes++;
+            net_client_close(m->clients[i], client_closed, m);
+            m->clients[i] = NULL;
+        }
+    }
+    client_closed(m);
+}
+

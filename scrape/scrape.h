@@ -1,0 +1,188 @@
+/** Scraping: scrape jobs and their profile types, the targets built from
+ * discovered labels, and the per-(target, profile type) scrapes.
+ *
+ * This header is the scrape module's public interface. The configuration
+ * part is pure (any thread); the rest runs on the loop thread. */
+#ifndef PROFLET_SCRAPE_H
+#define PROFLET_SCRAPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "common/labels.h"
+#include "common/workq.h"
+#include "conf/conf.h"
+#include "discovery/discovery.h"
+#include "pprof/pprof.h"
+#include "net/net.h"
+#include "relabel/relabel.h"
+
+/* --------------------------------------------------------- configuration */
+
+/** How a profile type is treated (docs/config.md "Profile types"). */
+enum scrape_kind {
+    SCRAPE_KIND_DURATION,   /**< process_cpu, fgprof: `seconds` param, sent as is */
+    SCRAPE_KIND_GAUGE,      /**< goroutine: sent as is */
+    SCRAPE_KIND_CUMULATIVE_MEMORY,     /**< memory: delta of alloc_* */
+    SCRAPE_KIND_CUMULATIVE_CONTENTION, /**< mutex, block: delta of contentions, delay */
+    SCRAPE_KIND_DELTA,      /**< godeltaprof_*: already a delta, sent as is */
+    SCRAPE_KIND_CUSTOM,     /**< user-declared: sent as is unless delta: true */
+};
+
+/** One resolved profile type of a job: built-ins merged with the
+ * `profiles:` overrides and `enabled-profiles`. */
+struct scrape_profile_cfg {
+    char *name;          /**< canonical name (process_cpu, memory, ..., or custom) */
+    char *path;          /**< URL path, e.g. /debug/pprof/allocs */
+    enum scrape_kind kind;
+    bool enabled;
+    bool delta;          /**< duration profile: add `seconds` (true for cpu/fgprof) */
+    char *send_name;     /**< `__name__` sent: memory for godeltaprof_memory, etc. */
+    struct conf_param *params;
+    unsigned n_params;
+};
+
+/** One `scrape-configs` entry. */
+struct scrape_job_cfg {
+    char *job_name;
+    uint64_t interval_ms;  /**< default 15s */
+    uint64_t timeout_ms;   /**< default min(10s, interval) */
+    char *scheme;          /**< http | https, default http */
+    char *path_prefix;     /**< default "" */
+    struct conf_param *params;
+    unsigned n_params;
+    bool use_delta_profiles;
+    struct scrape_profile_cfg *profiles; /**< every known type, enabled or not */
+    unsigned n_profiles;
+    struct disc_sd_cfg sd;
+    struct relabel_cfg *relabel;
+    unsigned n_relabel;
+    enum relabel_scheme name_validation; /**< inherited from the top level when unset */
+    struct net_http_cfg http;
+    uint64_t body_size_limit; /**< scraped body cap, bytes; 0: limits.max-body-bytes */
+    /** The relabel rules, compiled once when the file is loaded (not a
+     * YAML key). */
+    struct relabel_rules *rules;
+};
+
+/** Default of `limits.max-body-bytes`. */
+#define SCRAPE_DEFAULT_MAX_BODY_BYTES ((uint64_t)64 << 20)
+
+/** The libcyaml value of one job, and the sections of the scrape
+ * module's mappings (NULL-terminated). */
+extern const cyaml_schema_value_t scrape_job_cfg_entry;
+extern const struct conf_section *const scrape_cfg_sections[];
+/** Refuses two jobs with the same name in a `scrape-configs` list, and
+ * gives jobs without a name-validation-scheme the top level's `scheme`
+ * ("utf8" or "legacy"). For the post hook of the mapping that holds the
+ * list. */
+int scrape_cfg_check_jobs(struct conf_load *ld, struct conf_node *jobs, const char *scheme);
+
+/** The canonical name of a profile type or alias (cpu, mem, heap,
+ * goroutines, ...), or NULL if unknown. */
+const char *scrape_profile_canonical(const char *name);
+
+/* ------------------------------------------------------------- scraping
+ * The scrape manager, in the shape of Prometheus' scrape manager: apply a
+ * configuration, sync target groups from discovery, report targets. It
+ * owns one timer per (target, profile type) at its Prometheus offset, one
+ * request in flight per pair, response checks, and the delta state of
+ * cumulative types (computed on the work queue). Loop thread only. */
+
+/** A profile ready to send: `labels` (borrowed for the call: the target's
+ * labels, service_name, __name__...; no external labels) and the gzip
+ * pprof `data` (ownership passes to the callee), for the window
+ * [start_ns, end_ns]. */
+typedef void (*scrape_profile_cb)(const struct labels *labels, uint8_t *data, size_t len,
+                                  int64_t start_ns, int64_t end_ns, void *ud);
+
+/** A failed scrape, reported at most once a minute per pair (`suppressed`
+ * counts the ones not reported since); strings borrowed for the call. */
+struct scrape_error {
+    const char *job, *instance, *type, *url;
+    const char *reason;   /**< connect, timeout, too_large, http_status, ... */
+    const char *message;
+    unsigned suppressed;
+};
+typedef void (*scrape_error_cb)(const struct scrape_error *e, void *ud);
+
+struct net_request;
+
+/** How scrapes reach their targets; the default is libcurl through
+ * net_client. Tests substitute a fake. Same contract as
+ * net_request_start() / net_request_cancel(). */
+struct scrape_transport {
+    int (*start)(void *ctx, const struct net_request_opts *o, net_done_cb cb, void *ud,
+                 struct net_request **out);
+    void (*cancel)(void *ctx, struct net_request *r);
+    size_t (*inflight)(void *ctx);
+    void *ctx;
+};
+
+struct scrape_opts {
+    uv_loop_t *loop;
+    struct workq *work;         /**< CPU work (gunzip checks, deltas) */
+    /** `proflet targets`: build targets only; no pair, timer or request. */
+    bool dry_run;
+    /** Prometheus' per-instance offset seed (scrape_offset_seed()). */
+    uint64_t offset_seed;
+    scrape_profile_cb on_profile;
+    scrape_error_cb on_error;   /**< may be NULL */
+    void *ud;                   /**< for both callbacks */
+    /** NULL: scrape through libcurl. Borrowed for the manager's life. */
+    const struct scrape_transport *transport;
+    /** NULL: the real wall clock (nanoseconds since the epoch). */
+    uint64_t (*now_ns)(void);
+};
+
+/** What every job of one configuration shares. */
+struct scrape_settings {
+    const struct pprof_limits *pprof; /**< caps and gzip level of deltas */
+    uint64_t max_body_bytes;          /**< body cap of jobs without body-size-limit */
+};
+
+struct scrape_manager;
+
+/** Creates a manager. Returns NULL with a message on failure. */
+struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err,
+                                          size_t errlen);
+/** Makes the jobs match `jobs[0..n)` (inside `doc`, which the manager
+ * references while anything uses it) and rebuilds every known target
+ * under them. Pairs whose labels and URL did not change keep their timers
+ * and delta state. Returns 0 or -ENOMEM with a message. */
+int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
+                         const struct scrape_job_cfg *jobs, size_t n,
+                         const struct scrape_settings *s, char *err, size_t errlen);
+/** Takes changed target groups of `job` (a disc_update_cb; `ud` is the
+ * manager). */
+void scrape_manager_sync(const char *job, const struct disc_group *groups, size_t n, void *ud);
+/** Stops every timer and cancels queued CPU work: no scrape starts after
+ * this; requests and jobs in flight finish. */
+void scrape_manager_stop(struct scrape_manager *m);
+/** Requests and CPU jobs still in flight. */
+size_t scrape_manager_busy(const struct scrape_manager *m);
+/** Closes every handle; `cb` runs once all are closed. */
+void scrape_manager_close(struct scrape_manager *m, void (*cb)(void *ud), void *ud);
+
+/** Appends the targets as `promtool check service-discovery` prints them
+ * (JSON list of discovered and final labels), for `proflet targets`. */
+void scrape_manager_print(const struct scrape_manager *m, const char *job, bool show_dropped,
+                          struct buf *out);
+/** Appends /api/v1/targets (Prometheus' API shape: one active target per
+ * (target, profile type) with its last scrape; dropped ones with their
+ * discovered labels). */
+void scrape_manager_targets_json(const struct scrape_manager *m, const char *job,
+                                 struct buf *out);
+/** Appends the same as a text table. */
+void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out);
+/** Appends the scrape metrics in Prometheus text format. */
+void scrape_manager_metrics(const struct scrape_manager *m, struct buf *out);
+
+/** Prometheus' per-instance offset seed: fnv64a(hostname + external labels
+ * as Labels.String(), "{}" when none). */
+uint64_t scrape_offset_seed(const char *hostname, const struct labels *external);
+
+#endif
