@@ -30,7 +30,6 @@
 #include <unistd.h>
 
 #include "discovery/internal.h"
-#include "discovery/yaml_json.h"
 #include "relabel/relabel.h"
 
 #define FILE_DEBOUNCE_MS 100

@@ -36,8 +36,6 @@
 #include <string.h>
 
 #include "discovery/internal.h"
-#include "discovery/k8s_conn.h"
-#include "discovery/util.h"
 
 #define LIST_LIMIT 500
 #define LIST_TIMEOUT_MS 60000

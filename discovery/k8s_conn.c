@@ -24,9 +24,7 @@
 #include <unistd.h>
 
 #include "common/fsutil.h"
-#include "discovery/k8s_conn.h"
-#include "discovery/util.h"
-#include "discovery/yaml_json.h"
+#include "discovery/internal.h"
 
 #define SA_DIR "/var/run/secrets/kubernetes.io/serviceaccount"
 #define TOKEN_MAX (64 * 1024)

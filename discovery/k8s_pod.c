@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "discovery/internal.h"
-#include "discovery/util.h"
 #include "relabel/relabel.h"
 
 #define META "__meta_kubernetes_"

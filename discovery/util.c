@@ -3,7 +3,7 @@
  * type reads as absent instead of being trusted. Label-name sanitising and
  * UTF-8 checks come from relabel/ (relabel_sanitize_label_name,
  * relabel_valid_utf8). Pure, any thread. */
-#include "discovery/util.h"
+#include "discovery/internal.h"
 
 json_object *disc__jget(json_object *o, const char *k)
 {

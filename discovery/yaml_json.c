@@ -15,7 +15,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "discovery/yaml_json.h"
+#include "discovery/internal.h"
 
 #define YAML_MAX_DEPTH 64
 #define YAML_MAX_NODES 4000000

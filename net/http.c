@@ -37,14 +37,14 @@
 #include <unistd.h>
 
 #include "net/net.h"
-#include "net/net_internal.h"
+#include "common/macros.h"
+#include "net/internal.h"
 #include "proflet_version.h"
 
 #define DEFAULT_MAX_RESPONSE ((size_t)64 * 1024 * 1024)
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 #define DEFAULT_MAX_CONNECTS 1024
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 struct sock_ctx {
     uv_poll_t poll;

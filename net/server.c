@@ -30,14 +30,14 @@
 #include <unistd.h>
 
 #include "net/net.h"
-#include "net/net_internal.h"
+#include "common/macros.h"
+#include "net/internal.h"
 
 #define READ_BUF (64 * 1024)
 #define OUT_HIGH (1024 * 1024)
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
 
-#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */

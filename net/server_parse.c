@@ -19,7 +19,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "net/net_internal.h"
+#include "net/internal.h"
 
 #define SHORT_FIELD 64
 

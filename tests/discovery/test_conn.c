@@ -7,7 +7,7 @@
 #include <unistd.h>
 
 #include "common/workq.h"
-#include "discovery/k8s_conn.h"
+#include "discovery/internal.h"
 #include "tests/harness/test.h"
 
 static char *slurp(const char *path)

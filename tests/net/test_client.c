@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "net/net.h"
-#include "net/net_internal.h"
+#include "net/internal.h"
 #include "net_test.h"
 #include "proflet_version.h"
 #include "test.h"

@@ -16,7 +16,7 @@
 #include <unistd.h>
 
 #include "net/net.h"
-#include "net/net_internal.h"
+#include "net/internal.h"
 #include "net_test.h"
 #include "test.h"
 

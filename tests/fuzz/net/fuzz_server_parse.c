@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/net_internal.h"
+#include "net/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
