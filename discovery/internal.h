@@ -166,7 +166,7 @@ struct disc__k8s_meta {
 };
 
 /** Builds the targets of a pod (json-c object as served by the API server)
- * as reference/prometheus.md §3: `*targets` gets a malloc'd array (NULL and
+ * as Prometheus does (docs/design.md "Kubernetes discovery"): `*targets` gets a malloc'd array (NULL and
  * 0 for an empty group). `node` / `ns` are the attached metadata or NULL;
  * `need_node` means attach-metadata.node is on, so a pod whose node is
  * unknown (node == NULL) gives an empty group. Writes the source

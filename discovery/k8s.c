@@ -1,5 +1,5 @@
 /* Kubernetes discovery, role pod: list + watch like client-go's reflector
- * (reference/prometheus.md §5), targets like Prometheus (§3).
+ * (docs/design.md "Kubernetes discovery"), targets like Prometheus.
  *
  * One provider per distinct `kubernetes-sd-configs` entry: jobs whose
  * entries have the same settings signature (settings_sig()) share one

@@ -1,5 +1,5 @@
 /* Pod -> target group, exactly as Prometheus' pod role builds it
- * (reference/prometheus.md §3.2-3.3), as a pure function over json-c
+ * (docs/design.md "Kubernetes discovery"), as a pure function over json-c
  * objects as the API server serves them.
  *
  * Group labels (namespace, pod name/uid/IP/host IP/node/phase/ready, pod

@@ -1,4 +1,5 @@
-/* HTTP client: the one libcurl-multi <-> libuv bridge (style.md §5).
+/* HTTP client: the one libcurl-multi <-> libuv bridge (docs/design.md
+ * "The libcurl-libuv bridge").
  *
  * Purpose. Each struct net_client owns one CURLM driven by libcurl's
  * multi_socket API: libcurl tells us which fds to watch (socket function) and

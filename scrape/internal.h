@@ -170,6 +170,9 @@ struct scrape_manager {
     uint64_t pairs_created, pairs_removed;
     uint64_t target_errors;
     size_t live_pairs;                 /* allocated, including closing ones */
+    /* Called by pair.c once a pair is freed: the manager drives its pairs,
+     * pairs only report back through this, never by calling it. */
+    void (*pair_freed)(struct scrape_manager *m);
     unsigned pending_closes;
     bool closing;
     void (*close_cb)(void *ud);
@@ -182,8 +185,6 @@ struct scrape_pair *scrape__pair_new(struct scrape_manager *m, struct scrape_job
 void scrape__pair_update(struct scrape_manager *m, struct scrape_pair *p,
                          struct scrape_job *job, struct target_pair *tp);
 void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p);
-/* manager.c: a pair was freed (the manager may finish closing). */
-void scrape__pair_freed(struct scrape_manager *m);
 struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
                                        const char *type);
 extern const char *const scrape__fail_names[FAIL_N];

@@ -337,9 +337,8 @@ static void maybe_closed(struct scrape_manager *m)
         cb(ud);
 }
 
-void scrape__pair_freed(struct scrape_manager *m)
+static void pair_freed(struct scrape_manager *m)
 {
-    m->live_pairs--;
     maybe_closed(m);
 }
 
@@ -372,6 +371,7 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     m->on_error = o->on_error;
     m->ud = o->ud;
     m->now_ns = o->now_ns ? o->now_ns : wall_ns;
+    m->pair_freed = pair_freed;
     hashmap_init(&m->pairs);
     prom_hist_init(&m->lateness, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
     if (o->transport) {

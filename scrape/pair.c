@@ -73,7 +73,8 @@ static void maybe_free(struct scrape_pair *p)
     labels_done(&p->tp.labels);
     free(p->tp.url);
     free(p->last_error);
-    scrape__pair_freed(p->m);
+    p->m->live_pairs--;
+    p->m->pair_freed(p->m);
     free(p);
 }
 

@@ -61,7 +61,7 @@ TEST(labels_copy_equal)
     labels_done(&b);
 }
 
-/* The test vector of reference/prometheus.md §4. */
+/* The test vector of docs/design.md "Targets, labels and scheduling". */
 TEST(labels_hash_prometheus_vector)
 {
     struct labels ls = LABELS_INIT;
