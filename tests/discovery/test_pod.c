@@ -1,8 +1,7 @@
 /* Golden tests of the pod -> targets builder: every file in data/pods holds a
  * pod (plus optional node/namespace objects) and the targets expected,
  * written by hand from Prometheus' pod role (docs/design.md). Also the
- * sanitiser the
- * builder uses (relabel's) on bytes that JSON cannot carry. */
+ * sanitiser the builder uses (relabel's) on bytes that JSON cannot carry. */
 #include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
