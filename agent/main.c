@@ -37,14 +37,14 @@ static void usage(FILE *f)
             "forwards the profiles to Pyroscope (push or /ingest) or a directory.\n"
             "\n"
             "Usage:\n"
-            "  proflet [--config FILE] [--log-level LEVEL]\n"
+            "  proflet [--config FILE] [--config.expand-env] [--log-level LEVEL]\n"
             "      Run. Without --config, the embedded default configuration is used:\n"
             "      scrape 127.0.0.1:6060 (cpu, memory, goroutine, mutex, block every 15s)\n"
             "      and write profiles under ./proflet-data.\n"
-            "  proflet --check-config FILE\n"
+            "  proflet --check-config FILE [--config.expand-env]\n"
             "      Validate FILE and exit: 0 if valid, 2 if not (the message names\n"
             "      file, line and column).\n"
-            "  proflet targets [--config FILE] [--job NAME] [--show-dropped]\n"
+            "  proflet targets [--config FILE] [--config.expand-env] [--job NAME] [--show-dropped]\n"
             "      Run discovery once, apply the relabel rules and print the targets as\n"
             "      `promtool check service-discovery` does (JSON), without scraping.\n"
             "  proflet --print-default-config\n"
@@ -53,6 +53,12 @@ static void usage(FILE *f)
             "\n"
             "Options:\n"
             "  -c, --config FILE        configuration file (YAML; see docs/config.md)\n"
+            "      --config.expand-env[=true|false]\n"
+            "                           expand ${VAR} and ${VAR:-default} in the file from\n"
+            "                           the environment (also -config.expand-env=true). Off\n"
+            "                           by default: the file is read literally, so relabel\n"
+            "                           templates ($1, ${1}, ${name}, $$) mean what they mean\n"
+            "                           in Prometheus\n"
             "  -l, --log-level LEVEL    debug | info | warn | error (overrides the file)\n"
             "      --check-config FILE  validate a configuration file and exit\n"
             "      --job NAME           with `targets`: only this scrape job\n"
@@ -342,7 +348,7 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
     return 0;
 }
 
-static int run(const char *config_path, const char *log_level, bool targets_mode)
+static int run(const char *config_path, unsigned flags, const char *log_level, bool targets_mode)
 {
     struct agent a;
     uv_loop_t loop;
@@ -353,7 +359,7 @@ static int run(const char *config_path, const char *log_level, bool targets_mode
     int r;
 
     memset(&a, 0, sizeof(a));
-    a.config_flags = CONF_EXPAND_ENV;
+    a.config_flags = flags;
     if (load_config(config_path, a.config_flags, &doc) < 0)
         return 2;
     c = agent_config(doc);
@@ -446,6 +452,7 @@ int main(int argc, char **argv)
 {
     static const struct option opts[] = {
         {"config", required_argument, NULL, 'c'},
+        {"config.expand-env", optional_argument, NULL, 'E'},
         {"check-config", required_argument, NULL, 'C'},
         {"log-level", required_argument, NULL, 'l'},
         {"job", required_argument, NULL, 'j'},
@@ -456,9 +463,20 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *check = NULL, *level = NULL;
+    unsigned flags = 0;
     bool targets = false;
     int c;
 
+    /* Grafana's servers spell it -config.expand-env=true (one dash). */
+    for (int i = 1; i < argc; i++) {
+        static char grafana[64];
+
+        if (strncmp(argv[i], "-config.expand-env", 18) == 0 &&
+            strlen(argv[i]) + 2 <= sizeof(grafana)) {
+            snprintf(grafana, sizeof(grafana), "-%s", argv[i]);
+            argv[i] = grafana;
+        }
+    }
     if (argc > 1 && strcmp(argv[1], "targets") == 0) {
         targets = true;
         argv[1] = argv[0];
@@ -469,6 +487,17 @@ int main(int argc, char **argv)
         switch (c) {
         case 'c':
             config = optarg;
+            break;
+        case 'E':
+            if (!optarg || strcmp(optarg, "true") == 0) {
+                flags |= CONF_EXPAND_ENV;
+            } else if (strcmp(optarg, "false") == 0) {
+                flags &= ~(unsigned)CONF_EXPAND_ENV;
+            } else {
+                fprintf(stderr, "proflet: --config.expand-env takes true or false, not \"%s\"\n",
+                        optarg);
+                return 2;
+            }
             break;
         case 'C':
             check = optarg;
@@ -510,7 +539,7 @@ int main(int argc, char **argv)
         struct conf_doc *doc = NULL;
         const struct agent_config *cfg;
 
-        if (load_config(check, CONF_EXPAND_ENV, &doc) < 0)
+        if (load_config(check, flags, &doc) < 0)
             return 2;
         cfg = agent_config(doc);
         for (size_t i = 0; conf_doc_warning(doc, i); i++)
@@ -521,5 +550,5 @@ int main(int argc, char **argv)
         conf_doc_unref(doc);
         return 0;
     }
-    return run(config, level, targets);
+    return run(config, flags, level, targets);
 }

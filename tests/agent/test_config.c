@@ -907,6 +907,41 @@ TEST(env_expansion)
            "t.yaml:3:22: expected a duration like 15s, got \"node-7\"");
 }
 
+/* Without CONF_EXPAND_ENV (no --config.expand-env) the file is read
+ * literally, as Prometheus reads it, and the load notes the `${`. */
+TEST(env_expansion_is_opt_in)
+{
+    const char *yaml = "external-labels:\n"
+                       "  a: ${PROFLET_T_NODE}\n"
+                       "  e: cost $$5 and $1\n"
+                       "scrape-configs:\n"
+                       "  - job-name: a\n"
+                       "    relabel-configs:\n"
+                       "      - {source-labels: [x], regex: '(?P<name>.*)', target-label: y,\n"
+                       "         replacement: '${name}$$1'}\n";
+    const struct agent_config *c;
+    struct conf_doc *doc = NULL;
+    char err[512];
+
+    setenv("PROFLET_T_NODE", "node-7", 1);
+    ASSERT_EQ(agent_config_load_string(yaml, strlen(yaml), "t.yaml", 0, &doc, err, sizeof(err)),
+              0);
+    c = agent_config(doc);
+    ASSERT_STR_EQ(c->external_labels[0].value, "${PROFLET_T_NODE}");
+    ASSERT_STR_EQ(c->external_labels[1].value, "cost $$5 and $1");
+    ASSERT_STR_EQ(c->scrape[0].relabel[0].replacement, "${name}$$1");
+    ASSERT_NOT_NULL(conf_doc_warning(doc, 0));
+    ASSERT_NOT_NULL(strstr(conf_doc_warning(doc, 0), "--config.expand-env"));
+    ASSERT_NULL(conf_doc_warning(doc, 1));
+    conf_doc_unref(doc);
+    /* no `${`: nothing to note */
+    ASSERT_EQ(agent_config_load_string("log-level: info\n", 16, "t.yaml", 0, &doc, err,
+                                       sizeof(err)),
+              0);
+    ASSERT_NULL(conf_doc_warning(doc, 0));
+    conf_doc_unref(doc);
+}
+
 TEST(env_expansion_keeps_positions)
 {
     /* A long multi-line expansion must not shift later line/column numbers. */

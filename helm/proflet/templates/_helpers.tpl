@@ -309,6 +309,8 @@ spec:
       args:
         - --config
         - /etc/proflet/proflet.yaml
+        # The config takes the node and pod names from the environment.
+        - --config.expand-env
         {{- with .Values.extraArgs }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
