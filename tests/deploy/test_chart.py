@@ -52,7 +52,9 @@ def test_default_is_a_valid_daemonset():
     env = {e["name"]: e for e in c["env"]}
     check(env["NODE_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName", "NODE_NAME from the downward API")
     check("SHARD" not in env, "no SHARD in daemonset mode")
-    check(c["command"] == ["/usr/bin/proflet"] and c["args"] == ["--config", "/etc/proflet/proflet.yaml"],
+    # --config.expand-env: the config takes ${NODE_NAME} from the environment.
+    check(c["command"] == ["/usr/bin/proflet"] and
+          c["args"] == ["--config", "/etc/proflet/proflet.yaml", "--config.expand-env"],
           f"command/args: {c['command']} {c['args']}")
     check(c["livenessProbe"]["httpGet"]["path"] == "/-/healthy", "liveness on /-/healthy")
     check(c["readinessProbe"]["httpGet"]["path"] == "/-/ready", "readiness on /-/ready")

@@ -100,7 +100,8 @@ def test_check_config_with_only_staged_libraries_as_non_root():
                       for f in fs if ".so" in f})
     cmd = ["setpriv", f"--reuid={UID}", f"--regid={UID}", "--clear-groups", "--no-new-privs", "--inh-caps=-all",
            "env", "-i", "LD_DEBUG=libs", _loader(root), "--inhibit-cache", "--library-path", ":".join(libdirs),
-           os.path.join(root, "usr/bin/proflet"), "--check-config", os.path.join(root, "etc/proflet/proflet.yaml")]
+           os.path.join(root, "usr/bin/proflet"), "--check-config", os.path.join(root, "etc/proflet/proflet.yaml"),
+           "--config.expand-env"]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
     check(p.returncode == 0, f"staged --check-config failed rc={p.returncode}:\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
     inits = re.findall(r"calling init: (\S+)", p.stderr)

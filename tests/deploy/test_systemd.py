@@ -88,7 +88,8 @@ def test_unit_hardening():
 
 def test_example_config_checks():
     exe = need_file(os.environ.get("PROFLET"), "the proflet binary (env PROFLET)")
-    p = subprocess.run([exe, "--check-config", EXAMPLE], capture_output=True, text=True, timeout=30,
+    p = subprocess.run([exe, "--check-config", EXAMPLE, "--config.expand-env"], capture_output=True,
+                       text=True, timeout=30,
                        env={"PATH": "/usr/bin:/bin"})
     check(p.returncode == 0, f"--check-config {EXAMPLE}: rc={p.returncode} {p.stdout} {p.stderr}")
     with open(EXAMPLE) as f:
