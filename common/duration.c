@@ -64,6 +64,11 @@ int duration_parse(const char *s, uint64_t *ms_out)
         total += v * units[u].ms;
         s += ulen;
     }
+    /* Prometheus holds durations in int64 nanoseconds and refuses what
+     * does not fit; so does proflet, so a duration never wraps when it is
+     * turned into nanoseconds. */
+    if (total > DURATION_MAX_MS)
+        return -ERANGE;
     *ms_out = total;
     return 0;
 }

@@ -295,6 +295,8 @@ static int walk_scalar(struct conf_load *ld, struct conf_node *n, const cyaml_sc
             rc = parse_bytes(n->s, &v);
         else
             rc = parse_uint(n->s, max, &v);
+        if (rc == -ERANGE)
+            return conf_fail(ld, n, "duration \"%.40s\" out of range (at most 292y)", n->s);
         if (rc < 0 || v > max)
             return type_error(ld, n, sv, m);
         snprintf(tmp, sizeof(tmp), "%" PRIu64, v);

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "common/duration.h"
@@ -267,6 +268,10 @@ static const cyaml_schema_value_t enabled_profiles_shape = {
     CYAML_VALUE_SEQUENCE(CYAML_FLAG_POINTER, char *, &conf_string_entry, 0, CYAML_UNLIMITED),
 };
 
+static const cyaml_schema_value_t duration_shape = {
+    CYAML_VALUE_UINT(CYAML_FLAG_DEFAULT, uint64_t),
+};
+
 static const cyaml_schema_field_t job_fields[] = {
     CYAML_FIELD_STRING_PTR("job-name", CYAML_FLAG_DEFAULT, struct scrape_job_cfg, job_name, 0,
                            UNL),
@@ -278,6 +283,7 @@ static const cyaml_schema_field_t job_fields[] = {
                                &conf_param_entry, 0, UNL),
     CYAML_FIELD_BOOL("use-delta-profiles", OPT, struct scrape_job_cfg, use_delta_profiles),
     CYAML_FIELD_IGNORE("enabled-profiles", OPT),
+    CYAML_FIELD_IGNORE("delta-profiling-duration", OPT),
     CYAML_FIELD_SEQUENCE_COUNT("profiles", OPT | PTR, struct scrape_job_cfg, profiles,
                                n_profiles, &profile_entry, 0, UNL),
     DISC_SD_CFG_FIELDS(struct scrape_job_cfg, sd),
@@ -303,18 +309,97 @@ static const struct conf_key job_keys[] = {
     { .key = "params", .mapkind = CONF_MAP_PARAM },
     { .key = "use-delta-profiles", .def = "false", .aliases = use_delta_aliases },
     { .key = "enabled-profiles", .shape = &enabled_profiles_shape },
+    { .key = "delta-profiling-duration", .unit = CONF_UNIT_DURATION, .shape = &duration_shape },
     { .key = "profiles", .mapkind = CONF_MAP_NAMED },
     { .key = "body-size-limit", .unit = CONF_UNIT_BYTES },
     { 0 },
 };
 static const struct conf_key *const job_key_tables[] = { job_keys, net_http_cfg_keys, NULL };
 
+/* The `seconds` a param list gives, or NULL. */
+static struct conf_node *seconds_param(const struct conf_node *params)
+{
+    for (size_t i = 0; i < conf_len(params); i++) {
+        struct conf_node *p = conf_at(params, i);
+
+        if (strcmp(conf_str(conf_get(p, ".key")), "seconds") == 0)
+            return conf_at(conf_get(p, ".values"), 0);
+    }
+    return NULL;
+}
+
+/* Each enabled duration profile (process_cpu, fgprof) lasts `seconds`: its
+ * own param, else the job's, else delta-profiling-duration, else one second
+ * less than the interval. As Alloy requires, it must be at least 1 s and at
+ * least 1 s below the interval, so a profile ends before the next scrape. */
+static int check_durations(struct conf_load *ld, struct conf_node *job, uint64_t interval)
+{
+    struct conf_node *profiles = conf_get(job, "profiles");
+    struct conf_node *job_secs = seconds_param(conf_get(job, "params"));
+    struct conf_node *dpd = conf_get(job, "delta-profiling-duration");
+    char iv[32];
+
+    duration_format(interval, iv, sizeof(iv));
+    if (dpd && (conf_uint(dpd) < 1000 || conf_uint(dpd) % 1000))
+        return conf_fail(ld, dpd, "delta-profiling-duration must be a whole number of seconds, "
+                         "at least 1s");
+    for (size_t i = 0; i < conf_len(profiles); i++) {
+        struct conf_node *p = conf_at(profiles, i), *at = NULL;
+        uint64_t secs;
+        char *end;
+
+        if (strcmp(conf_str(conf_get(p, ".kind")), ".duration") != 0 ||
+            !conf_true(conf_get(p, "enabled")) || !conf_true(conf_get(p, "delta")))
+            continue;
+        if ((at = seconds_param(conf_get(p, "params"))) || (at = job_secs)) {
+            secs = strtoull(conf_str(at), &end, 10);
+            if (*end || !*conf_str(at))
+                return conf_fail(ld, at, "seconds must be a whole number, got \"%.40s\"",
+                                 conf_str(at));
+        } else if ((at = dpd)) {
+            secs = conf_uint(dpd) / 1000;
+        } else {
+            at = conf_get(job, "scrape-interval");
+            secs = interval / 1000 > 1 ? interval / 1000 - 1 : 1;
+        }
+        if (secs < 1 || secs * 1000 + 1000 > interval)
+            return conf_fail(ld, at, "%s lasts %" PRIu64 "s, which must be at least 1s and at "
+                             "least 1s below scrape-interval (%s)",
+                             conf_str(conf_get(p, ".name")), secs, iv);
+    }
+    return 0;
+}
+
+/* delta-profiling-duration (Alloy's name) gives the duration profiles that
+ * set no `seconds` of their own the job's seconds. */
+static int apply_delta_duration(struct conf_load *ld, struct conf_node *job)
+{
+    struct conf_node *dpd = conf_get(job, "delta-profiling-duration"), *params, *e, *vals;
+    char secs[32];
+
+    if (!dpd || seconds_param(conf_get(job, "params")))
+        return 0;
+    snprintf(secs, sizeof(secs), "%" PRIu64, conf_uint(dpd) / 1000);
+    if (!(params = conf_get(job, "params")) &&
+        (!(params = conf_new_seq(ld, job)) || conf_set_node(ld, job, "params", params) < 0))
+        return conf_oom(ld);
+    if (!(e = conf_new_map(ld, dpd)) || !(vals = conf_new_seq(ld, dpd)) ||
+        conf_append(ld, vals, conf_new_str(ld, secs, dpd)) < 0 ||
+        conf_set(ld, e, ".key", "seconds") < 0 || conf_set_node(ld, e, ".values", vals) < 0 ||
+        conf_append(ld, params, e) < 0)
+        return conf_oom(ld);
+    return 0;
+}
+
 static int job_post(struct conf_load *ld, struct conf_node *n)
 {
     struct conf_node *iv = conf_get(n, "scrape-interval"), *to = conf_get(n, "scrape-timeout");
+    struct conf_node *name = conf_get(n, "job-name");
     uint64_t interval = conf_uint(iv);
     char a[32], b[32];
 
+    if (!*conf_str(name))
+        return conf_fail(ld, name, "job-name cannot be empty");
     if (interval == 0)
         return conf_fail(ld, iv, "scrape-interval must be greater than 0");
     if (!to) {
@@ -325,14 +410,19 @@ static int job_post(struct conf_load *ld, struct conf_node *n)
     } else if (conf_uint(to) == 0) {
         return conf_fail(ld, to, "scrape-timeout must be greater than 0");
     } else if (conf_uint(to) > interval) {
+        /* Alloy accepts it (its documentation prints 15s / 18s); a pair
+         * still never has two scrapes in flight: a tick that finds the
+         * previous one running is skipped and counted. */
         duration_format(conf_uint(to), a, sizeof(a));
         duration_format(interval, b, sizeof(b));
-        return conf_fail(ld, to, "scrape-timeout (%s) cannot be greater than scrape-interval "
-                         "(%s)", a, b);
+        conf_warn(ld, to, "scrape-timeout (%s) is greater than scrape-interval (%s): a scrape "
+                  "still running at the next tick makes that tick skip", a, b);
     }
-    if (net_http_cfg_check(ld, n, "scrape config") < 0)
+    if (net_http_cfg_check(ld, n, "scrape config") < 0 || resolve_profiles(ld, n) < 0 ||
+        check_durations(ld, n, interval) < 0 || apply_delta_duration(ld, n) < 0)
         return -1;
-    return resolve_profiles(ld, n);
+    conf_del(n, "delta-profiling-duration");
+    return 0;
 }
 
 /* Compiles the job's relabel rules, once; a bad rule is reported at its

@@ -353,6 +353,28 @@ static int join_path(struct buf *b, const char *prefix, const char *path)
     return rc;
 }
 
+/* A duration profile's `seconds`, from the configuration or a target's
+ * labels (which any pod owner can set): a whole number from 1 to one second
+ * below the interval, as Alloy requires of its delta_profiling_duration, so
+ * a profile always ends before the next scrape starts and the timeout
+ * (scrape-timeout + seconds) cannot overflow. */
+static int parse_seconds(const char *v, uint64_t interval_ms, uint64_t *out)
+{
+    uint64_t n = 0;
+
+    if (!*v)
+        return -1;
+    for (const char *c = v; *c; c++) {
+        if (*c < '0' || *c > '9' || n > interval_ms / 1000)
+            return -1;
+        n = n * 10 + (uint64_t)(*c - '0');
+    }
+    if (n < 1 || n * 1000 + 1000 > interval_ms)
+        return -1;
+    *out = n;
+    return 0;
+}
+
 /* Builds one pair. Returns 1 if built, 0 if the profile is disabled for this
  * target, or -ENOMEM. */
 static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profile_cfg *p,
@@ -425,7 +447,10 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
             }
             sp->values[0] = sp->owned;
         }
-        pair->seconds = strtoull(sp->values[0], NULL, 10);
+        if (parse_seconds(sp->values[0], interval_ms, &pair->seconds) < 0) {
+            rc = -EDOM;
+            goto out;
+        }
     }
     pair->interval_ms = interval_ms;
     pair->timeout_ms = timeout_ms + pair->seconds * 1000;
@@ -679,11 +704,15 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
     for (unsigned i = 0; i < sc->n_profiles; i++) {
         rc = build_pair(sc, &sc->profiles[i], &out->labels, service_name, interval_ms, timeout_ms,
                         &out->pairs[out->n_pairs]);
-        if (rc == -E2BIG) {
+        if (rc == -E2BIG || rc == -EDOM) {
             pairs_free(out->pairs, out->n_pairs);
             out->pairs = NULL;
             out->n_pairs = 0;
             free(service_name);
+            if (rc == -EDOM)
+                return set_error(out, "%s: seconds must be a whole number from 1 to one second "
+                                 "below the scrape interval (%s)", sc->profiles[i].name,
+                                 labels_get(&out->labels, "__scrape_interval__"));
             return set_error(out, "scrape URL longer than %d bytes", MAX_URL);
         }
         if (rc < 0)

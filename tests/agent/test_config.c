@@ -583,10 +583,21 @@ TEST(both_spellings_and_duplicates)
 
 TEST(scrape_timeout_rules)
 {
+    const char *over = "scrape-configs:\n  - job-name: a\n    scrape-interval: 15s\n"
+                       "    scrape-timeout: 18s\n";
+    struct conf_doc *doc = NULL;
     struct cfg *c;
+    char err[512];
 
-    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 30s\n    scrape-timeout: 1m\n",
-           "t.yaml:4:21: scrape-timeout (1m) cannot be greater than scrape-interval (30s)");
+    /* Alloy's documentation prints 15s / 18s and Alloy accepts it: a
+     * warning, not an error. */
+    ASSERT_EQ(agent_config_load_string(over, strlen(over), "t.yaml", 0, &doc, err, sizeof(err)),
+              0);
+    ASSERT_U64_EQ(agent_config(doc)->scrape[0].timeout_ms, 18000);
+    ASSERT_STR_EQ(conf_doc_warning(doc, 0),
+                  "t.yaml:4:21: scrape-timeout (18s) is greater than scrape-interval (15s): a "
+                  "scrape still running at the next tick makes that tick skip");
+    conf_doc_unref(doc);
     /* Without a timeout, Prometheus' default 10s is capped at the interval. */
     c = LOAD_OK("scrape-configs:\n  - job-name: a\n    scrape-interval: 5s\n");
     ASSERT_U64_EQ(c->scrape[0].timeout_ms, 5000);
@@ -595,6 +606,50 @@ TEST(scrape_timeout_rules)
                 "    scrape-timeout: 1m\n");
     ASSERT_U64_EQ(c->scrape[0].timeout_ms, 60000);
     cfg_free(c);
+}
+
+TEST(durations_out_of_range)
+{
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 18446744073710ms\n",
+           "t.yaml:3:22: duration \"18446744073710ms\" out of range (at most 292y)");
+}
+
+/* A duration profile lasts `seconds`: at least 1s and at least 1s below
+ * the interval (Alloy's rule for delta_profiling_duration). */
+TEST(duration_profile_seconds)
+{
+    struct cfg *c;
+
+    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 1s\n",
+           "t.yaml:3:22: process_cpu lasts 1s, which must be at least 1s and at least 1s below "
+           "scrape-interval (1s)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles: {cpu: {params: {seconds: '15'}}}\n",
+           "t.yaml:3:40: process_cpu lasts 15s, which must be at least 1s and at least 1s below "
+           "scrape-interval (15s)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    params: {seconds: ['0']}\n",
+           "t.yaml:3:24: process_cpu lasts 0s, which must be at least 1s and at least 1s below "
+           "scrape-interval (15s)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    params: {seconds: [x9]}\n",
+           "t.yaml:3:24: seconds must be a whole number, got \"x9\"");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    enabled-profiles: [fgprof]\n"
+           "    delta_profiling_duration: 15s\n",
+           "t.yaml:4:31: fgprof lasts 15s, which must be at least 1s and at least 1s below "
+           "scrape-interval (15s)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    delta-profiling-duration: 1500ms\n",
+           "t.yaml:3:31: delta-profiling-duration must be a whole number of seconds, at least 1s");
+    /* Without cpu, a 1s interval is fine. */
+    cfg_free(LOAD_OK("scrape-configs:\n  - job-name: a\n    scrape-interval: 1s\n"
+                     "    enabled-profiles: [goroutine]\n"));
+    /* Alloy's delta_profiling_duration sets seconds where nothing else does. */
+    c = LOAD_OK("scrape-configs:\n  - job-name: a\n    delta_profiling_duration: 10s\n"
+                "    profiles: {fgprof: {enabled: true, params: {seconds: ['3']}}}\n");
+    ASSERT_EQ(c->scrape[0].n_params, 1);
+    ASSERT_STR_EQ(c->scrape[0].params[0].key, "seconds");
+    ASSERT_STR_EQ(c->scrape[0].params[0].values[0], "10");
+    ASSERT_STR_EQ(prof(&c->scrape[0], "fgprof")->params[0].values[0], "3");
+    cfg_free(c);
+    ERR_IS("scrape-configs:\n  - job-name: \"\"\n",
+           "t.yaml:2:15: job-name cannot be empty");
 }
 
 TEST(duplicate_job_name)
@@ -622,6 +677,7 @@ TEST(profile_resolution)
 {
     struct cfg *c = LOAD_OK("scrape-configs:\n"
                             "  - job-name: a\n"
+                            "    scrape-interval: 1m\n"
                             "    enabled-profiles: [cpu, mem, my_custom, fgprof]\n"
                             "    profiles:\n"
                             "      cpu: {params: {seconds: ['30']}}\n"

@@ -96,6 +96,14 @@ TEST(duration_parse_format)
     ASSERT_EQ(duration_parse("15", &ms), -EINVAL);
     ASSERT_EQ(duration_parse("1.5s", &ms), -EINVAL);
     ASSERT_EQ(duration_parse("", &ms), -EINVAL);
+    /* What int64 nanoseconds cannot hold is refused, never wrapped:
+     * 18446744073710ms would be 0.45 ms in nanoseconds modulo 2^64. */
+    ASSERT_EQ(duration_parse("18446744073710ms", &ms), -ERANGE);
+    ASSERT_EQ(duration_parse("9223372036855ms", &ms), -ERANGE);
+    ASSERT_EQ(duration_parse("300y", &ms), -ERANGE);
+    ASSERT_EQ(duration_parse("9223372036854ms", &ms), 0);
+    ASSERT_U64_EQ(ms * 1000000, 9223372036854000000ULL);
+    ASSERT_EQ(duration_parse("292y", &ms), 0);
     duration_format(90000, out, sizeof(out));
     ASSERT_STR_EQ(out, "1m30s");
     duration_format(15000, out, sizeof(out));

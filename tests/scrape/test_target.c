@@ -369,6 +369,7 @@ TEST(params_set_once_with_precedence)
     cpu.params = prof_params;
     cpu.n_params = 1;
     scrape_init(&sc);
+    sc.interval_ms = 60000; /* room for seconds=30 */
     sc.profiles = &cpu;
     sc.n_profiles = 1;
     /* profile params alone */
@@ -399,6 +400,32 @@ TEST(params_set_once_with_precedence)
     ASSERT_EQ(r.pairs[0].seconds, 5);
     ASSERT_EQ(r.pairs[0].timeout_ms, 15000);
     target_result_done(&r);
+
+    /* Any pod owner can set these labels: a value that is not a whole
+     * number from 1 to one second below the interval makes the target an
+     * error (never an overflowing timeout, never a profile that ends
+     * before it starts). */
+    {
+        static const char *const bad[] = { "99999999999", "-1", "0", "60", "1e3", "5x",
+                                           "184467440737095516160" };
+
+        for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+            build(&sc, NULL,
+                  (const char *[]){"__address__", "h:1", "__profile_cpu_param_seconds", bad[i],
+                                   NULL},
+                  &r);
+            if (!r.error || r.n_pairs != 0)
+                test__fail(__FILE__, __LINE__, "seconds=\"%s\" accepted", bad[i]);
+            ASSERT_NOT_NULL(strstr(r.error, "seconds must be a whole number"));
+            target_result_done(&r);
+        }
+        build(&sc, NULL,
+              (const char *[]){"__address__", "h:1", "__profile_cpu_param_seconds", "59", NULL},
+              &r);
+        ASSERT_NULL(r.error);
+        ASSERT_EQ(r.pairs[0].seconds, 59);
+        target_result_done(&r);
+    }
 }
 
 TEST(duration_profiles_get_seconds)
@@ -415,10 +442,19 @@ TEST(duration_profiles_get_seconds)
     ASSERT_EQ(pair(&r, "memory")->timeout_ms, 10000);
     ASSERT_NULL(strchr(pair(&r, "memory")->url, '?')); /* seconds never leaks */
     target_result_done(&r);
-    sc.interval_ms = 1000;
+    sc.interval_ms = 2000;
     sc.timeout_ms = 1000;
     build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
     ASSERT_EQ(pair(&r, "process_cpu")->seconds, 1);
+    target_result_done(&r);
+    /* A 1 s interval leaves no room for a 1 s profile (the loader refuses it
+     * in a job; from a target's __scrape_interval__ it is the target's
+     * error). */
+    build(&sc, NULL, (const char *[]){"__address__", "h:1", "__scrape_interval__", "1s", NULL},
+          &r);
+    ASSERT_NOT_NULL(r.error);
+    ASSERT_NOT_NULL(strstr(r.error, "process_cpu: seconds must be a whole number"));
+    ASSERT_EQ(r.n_pairs, 0);
     target_result_done(&r);
 }
 
