@@ -112,8 +112,8 @@ enum {
     CONF_EXPAND_ENV = 1 << 0,
 };
 
-/** Hard caps of a load. */
-#define CONF_MAX_FILE (16u << 20)
+/** The largest configuration file: one is refused before it is read. */
+#define CONF_MAX_FILE (4u << 20)
 
 /** A loaded document. */
 struct conf_doc;

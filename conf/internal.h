@@ -11,7 +11,7 @@
 #include "common/buf.h"
 #include "conf/conf.h"
 
-#define CONF__MAX_ARENA (256u << 20) /* parse tree */
+#define CONF__MAX_ARENA (64u << 20)  /* parse tree */
 #define CONF__MAX_EMIT (64u << 20)   /* normalised text handed to libcyaml */
 #define CONF__MAX_DEPTH 64
 #define CONF__MAX_MAP 65536          /* entries of one user map (labels...) */
@@ -43,6 +43,7 @@ struct conf_load {
     size_t arena_bytes;
     bool oom;
     bool env_seen;       /* a "${" was read while expansion was off */
+    unsigned at_line, at_col; /* where the parser is, for "config too large" */
     struct conf_node *root;
     char cymsg[256];
     char *warnings[CONF__MAX_WARNINGS];

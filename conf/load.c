@@ -326,8 +326,11 @@ int conf_load_file(const struct conf_schema *schema, const char *path, unsigned 
             goto done;
         }
         if ((rc = buf_append(&b, chunk, (size_t)n)) < 0) {
-            snprintf(err, errlen, rc == -E2BIG ? "%s: config file larger than 16 MiB"
-                                               : "%s: out of memory", path);
+            if (rc == -E2BIG)
+                snprintf(err, errlen, "%s: config file larger than %u MiB", path,
+                         CONF_MAX_FILE >> 20);
+            else
+                snprintf(err, errlen, "%s: out of memory", path);
             goto done;
         }
     }

@@ -291,13 +291,34 @@ void conf_warn(struct conf_load *ld, const struct conf_node *at, const char *fmt
 
 int conf_oom(struct conf_load *ld)
 {
-    snprintf(ld->err, ld->errlen, "%s: %s", ld->name,
-             ld->arena_bytes + 65536 > CONF__MAX_ARENA ? "config too large" : "out of memory");
+    if (ld->arena_bytes + 65536 <= CONF__MAX_ARENA)
+        snprintf(ld->err, ld->errlen, "%s: out of memory", ld->name);
+    else if (ld->at_line)
+        snprintf(ld->err, ld->errlen, "%s:%u:%u: config too large: its parsed form passes %u MiB "
+                 "here", ld->name, ld->at_line, ld->at_col, CONF__MAX_ARENA >> 20);
+    else
+        snprintf(ld->err, ld->errlen, "%s: config too large: its parsed form passes %u MiB",
+                 ld->name, CONF__MAX_ARENA >> 20);
     ld->oom = true;
     return -ENOMEM;
 }
 
 /* --- libyaml -> tree --------------------------------------------------- */
+
+/* Line and column (in characters) of byte `off` of `text`. */
+static void position_of(const char *text, size_t off, struct conf_node *at)
+{
+    at->line = 1;
+    at->col = 1;
+    for (size_t i = 0; i < off; i++) {
+        if (text[i] == '\n') {
+            at->line++;
+            at->col = 1;
+        } else if (((unsigned char)text[i] & 0xc0) != 0x80) {
+            at->col++;
+        }
+    }
+}
 
 int conf__parse(struct conf_load *ld, const char *text, size_t len)
 {
@@ -320,6 +341,15 @@ int conf__parse(struct conf_load *ld, const char *text, size_t len)
             }
             at.line = (unsigned)p.problem_mark.line + 1;
             at.col = (unsigned)p.problem_mark.column + 1;
+            if (p.error == YAML_READER_ERROR) {
+                /* libyaml gives a reader error (bad UTF-8, a control
+                 * character) as a byte offset, not a mark. */
+                position_of(text, p.problem_offset < len ? p.problem_offset : len, &at);
+                rc = conf_fail(ld, &at, "%s (byte 0x%02x)", p.problem ? p.problem : "bad input",
+                               p.problem_offset < len ? (unsigned char)text[p.problem_offset]
+                                                      : 0);
+                break;
+            }
             rc = conf_fail(ld, &at, "YAML syntax error: %s%s%s",
                            p.problem ? p.problem : "unknown", p.context ? " " : "",
                            p.context ? p.context : "");
@@ -327,6 +357,8 @@ int conf__parse(struct conf_load *ld, const char *text, size_t len)
         }
         at.line = (unsigned)ev.start_mark.line + 1;
         at.col = (unsigned)ev.start_mark.column + 1;
+        ld->at_line = at.line;
+        ld->at_col = at.col;
         switch (ev.type) {
         case YAML_STREAM_END_EVENT:
             done = true;

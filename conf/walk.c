@@ -501,6 +501,8 @@ static int walk_value(struct conf_load *ld, struct conf_node **slot,
     struct conf_node *n = *slot;
     int rc;
 
+    ld->at_line = n->line; /* where a "config too large" is noticed */
+    ld->at_col = n->col;
     if (m->shape && sv->type == CYAML_IGNORE)
         sv = m->shape;
     if (m->mapkind != CONF_MAP_NONE) {

@@ -14,13 +14,13 @@
 #include "test.h"
 
 /* The documents the tests loaded, so cfg_free() can find a config's. */
-static struct conf_doc *docs[64];
+static struct conf_doc *held[64];
 
 static struct cfg *keep(struct conf_doc *doc)
 {
-    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
-        if (!docs[i]) {
-            docs[i] = doc;
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+        if (!held[i]) {
+            held[i] = doc;
             return conf_doc_data(doc);
         }
     }
@@ -30,10 +30,10 @@ static struct cfg *keep(struct conf_doc *doc)
 
 static void cfg_free(struct cfg *c)
 {
-    for (size_t i = 0; c && i < sizeof(docs) / sizeof(docs[0]); i++) {
-        if (docs[i] && conf_doc_data(docs[i]) == c) {
-            conf_doc_unref(docs[i]);
-            docs[i] = NULL;
+    for (size_t i = 0; c && i < sizeof(held) / sizeof(held[0]); i++) {
+        if (held[i] && conf_doc_data(held[i]) == c) {
+            conf_doc_unref(held[i]);
+            held[i] = NULL;
             return;
         }
     }
@@ -61,9 +61,9 @@ static int cfg_load_file(const char *path, struct cfg **out, char *err, size_t e
 /* The name a loaded config was loaded under. */
 static const char *source_of(const struct cfg *c)
 {
-    for (size_t i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
-        if (docs[i] && conf_doc_data(docs[i]) == c)
-            return conf_doc_name(docs[i]);
+    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
+        if (held[i] && conf_doc_data(held[i]) == c)
+            return conf_doc_name(held[i]);
     }
     return NULL;
 }
@@ -1046,15 +1046,34 @@ TEST(load_file)
     ASSERT_STR_EQ(c->scrape[0].job_name, "f");
     cfg_free(c);
 
-    /* Over the 16 MiB cap: refused before parsing. */
+    /* Over the 4 MiB cap: refused before it is read, let alone parsed. */
     f = fopen(path, "w");
-    for (int i = 0; i < (16 << 10) + 1; i++)
+    for (int i = 0; i < (4 << 10) + 1; i++)
         fprintf(f, "#%01022d\n", 0);
     fclose(f);
     rc = cfg_load_file(path, &c, err, sizeof(err));
     ASSERT_LT(rc, 0);
-    ASSERT_NOT_NULL(strstr(err, "larger than 16 MiB"));
+    ASSERT_NOT_NULL(strstr(err, "config file larger than 4 MiB"));
+
+    /* Under it, but so many jobs that the parsed form passes its cap: the
+     * message names where. */
+    f = fopen(path, "w");
+    fputs("scrape-configs:\n", f);
+    for (int i = 0; i < 40000; i++)
+        fprintf(f, "  - {job-name: j%d, static-configs: [{targets: [a]}]}\n", i);
+    fclose(f);
+    rc = cfg_load_file(path, &c, err, sizeof(err));
+    ASSERT_LT(rc, 0);
+    ASSERT_NOT_NULL(strstr(err, ": config too large: its parsed form passes 64 MiB here"));
+    ASSERT_EQ(strncmp(err + strlen(path), ":", 1), 0);
+    ASSERT(atoi(err + strlen(path) + 1) > 2);
     unlink(path);
+
+    /* A byte that is not UTF-8 is reported where it is. */
+    ERR_IS("log-level: info\nexternal-labels: {a: \"x\xffy\"}\n",
+           "t.yaml:2:24: invalid leading UTF-8 octet (byte 0xff)");
+    ERR_IS("log-level: info\nexternal-labels: {a: \"\xc3\xa9\xff\"}\n",
+           "t.yaml:2:24: invalid leading UTF-8 octet (byte 0xff)");
 
     rc = cfg_load_file("/nonexistent/proflet.yaml", &c, err, sizeof(err));
     ASSERT_EQ(rc, -ENOENT);
