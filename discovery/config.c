@@ -106,6 +106,187 @@ static const struct conf_section file_section = {
     .post = file_post,
 };
 
+/* --- Kubernetes selectors, as the API server parses them ---------------- */
+
+static bool alnum(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+/* A label name or value part: at most 63 characters of [A-Za-z0-9_.-],
+ * beginning and ending with an alphanumeric (empty allowed for values). */
+static bool qualified_part(const char *s, size_t n, bool may_be_empty)
+{
+    if (n == 0)
+        return may_be_empty;
+    if (n > 63 || !alnum(s[0]) || !alnum(s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (!alnum(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    }
+    return true;
+}
+
+/* [prefix/]name, the prefix a DNS subdomain of at most 253 characters. */
+static bool label_key(const char *s, size_t n)
+{
+    const char *slash = memchr(s, '/', n);
+
+    if (!slash)
+        return qualified_part(s, n, false);
+    if (slash == s || (size_t)(slash - s) > 253)
+        return false;
+    for (const char *c = s; c < slash; c++) {
+        if (!((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9') || *c == '-' || *c == '.'))
+            return false;
+    }
+    return qualified_part(slash + 1, n - (size_t)(slash + 1 - s), false);
+}
+
+static const char *skip_space(const char *s)
+{
+    while (*s == ' ' || *s == '\t')
+        s++;
+    return s;
+}
+
+/* One token of [A-Za-z0-9_./-]: a key or a value. */
+static const char *token(const char *s, size_t *n)
+{
+    const char *e = s;
+
+    while (*e && (alnum(*e) || strchr("-_./", *e)))
+        e++;
+    *n = (size_t)(e - s);
+    return e;
+}
+
+/* labels.Parse: key, !key, key=v, key==v, key!=v, key in (v,...), key notin
+ * (v,...), key>N, key<N; requirements separated by commas. */
+static bool label_selector_ok(const char *s, char *why, size_t whylen)
+{
+    for (;;) {
+        const char *k;
+        size_t kn, vn;
+        bool not = false;
+
+        s = skip_space(s);
+        if (*s == '!') {
+            not = true;
+            s = skip_space(s + 1);
+        }
+        k = s;
+        s = token(s, &kn);
+        if (!label_key(k, kn)) {
+            snprintf(why, whylen, "invalid label key \"%.*s\"", (int)(kn ? kn : 1), k);
+            return false;
+        }
+        s = skip_space(s);
+        if (not || *s == ',' || !*s) {
+            /* existence */
+        } else if (s[0] == '=' || (s[0] == '!' && s[1] == '=')) {
+            const char *v;
+
+            s += s[0] == '!' || s[1] == '=' ? 2 : 1;
+            v = s = skip_space(s);
+            s = token(s, &vn);
+            if (!qualified_part(v, vn, true)) {
+                snprintf(why, whylen, "invalid label value \"%.*s\"", (int)(vn ? vn : 1), v);
+                return false;
+            }
+        } else if (s[0] == '>' || s[0] == '<') {
+            const char *v = s = skip_space(s + 1);
+
+            while (*s >= '0' && *s <= '9')
+                s++;
+            if (s == v) {
+                snprintf(why, whylen, "%c needs an integer", v[-1] == ' ' ? '>' : v[-1]);
+                return false;
+            }
+        } else if (strncmp(s, "in", 2) == 0 || strncmp(s, "notin", 5) == 0) {
+            s = skip_space(s + (s[0] == 'i' ? 2 : 5));
+            if (*s != '(') {
+                snprintf(why, whylen, "expected \"(\" after in/notin");
+                return false;
+            }
+            if (*skip_space(s + 1) == ')') {
+                snprintf(why, whylen, "the set of values of in/notin cannot be empty");
+                return false;
+            }
+            do {
+                const char *v = s = skip_space(s + 1);
+
+                s = skip_space(token(s, &vn));
+                if (!qualified_part(v, vn, true)) {
+                    snprintf(why, whylen, "invalid label value \"%.*s\"", (int)(vn ? vn : 1), v);
+                    return false;
+                }
+            } while (*s == ',');
+            if (*s != ')') {
+                snprintf(why, whylen, "expected \")\" to close the set");
+                return false;
+            }
+            s++;
+        } else {
+            snprintf(why, whylen, "unexpected \"%.20s\"", s);
+            return false;
+        }
+        s = skip_space(s);
+        if (!*s)
+            return true;
+        if (*s != ',') {
+            snprintf(why, whylen, "unexpected \"%.20s\"", s);
+            return false;
+        }
+        s++;
+    }
+}
+
+/* fields.ParseSelector: key=value, key==value, key!=value separated by
+ * commas; \, \= \! and \\ escape. */
+static bool field_selector_ok(const char *s, char *why, size_t whylen)
+{
+    const char *term = s;
+
+    for (;;) {
+        const char *op = NULL, *end = term;
+
+        for (; *end && *end != ','; end++) {
+            if (*end == '\\') {
+                if (!end[1] || !strchr(",=!\\", end[1])) {
+                    snprintf(why, whylen, "invalid escape in \"%.40s\"", term);
+                    return false;
+                }
+                end++;
+            } else if (!op && (*end == '=' || (*end == '!' && end[1] == '='))) {
+                op = end;
+            }
+        }
+        if (!op || op == term) {
+            snprintf(why, whylen, "can't understand \"%.*s\"", (int)(end - term), term);
+            return false;
+        }
+        if (!*end)
+            return true;
+        term = end + 1;
+    }
+}
+
+static int selector_post(struct conf_load *ld, struct conf_node *map)
+{
+    struct conf_node *label = conf_get(map, "label"), *field = conf_get(map, "field");
+    char why[160];
+
+    if (label && *conf_str(label) && !label_selector_ok(conf_str(label), why, sizeof(why)))
+        return conf_fail(ld, label, "invalid label selector \"%.80s\": %s", conf_str(label),
+                         why);
+    if (field && *conf_str(field) && !field_selector_ok(conf_str(field), why, sizeof(why)))
+        return conf_fail(ld, field, "invalid field selector \"%.80s\": %s", conf_str(field),
+                         why);
+    return 0;
+}
+
 /* --- kubernetes -------------------------------------------------------- */
 
 static const cyaml_schema_field_t selector_fields[] = {
@@ -128,6 +309,7 @@ static const struct conf_section selector_section = {
     .name = "selector",
     .fields = selector_fields,
     .keys = selector_key_tables,
+    .post = selector_post,
 };
 
 static const cyaml_schema_field_t k8s_ns_fields[] = {
@@ -174,28 +356,19 @@ static const struct conf_key k8s_keys[] = {
 };
 static const struct conf_key *const k8s_key_tables[] = { k8s_keys, net_http_cfg_keys, NULL };
 
-/* http(s)://host... */
-static bool http_url(const char *s)
-{
-    const char *h = strncmp(s, "http://", 7) == 0    ? s + 7
-                    : strncmp(s, "https://", 8) == 0 ? s + 8
-                                                     : NULL;
-
-    return h && *h && *h != '/' && *h != '?' && *h != '#';
-}
-
 static int k8s_post(struct conf_load *ld, struct conf_node *n)
 {
     struct conf_node *api = conf_user_key(n, "api-server"), *kc = conf_user_key(n, "kubeconfig-file");
     struct conf_node *ns = conf_get(n, "namespaces"), *own = conf_user_key(ns, "own-namespace");
     struct conf_node *sels = conf_get(n, "selectors"), *http = NULL;
+    char why[128];
 
     if (api && kc)
         return conf_fail(ld, kc, "api-server and kubeconfig-file cannot both be given in "
                          "kubernetes-sd config");
-    if (api && !http_url(conf_str(conf_get(n, "api-server"))))
+    if (api && net_url_check(conf_str(conf_get(n, "api-server")), NULL, 0, why, sizeof(why)) < 0)
         return conf_fail(ld, conf_get(n, "api-server"), "expected a URL like https://host:6443, "
-                         "got \"%.80s\"", conf_str(conf_get(n, "api-server")));
+                         "got \"%.80s\" (%s)", conf_str(conf_get(n, "api-server")), why);
     if (own && conf_true(conf_get(ns, "own-namespace")) && (api || kc))
         return conf_fail(ld, own, "namespaces.own-namespace needs in-cluster access and cannot "
                          "be used with %s", api ? "api-server" : "kubeconfig-file");

@@ -104,14 +104,6 @@ static bool prefix(const char *s, const char *p)
     return strncmp(s, p, strlen(p)) == 0;
 }
 
-/* http(s)://host... */
-static bool http_url(const char *s)
-{
-    const char *h = prefix(s, "http://") ? s + 7 : prefix(s, "https://") ? s + 8 : NULL;
-
-    return h && *h && *h != '/' && *h != '?' && *h != '#';
-}
-
 static int remote_post(struct conf_load *ld, struct conf_node *n)
 {
     struct conf_node *url = conf_get(n, "url"), *proto = conf_get(n, "protocol");
@@ -131,15 +123,11 @@ static int remote_post(struct conf_load *ld, struct conf_node *n)
         if (conf_set(ld, n, "protocol", ".dir") < 0)
             return -1;
         snprintf(host, sizeof(host), "dir");
-    } else if (http_url(u)) {
-        const char *h = strstr(u, "://") + 3, *at;
-        size_t l = strcspn(h, "/?#");
+    } else if (prefix(u, "http://") || prefix(u, "https://")) {
+        char why[128];
 
-        if ((at = memchr(h, '@', l)) != NULL) {
-            l -= (size_t)(at + 1 - h);
-            h = at + 1;
-        }
-        snprintf(host, sizeof(host), "%.*s", (int)(l < 255 ? l : 255), h);
+        if (net_url_check(u, host, sizeof(host), why, sizeof(why)) < 0)
+            return conf_fail(ld, url, "invalid URL \"%.80s\": %s", u, why);
     } else {
         return conf_fail(ld, url, "expected a URL starting with http://, https:// or file://, "
                          "got \"%.80s\"", u);

@@ -176,6 +176,12 @@ void net_request_opts_from_cfg(struct net_request_opts *o, struct net_tls *tls,
                                const struct net_http_cfg *h, const char *bearer,
                                const char *password);
 
+/** Checks an http(s) URL with libcurl's parser (a scheme of http or https,
+ * a host, a valid port, closed brackets...). Returns 0 and, when `host` is
+ * not NULL, its host and port as written (without user info); or -EINVAL
+ * with what is wrong. */
+int net_url_check(const char *url, char *host, size_t hostlen, char *err, size_t errlen);
+
 /* --------------------------------------------------------------- secrets */
 
 /** A credential given inline or as a file. A file is read when the secret

@@ -434,8 +434,13 @@ TEST(remote_write_errors)
            "t.yaml:2:10: expected a URL starting with http://, https:// or file://, got "
            "\"ftp://x\"");
     ERR_IS("remote-write:\n  - url: http://\n",
-           "t.yaml:2:10: expected a URL starting with http://, https:// or file://, got "
-           "\"http://\"");
+           "t.yaml:2:10: invalid URL \"http://\": No host part in the URL");
+    /* libcurl's URL parser decides, as it will when the request is made. */
+    ERR_IS("remote-write:\n  - url: \"http://u:p@[::1\"\n",
+           "t.yaml:2:10: invalid URL \"http://u:p@[::1\": Bad IPv6 address");
+    ERR_IS("remote-write:\n  - url: http://h:99999/x\n",
+           "t.yaml:2:10: invalid URL \"http://h:99999/x\": Port number was not a decimal number "
+           "between 0 and 65535");
     ERR_IS("remote-write:\n  - url: file://host/dir\n",
            "t.yaml:2:10: expected file:///absolute/dir or file://./relative/dir, got "
            "\"file://host/dir\"");
@@ -909,13 +914,53 @@ TEST(kubernetes_sd_errors)
            "t.yaml:5:9: \"bearer-token\" cannot be combined with kubeconfig-file (the kubeconfig "
            "holds the client settings)");
     ERR_IS(K8S "      - api-server: k8s:6443\n",
-           "t.yaml:4:21: expected a URL like https://host:6443, got \"k8s:6443\"");
+           "t.yaml:4:21: expected a URL like https://host:6443, got \"k8s:6443\" (Unsupported "
+           "URL scheme)");
+    ERR_IS(K8S "      - api-server: \"https://[::1:6443\"\n",
+           "t.yaml:4:21: expected a URL like https://host:6443, got \"https://[::1:6443\" (Bad "
+           "IPv6 address)");
     ERR_IS(K8S "      - selectors: [{role: pod, label: a=b}, {role: pod, field: x=y}]\n",
            "t.yaml:4:46: duplicated selector role: pod");
     ERR_IS(K8S "      - selectors: [{label: a=b}]\n",
            "t.yaml:4:21: missing required key \"role\" in selector");
+    /* Selectors are parsed as the API server parses them, at load. */
+    cfg_free(LOAD_OK(K8S "      - selectors:\n"
+                     "          - {role: pod, label: 'app in (a, b),tier!=x,!canary,"
+                     "app.kubernetes.io/name=web,n>5', field: 'spec.nodeName=n,status.phase!=X'}\n"
+                     "          - {role: node, label: 'topology.kubernetes.io/zone', "
+                     "field: 'metadata.name==a\\,b'}\n"));
+    ERR_IS(K8S "      - selectors: [{role: pod, label: 'app=-bad'}]\n",
+           "t.yaml:4:40: invalid label selector \"app=-bad\": invalid label value \"-bad\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, label: 'app in ()'}]\n",
+           "t.yaml:4:40: invalid label selector \"app in ()\": the set of values of in/notin "
+           "cannot be empty");
+    ERR_IS(K8S "      - selectors: [{role: pod, label: 'x=y,'}]\n",
+           "t.yaml:4:40: invalid label selector \"x=y,\": invalid label key \"\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, field: spec.nodeName}]\n",
+           "t.yaml:4:40: invalid field selector \"spec.nodeName\": can't understand "
+           "\"spec.nodeName\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, field: 'a\\x=b'}]\n",
+           "t.yaml:4:40: invalid field selector \"a\\x=b\": invalid escape in \"a\\x=b\"");
     ERR_IS(K8S "      - selectors: [{role: service}]\n",
            "t.yaml:4:28: expected one of pod, node, got \"service\"");
+    /* Selectors are parsed as the API server parses them, at load. */
+    cfg_free(LOAD_OK(K8S "      - selectors:\n"
+                     "          - {role: pod, label: 'app in (a, b),tier!=x,!canary,"
+                     "app.kubernetes.io/name=web,n>5', field: 'spec.nodeName=n,status.phase!=X'}\n"
+                     "          - {role: node, label: 'topology.kubernetes.io/zone', "
+                     "field: 'metadata.name==a\\,b'}\n"));
+    ERR_IS(K8S "      - selectors: [{role: pod, label: 'app=-bad'}]\n",
+           "t.yaml:4:40: invalid label selector \"app=-bad\": invalid label value \"-bad\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, label: 'app in ()'}]\n",
+           "t.yaml:4:40: invalid label selector \"app in ()\": the set of values of in/notin "
+           "cannot be empty");
+    ERR_IS(K8S "      - selectors: [{role: pod, label: 'x=y,'}]\n",
+           "t.yaml:4:40: invalid label selector \"x=y,\": invalid label key \"\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, field: spec.nodeName}]\n",
+           "t.yaml:4:40: invalid field selector \"spec.nodeName\": can't understand "
+           "\"spec.nodeName\"");
+    ERR_IS(K8S "      - selectors: [{role: pod, field: 'a\\x=b'}]\n",
+           "t.yaml:4:40: invalid field selector \"a\\x=b\": invalid escape in \"a\\x=b\"");
     ERR_IS(K8S "      - selectors: [{role: service}]\n",
            "t.yaml:4:28: expected one of pod, node, got \"service\"");
 #undef K8S
