@@ -1,7 +1,8 @@
 /* Configuration loads, at start and on every reload (SIGHUP, POST
  * /-/reload): the new file is loaded and checked completely, then applied
- * module by module. An invalid file, or one the forwarder or the scrape
- * manager refuses, leaves the running configuration in place.
+ * module by module. An invalid file, or one that discovery or the
+ * forwarder cannot apply, fails the reload (counted, logged) and leaves the
+ * running configuration in place; at start it fails start-up.
  *
  * Loop thread only. The agent keeps a reference to the configuration in
  * force; modules keep their own for what they still use. */
@@ -62,19 +63,29 @@ int agent__reload(struct agent *a, const char *why)
     c = agent_config(doc);
     for (size_t i = 0; conf_doc_warning(doc, i); i++)
         log_warn("configuration", "warning", conf_doc_warning(doc, i));
+    /* Discovery first: what can still fail at apply (a kubeconfig or the
+     * in-cluster environment) fails there, and a failed apply changes
+     * nothing, so a job that cannot run fails the whole reload and the
+     * running configuration goes on. */
+    r = apply_discovery(a, c, err, sizeof(err));
+    if (r < 0)
+        goto fail;
     if (a->fwd) {
         r = fwd_apply(a->fwd, c->remote, c->n_remote, &c->spool, c->external_labels,
                       c->n_external_labels, err, sizeof(err));
-        if (r < 0)
+        if (r < 0) {
+            char again[512];
+
+            if (a->doc && apply_discovery(a, agent_config(a->doc), again, sizeof(again)) < 0)
+                log_error("discovery could not go back to the running configuration", "err",
+                          again);
             goto fail;
+        }
     }
     ss = (struct scrape_settings){ &c->limits.pprof, c->limits.max_body_bytes };
     r = scrape_manager_apply(a->scrape, doc, c->scrape, c->n_scrape, &ss, err, sizeof(err));
     if (r < 0)
         goto fail;
-    r = apply_discovery(a, c, err, sizeof(err));
-    if (r < 0)
-        log_error("discovery could not apply the new config", "err", err);
     workq_set_limits(a->work, a->workers, c->limits.max_jobs_backlog);
     note_fixed(a, c);
     conf_doc_unref(a->doc);

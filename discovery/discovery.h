@@ -142,8 +142,9 @@ struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
  * static ones are per job. Providers whose settings did not change keep
  * running and emit nothing new; a job that starts using a running provider
  * gets its current groups. Jobs that disappear get empty groups for all
- * their sources; a provider stops when no job uses it any more. Returns 0
- * or a negative code with a message. */
+ * their sources; a provider stops when no job uses it any more. Returns 0,
+ * or a negative code with a message, in which case nothing changed: the
+ * jobs keep the providers they had. */
 int disc_manager_apply(struct disc_manager *m, const struct disc_job *jobs, size_t n_jobs,
                        const struct disc_cfg *settings, char *err, size_t errlen);
 /** True once every provider has completed its first sync. */

@@ -68,6 +68,7 @@ struct disc__sub {
     struct disc__job *job;
     struct disc__stats *stats; /* (job, provider kind) counters */
     bool mark;                 /* wanted by the config being applied */
+    bool fresh;                /* made by the apply in progress: undone if it fails */
     struct disc__sub *pnext;   /* next job of p */
     struct disc__sub *jnext;   /* next provider of the job, in subscription order */
 };
@@ -738,8 +739,11 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
     if (p) {
         free(sig);
         s = sub_find(p, j);
-        if (!s && !(s = subscribe(m, p, j)))
-            goto oom;
+        if (!s) {
+            if (!(s = subscribe(m, p, j)))
+                goto oom;
+            s->fresh = true;
+        }
         s->mark = true;
         return 0;
     }
@@ -761,6 +765,7 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
         goto oom;
     }
     s->mark = true;
+    s->fresh = true;
     rc = ops->start(p, msg, sizeof(msg));
     if (rc < 0) {
         snprintf(err, errlen, "job %s: %s discovery #%u: %s", job->name, ops->name, idx, msg);
@@ -816,16 +821,20 @@ int disc_manager_apply(struct disc_manager *m, const struct disc_job *jobs, size
             }
         }
     }
-    /* Drop the subscriptions the config no longer asks for; a provider
-     * left without any stops, the others keep running untouched. */
+    /* Success: drop the subscriptions the config no longer asks for.
+     * Failure: undo what this apply added and keep the rest as it was, so
+     * the configuration in force keeps its discovery. Either way a provider
+     * left without subscriptions stops; the others run on untouched. */
     for (p = m->providers; p; p = n) {
         struct disc__sub *s, *sn;
 
         n = p->_next;
         for (s = p->_subs; s; s = sn) {
             sn = s->pnext;
-            if (!s->mark)
+            if (first < 0 ? s->fresh : !s->mark)
                 unsubscribe(m, s);
+            else
+                s->fresh = false;
         }
         if (!p->_subs)
             provider_stop(m, p);

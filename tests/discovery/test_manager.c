@@ -284,6 +284,66 @@ TEST(metrics_pass_promtool)
     rec_free(&r);
 }
 
+/* An apply that cannot start a provider changes nothing: the jobs keep
+ * the providers (and targets) they had, so the agent can fail the reload and
+ * go on with the running configuration. */
+TEST(failed_apply_changes_nothing)
+{
+    uv_loop_t loop;
+    struct rec r = {0};
+    struct tcfg c;
+    struct tjob jobs[2];
+    struct disc_static_cfg st[2], st2[1];
+    struct disc_k8s_cfg k8s = {0};
+    static char *other[] = {"127.0.0.9:1"};
+    struct disc_manager *m;
+    char err[256];
+
+    uv_loop_init(&loop);
+    r.loop = &loop;
+    base_statics(st);
+    make_cfg(&c, &jobs[0], st, 2, "keep");
+    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    ASSERT_EQ(r.n, 2);
+    ASSERT_EQ(disc_manager_providers(m), 1);
+
+    /* The next config changes job "keep" and adds a job whose in-cluster
+     * Kubernetes discovery cannot start (no KUBERNETES_SERVICE_HOST). */
+    memset(st2, 0, sizeof(st2));
+    st2[0].targets = other;
+    st2[0].n_targets = 1;
+    jobs[0].sd.static_configs = st2;
+    jobs[0].sd.n_static = 1;
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    k8s.role = "pod";
+    memset(&jobs[1], 0, sizeof(jobs[1]));
+    jobs[1].job_name = "k8s";
+    jobs[1].sd.k8s_sd = &k8s;
+    jobs[1].sd.n_k8s_sd = 1;
+    c.n_scrape = 2;
+    ASSERT_LT(tcfg_apply(m, &c, err, sizeof(err)), 0);
+    ASSERT_NOT_NULL(strstr(err, "KUBERNETES_SERVICE_HOST"));
+    uv_run(&loop, UV_RUN_NOWAIT);
+    /* job "keep" still has its two static groups and nothing else. */
+    ASSERT_EQ(r.n, 2);
+    ASSERT_NOT_NULL(rec_find(&r, "keep", "static/keep/0"));
+    ASSERT_NOT_NULL(rec_find(&r, "keep", "static/keep/1"));
+    ASSERT_EQ(disc_manager_providers(m), 1);
+    ASSERT_TRUE(disc_manager_ready(m));
+
+    /* The same change without the bad job applies. */
+    c.n_scrape = 1;
+    ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
+    uv_run(&loop, UV_RUN_NOWAIT);
+    ASSERT_EQ(r.n, 1);
+    ASSERT_NOT_NULL(rec_find(&r, "keep", "static/keep/0"));
+    ASSERT_EQ(rec_find(&r, "keep", "static/keep/0")->n, 1);
+    close_and_check(&loop, m);
+    rec_free(&r);
+}
+
 int main(int argc, char **argv)
 {
     return test_main(argc, argv);
