@@ -85,13 +85,20 @@ static const cyaml_schema_field_t remote_fields[] = {
 const cyaml_schema_value_t fwd_remote_cfg_entry = {
     CYAML_VALUE_MAPPING(CYAML_FLAG_DEFAULT, struct cfg_remote, remote_fields),
 };
+/* Alloy's pyroscope.write endpoint spells some of these differently. */
+static const char *const min_backoff_aliases[] = { "min-backoff-period", NULL };
+static const char *const max_backoff_aliases[] = { "max-backoff-period", NULL };
+static const char *const max_retries_aliases[] = { "max-backoff-retries", NULL };
+
 static const struct conf_key remote_keys[] = {
     { .key = "headers", .mapkind = CONF_MAP_KV },
     { .key = "external-labels", .mapkind = CONF_MAP_KV },
     { .key = "remote-timeout", .unit = CONF_UNIT_DURATION, .def = "10s" },
-    { .key = "min-backoff", .unit = CONF_UNIT_DURATION, .def = "500ms" },
-    { .key = "max-backoff", .unit = CONF_UNIT_DURATION, .def = "5m" },
-    { .key = "max-retries", .def = "10" },
+    { .key = "min-backoff", .unit = CONF_UNIT_DURATION, .def = "500ms",
+      .aliases = min_backoff_aliases },
+    { .key = "max-backoff", .unit = CONF_UNIT_DURATION, .def = "5m",
+      .aliases = max_backoff_aliases },
+    { .key = "max-retries", .def = "10", .aliases = max_retries_aliases },
     { .key = "max-inflight", .def = "4" },
     { .key = "max-dir-bytes", .unit = CONF_UNIT_BYTES, .def = "1GiB" },
     { 0 },

@@ -428,6 +428,29 @@ TEST(remote_write)
     cfg_free(c);
 }
 
+/* Alloy's pyroscope.write names are accepted for the same settings. */
+TEST(remote_write_alloy_names)
+{
+    struct cfg *c = LOAD_OK("remote-write:\n"
+                            "  - url: http://127.0.0.1:4040\n"
+                            "    min_backoff_period: 2s\n"
+                            "    max_backoff_period: 3m\n"
+                            "    max_backoff_retries: 7\n"
+                            "    remote_timeout: 5s\n");
+
+    ASSERT_U64_EQ(c->remote[0].min_backoff_ms, 2000);
+    ASSERT_U64_EQ(c->remote[0].max_backoff_ms, 180000);
+    ASSERT_EQ(c->remote[0].max_retries, 7);
+    ASSERT_U64_EQ(c->remote[0].remote_timeout_ms, 5000);
+    cfg_free(c);
+    c = LOAD_OK("scrape-configs:\n  - job-name: a\n    path_prefix: /p\n");
+    ASSERT_STR_EQ(c->scrape[0].path_prefix, "/p");
+    cfg_free(c);
+    ERR_IS("remote-write:\n  - url: http://h\n    min-backoff: 1s\n    min_backoff_period: 2s\n",
+           "t.yaml:4:5: both \"min-backoff\" and \"min_backoff_period\" given in remote-write "
+           "(they are the same key)");
+}
+
 TEST(remote_write_errors)
 {
     ERR_IS("remote-write:\n  - url: ftp://x\n",
