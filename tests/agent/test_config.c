@@ -966,26 +966,6 @@ TEST(kubernetes_sd_errors)
            "t.yaml:4:40: invalid field selector \"a\\x=b\": invalid escape in \"a\\x=b\"");
     ERR_IS(K8S "      - selectors: [{role: service}]\n",
            "t.yaml:4:28: expected one of pod, node, got \"service\"");
-    /* Selectors are parsed as the API server parses them, at load. */
-    cfg_free(LOAD_OK(K8S "      - selectors:\n"
-                     "          - {role: pod, label: 'app in (a, b),tier!=x,!canary,"
-                     "app.kubernetes.io/name=web,n>5', field: 'spec.nodeName=n,status.phase!=X'}\n"
-                     "          - {role: node, label: 'topology.kubernetes.io/zone', "
-                     "field: 'metadata.name==a\\,b'}\n"));
-    ERR_IS(K8S "      - selectors: [{role: pod, label: 'app=-bad'}]\n",
-           "t.yaml:4:40: invalid label selector \"app=-bad\": invalid label value \"-bad\"");
-    ERR_IS(K8S "      - selectors: [{role: pod, label: 'app in ()'}]\n",
-           "t.yaml:4:40: invalid label selector \"app in ()\": the set of values of in/notin "
-           "cannot be empty");
-    ERR_IS(K8S "      - selectors: [{role: pod, label: 'x=y,'}]\n",
-           "t.yaml:4:40: invalid label selector \"x=y,\": invalid label key \"\"");
-    ERR_IS(K8S "      - selectors: [{role: pod, field: spec.nodeName}]\n",
-           "t.yaml:4:40: invalid field selector \"spec.nodeName\": can't understand "
-           "\"spec.nodeName\"");
-    ERR_IS(K8S "      - selectors: [{role: pod, field: 'a\\x=b'}]\n",
-           "t.yaml:4:40: invalid field selector \"a\\x=b\": invalid escape in \"a\\x=b\"");
-    ERR_IS(K8S "      - selectors: [{role: service}]\n",
-           "t.yaml:4:28: expected one of pod, node, got \"service\"");
 #undef K8S
 }
 
