@@ -1,6 +1,8 @@
-/* Sorted label sets. Pure and single-owner. Each label is one allocation
- * holding "name\0value\0", so a set of n labels costs n+1 allocations; sets
- * are small (tens of labels) and a binary search finds a name. */
+/* Sorted label sets. Pure and single-owner. A label's name and value are
+ * interned strings (common/intern.h): the many sets that hold the same
+ * names and values share their bytes, and copying a set copies its array
+ * and takes references, not strings. Sets are small (tens of labels) and a
+ * binary search finds a name. */
 #include "labels.h"
 
 #include <errno.h>
@@ -10,6 +12,7 @@
 #include <xxhash.h>
 
 #include "buf.h"
+#include "intern.h"
 
 void labels_init(struct labels *ls)
 {
@@ -18,10 +21,16 @@ void labels_init(struct labels *ls)
     ls->_cap = 0;
 }
 
+static void label_done(struct label *l)
+{
+    intern_unref(l->name);
+    intern_unref(l->value);
+}
+
 void labels_done(struct labels *ls)
 {
     for (size_t i = 0; i < ls->n; i++)
-        free((void *)ls->v[i].name);
+        label_done(&ls->v[i]);
     free(ls->v);
     labels_init(ls);
 }
@@ -57,19 +66,14 @@ long labels_find(const struct labels *ls, const char *name, size_t len)
 static int make_label(struct label *l, const char *name, size_t nlen, const char *value,
                       size_t vlen)
 {
-    char *p;
-
     if (nlen > UINT32_MAX || vlen > UINT32_MAX)
         return -E2BIG;
-    p = malloc(nlen + vlen + 2);
-    if (!p)
+    l->name = intern(name, nlen);
+    l->value = intern(value, vlen);
+    if (!l->name || !l->value) {
+        label_done(l);
         return -ENOMEM;
-    memcpy(p, name, nlen);
-    p[nlen] = '\0';
-    memcpy(p + nlen + 1, value, vlen);
-    p[nlen + 1 + vlen] = '\0';
-    l->name = p;
-    l->value = p + nlen + 1;
+    }
     l->name_len = (uint32_t)nlen;
     l->value_len = (uint32_t)vlen;
     return 0;
@@ -77,7 +81,7 @@ static int make_label(struct label *l, const char *name, size_t nlen, const char
 
 static void del_at(struct labels *ls, size_t i)
 {
-    free((void *)ls->v[i].name);
+    label_done(&ls->v[i]);
     memmove(&ls->v[i], &ls->v[i + 1], (ls->n - i - 1) * sizeof(ls->v[0]));
     ls->n--;
 }
@@ -100,7 +104,7 @@ int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *va
     if (r < 0)
         return r;
     if (at >= 0) {
-        free((void *)ls->v[at].name);
+        label_done(&ls->v[at]);
         ls->v[at] = l;
         return 0;
     }
@@ -109,7 +113,7 @@ int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *va
         struct label *v = realloc(ls->v, cap * sizeof(*v));
 
         if (!v) {
-            free((void *)l.name);
+            label_done(&l);
             return -ENOMEM;
         }
         ls->v = v;
@@ -157,10 +161,9 @@ int labels_copy(struct labels *dst, const struct labels *src)
             goto oom;
         out._cap = src->n;
         for (size_t i = 0; i < src->n; i++) {
-            const struct label *l = &src->v[i];
-
-            if (make_label(&out.v[i], l->name, l->name_len, l->value, l->value_len) < 0)
-                goto oom;
+            out.v[i] = src->v[i];
+            intern_ref(out.v[i].name);
+            intern_ref(out.v[i].value);
             out.n++;
         }
     }
@@ -170,6 +173,23 @@ oom:
     labels_done(&out);
     labels_done(dst);
     return -ENOMEM;
+}
+
+void labels_compact(struct labels *ls)
+{
+    struct label *v;
+
+    if (ls->_cap == ls->n)
+        return;
+    if (ls->n == 0) {
+        free(ls->v);
+        labels_init(ls);
+        return;
+    }
+    if ((v = realloc(ls->v, ls->n * sizeof(*v)))) {
+        ls->v = v;
+        ls->_cap = ls->n;
+    }
 }
 
 void labels_move(struct labels *dst, struct labels *src)

@@ -48,6 +48,9 @@ const char *labels_get(const struct labels *ls, const char *name);
 int labels_del(struct labels *ls, const char *name);
 /** Replaces `dst` with a copy of `src`. Returns 0 or -ENOMEM (dst then empty). */
 int labels_copy(struct labels *dst, const struct labels *src);
+/** Gives back the spare room of a set that is done growing (for sets that
+ * are kept long: discovered targets, a pair's labels). */
+void labels_compact(struct labels *ls);
 /** Moves `src` into `dst` (dst's old labels are freed; src becomes empty). */
 void labels_move(struct labels *dst, struct labels *src);
 /** Orders two sets label by label (name, then value); shorter sets first. */

@@ -115,13 +115,26 @@ struct disc_job {
     const struct disc_sd_cfg *sd;
 };
 
+/** The discovered targets of one source: immutable once delivered and
+ * shared by reference, so a consumer that keeps them (the scrape manager)
+ * holds the very sets discovery holds instead of a copy. Loop thread only. */
+struct disc_targets {
+    unsigned _refs;
+    size_t n;
+    struct labels t[];
+};
+
+/** Takes a reference (NULL is fine). */
+struct disc_targets *disc_targets_ref(struct disc_targets *d);
+/** Drops a reference; the sets go with the last one (NULL is fine). */
+void disc_targets_unref(struct disc_targets *d);
+
 /** One target group, borrowed for the duration of the update callback.
  * Each target's labels already include the group's labels (target labels
  * win), as Prometheus merges them; they are the *discovered* labels. */
 struct disc_group {
     const char *source;
-    const struct labels *targets;
-    size_t n_targets; /**< 0: the source is gone */
+    struct disc_targets *targets; /**< NULL: the source is gone; take a reference to keep it */
 };
 
 /** Called with the groups of `job` that changed since the last call. */

@@ -47,8 +47,7 @@
 /* One source of a provider: what the provider sees there now (never empty). */
 struct psrc {
     struct strtab_node node; /* first */
-    struct labels *t;
-    size_t n;
+    struct disc_targets *d;
 };
 
 /* One changed source of a job, waiting for delivery. */
@@ -132,6 +131,42 @@ void disc__targets_free(struct labels *t, size_t n)
     free(t);
 }
 
+struct disc_targets *disc_targets_ref(struct disc_targets *d)
+{
+    if (d)
+        d->_refs++;
+    return d;
+}
+
+void disc_targets_unref(struct disc_targets *d)
+{
+    if (!d || --d->_refs)
+        return;
+    for (size_t i = 0; i < d->n; i++)
+        labels_done(&d->t[i]);
+    free(d);
+}
+
+/* Moves `n` label sets into a new shared block (compacted: it is kept until
+ * the source changes). `t` is freed either way. */
+static struct disc_targets *targets_block(struct labels *t, size_t n)
+{
+    struct disc_targets *d = malloc(sizeof(*d) + n * sizeof(d->t[0]));
+
+    if (!d) {
+        disc__targets_free(t, n);
+        return NULL;
+    }
+    d->_refs = 1;
+    d->n = n;
+    for (size_t i = 0; i < n; i++) {
+        d->t[i] = t[i];
+        labels_compact(&d->t[i]);
+    }
+    free(t);
+    return d;
+}
+
 static bool targets_equal(const struct labels *a, size_t na, const struct labels *b, size_t nb)
 {
     if (na != nb)
@@ -161,7 +196,7 @@ static void psrc_free(struct strtab_node *e)
 {
     struct psrc *ps = (struct psrc *)e;
 
-    disc__targets_free(ps->t, ps->n);
+    disc_targets_unref(ps->d);
     free(ps->node.name);
     free(ps);
 }
@@ -237,10 +272,10 @@ static void check_ready(struct disc_manager *m)
     m->ready = true;
 }
 
-/* Builds the group of `d` for j from its providers' tables. `*tmp` gets an
- * array to free after the callback when several providers contribute. */
-static int build_group(const struct disc__job *j, const struct dsrc *d, struct disc_group *g,
-                       struct labels **tmp)
+/* Builds the group of `d` for j from its providers' tables: the one
+ * provider's block itself, or a block of copies when several providers
+ * contribute to the source. `g->targets` is a reference the caller drops. */
+static int build_group(const struct disc__job *j, const struct dsrc *d, struct disc_group *g)
 {
     const struct psrc *only = NULL;
     unsigned contributors = 0;
@@ -249,52 +284,45 @@ static int build_group(const struct disc__job *j, const struct dsrc *d, struct d
 
     g->source = d->node.name;
     g->targets = NULL;
-    g->n_targets = 0;
-    *tmp = NULL;
     for (const struct disc__sub *s = j->subs; s; s = s->jnext) {
         const struct psrc *ps = provider_src(s->p, d->node.name);
 
         if (ps) {
             only = ps;
             contributors++;
-            total += ps->n;
+            total += ps->d->n;
         }
     }
     if (contributors <= 1) {
-        if (only) {
-            g->targets = only->t;
-            g->n_targets = only->n;
-        }
+        g->targets = only ? disc_targets_ref(only->d) : NULL;
         return 0;
     }
-    t = malloc(total * sizeof(*t));
-    if (!t)
+    if (!(t = calloc(total, sizeof(*t))))
         return -ENOMEM;
     for (const struct disc__sub *s = j->subs; s; s = s->jnext) {
         const struct psrc *ps = provider_src(s->p, d->node.name);
 
-        for (size_t i = 0; ps && i < ps->n; i++)
-            t[k++] = ps->t[i]; /* shallow: borrowed for the callback */
+        for (size_t i = 0; ps && i < ps->d->n; i++) {
+            if (labels_copy(&t[k++], &ps->d->t[i]) < 0) {
+                disc__targets_free(t, k);
+                return -ENOMEM;
+            }
+        }
     }
-    g->targets = t;
-    g->n_targets = total;
-    *tmp = t;
-    return 0;
+    return (g->targets = targets_block(t, total)) ? 0 : -ENOMEM;
 }
 
 static void flush_job(struct disc_manager *m, struct disc__job *j)
 {
     struct disc_group *groups;
-    struct labels **tmp;
     struct dsrc *d, *n;
     size_t ng = 0, i;
 
     groups = calloc(j->n_dirty ? j->n_dirty : 1, sizeof(*groups));
-    tmp = calloc(j->n_dirty ? j->n_dirty : 1, sizeof(*tmp));
-    if (!groups || !tmp)
-        goto out; /* dropped on OOM: the sources stay dirty for the next try */
+    if (!groups)
+        return; /* the sources stay dirty for the next try */
     for (d = j->dirty; d; d = d->dnext, ng++)
-        if (build_group(j, d, &groups[ng], &tmp[ng]) < 0)
+        if (build_group(j, d, &groups[ng]) < 0)
             goto out;
     m->in_callback = true;
     if (m->cb && ng)
@@ -309,9 +337,8 @@ static void flush_job(struct disc_manager *m, struct disc__job *j)
     j->dirty = NULL;
     j->n_dirty = 0;
 out:
-    for (i = 0; tmp && i < ng; i++)
-        free(tmp[i]);
-    free(tmp);
+    for (i = 0; i < ng; i++)
+        disc_targets_unref(groups[i].targets);
     free(groups);
 }
 
@@ -457,30 +484,37 @@ int disc__emit(struct disc__provider *p, const char *source, struct labels *targ
         free(targets);
         if (!ps)
             return 0;
-        p->n_targets -= ps->n;
+        p->n_targets -= ps->d->n;
         strtab_unlink(&p->_srcs->t, &ps->node);
         psrc_free(&ps->node);
-    } else if (ps && targets_equal(ps->t, ps->n, targets, n)) {
+    } else if (ps && targets_equal(ps->d->t, ps->d->n, targets, n)) {
         disc__targets_free(targets, n);
         return 0;
     } else if (ps) {
-        p->n_targets -= ps->n;
-        disc__targets_free(ps->t, ps->n);
-        ps->t = targets;
-        ps->n = n;
+        struct disc_targets *d = targets_block(targets, n);
+
+        if (!d)
+            return -ENOMEM;
+        p->n_targets -= ps->d->n;
+        disc_targets_unref(ps->d);
+        ps->d = d;
         p->n_targets += n;
     } else {
+        struct disc_targets *d = targets_block(targets, n);
+
+        if (!d)
+            return -ENOMEM;
         ps = calloc(1, sizeof(*ps));
-        if (!ps || !(ps->node.name = strdup(source)) ||
-            strtab_insert(&p->_srcs->t, &ps->node) < 0) {
-            if (ps)
-                free(ps->node.name);
+        if (!ps || !(ps->node.name = strdup(source))) {
             free(ps);
-            disc__targets_free(targets, n);
+            disc_targets_unref(d);
             return -ENOMEM;
         }
-        ps->t = targets;
-        ps->n = n;
+        ps->d = d;
+        if (strtab_insert(&p->_srcs->t, &ps->node) < 0) {
+            psrc_free(&ps->node);
+            return -ENOMEM;
+        }
         p->n_targets += n;
     }
     for (struct disc__sub *s = p->_subs; s; s = s->pnext)

@@ -293,6 +293,7 @@ static const cyaml_schema_field_t job_fields[] = {
                      scheme_strings, CYAML_ARRAY_LEN(scheme_strings)),
     NET_HTTP_CFG_FIELDS(struct scrape_job_cfg, http),
     CYAML_FIELD_UINT("body-size-limit", OPT, struct scrape_job_cfg, body_size_limit),
+    CYAML_FIELD_UINT("keep-dropped-targets", OPT, struct scrape_job_cfg, keep_dropped_targets),
     CYAML_FIELD_END,
 };
 const cyaml_schema_value_t scrape_job_cfg_entry = {
@@ -312,6 +313,7 @@ static const struct conf_key job_keys[] = {
     { .key = "delta-profiling-duration", .unit = CONF_UNIT_DURATION, .shape = &duration_shape },
     { .key = "profiles", .mapkind = CONF_MAP_NAMED },
     { .key = "body-size-limit", .unit = CONF_UNIT_BYTES },
+    CONF_KEY_NUM("keep-dropped-targets", CONF_UNIT_NONE, SCRAPE_DEFAULT_KEEP_DROPPED),
     { 0 },
 };
 static const struct conf_key *const job_key_tables[] = { job_keys, net_http_cfg_keys, NULL };

@@ -56,6 +56,11 @@ struct target_result {
  * out->error) or -ENOMEM / a relabel error code. */
 int target_build(const struct scrape_job_cfg *sc, const struct labels *discovered,
                  struct target_result *out);
+/* The labels a target has before its rules run: the discovered ones plus
+ * the job's defaults (job, __scheme__, __scrape_interval__, ...). Replaces
+ * `out`. Returns 0 or -ENOMEM. */
+int target_discovered(const struct scrape_job_cfg *sc, const struct labels *discovered,
+                      struct labels *out);
 /* Frees what target_build() filled. */
 void target_result_done(struct target_result *r);
 
@@ -111,6 +116,7 @@ struct scrape_job {
     struct net_secret *bearer;         /* bearer-token(-file), or NULL */
     struct net_secret *password;       /* basic-auth password(-file), or NULL */
     uint64_t max_body;                 /* body cap */
+    size_t dropped;                    /* targets its rules dropped */
     struct pprof_limits limits;        /* caps of its deltas */
     struct scrape_job *next;
 };
@@ -118,7 +124,7 @@ struct scrape_job {
 /* The targets one discovery source currently yields for a job. */
 struct source_entry {
     char *source;
-    struct labels *discovered;         /* raw discovered labels, as delivered */
+    struct disc_targets *discovered;   /* discovery's own sets (a reference held) */
     struct target_result *results;     /* one per discovered target */
     size_t n;
 };

@@ -1,8 +1,9 @@
 /* The scrape manager: turns configurations and discovery updates into the
  * set of running scrape pairs.
  *
- * Loop thread only. Each job keeps, per discovery source, the discovered
- * label sets as delivered and the targets built from them. A pair is
+ * Loop thread only. Each job keeps, per discovery source, a reference to
+ * the discovered label sets (discovery's own, not a copy) and what was
+ * built from them. A pair is
  * reference-counted by the sources that yield it: a rebuild first builds the
  * new targets (creating or updating pairs), then releases the old ones, so a
  * pair whose key (public labels + URL) did not change keeps its timer and
@@ -29,19 +30,18 @@ static void entry_free(struct source_entry *e)
 {
     if (!e)
         return;
-    for (size_t i = 0; i < e->n; i++) {
-        labels_done(&e->discovered[i]);
-        if (e->results)
-            target_result_done(&e->results[i]);
-    }
-    free(e->discovered);
+    for (size_t i = 0; e->results && i < e->n; i++)
+        target_result_done(&e->results[i]);
+    disc_targets_unref(e->discovered);
     free(e->results);
     free(e->source);
     free(e);
 }
 
 /* Builds the targets of `e` under `job` and takes a reference on every pair
- * they yield, creating or updating pairs as needed. */
+ * they yield, creating or updating pairs as needed. Outside a dry run the
+ * labels a result was built with are not kept: the pairs hold what is sent,
+ * and what the API shows is rebuilt from the discovered labels. */
 static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct source_entry *e)
 {
     e->results = calloc(e->n ? e->n : 1, sizeof(*e->results));
@@ -50,12 +50,15 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
     for (size_t i = 0; i < e->n; i++) {
         struct target_result *r = &e->results[i];
 
-        if (target_build(job->sc, &e->discovered[i], r) < 0 || r->error)
+        if (target_build(job->sc, &e->discovered->t[i], r) < 0 || r->error)
             m->target_errors++;
         /* A dry run only reports what the rules built: no pair, so no
          * timer, connection or DNS lookup for a target. */
         if (m->dry_run)
             continue;
+        labels_done(&r->discovered);
+        labels_done(&r->labels);
+        job->dropped += r->dropped;
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct target_pair *tp = &r->pairs[k];
             uint64_t key = tp->key;
@@ -80,13 +83,16 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
 }
 
 /* Drops the references `e`'s targets held; pairs left with none stop. */
-static void entry_release(struct scrape_manager *m, struct source_entry *e)
+static void entry_release(struct scrape_manager *m, struct scrape_job *job,
+                          struct source_entry *e)
 {
     if (!e->results)
         return;
     for (size_t i = 0; i < e->n; i++) {
         struct target_result *r = &e->results[i];
 
+        if (!m->dry_run)
+            job->dropped -= r->dropped;
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[k].key);
 
@@ -190,10 +196,9 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
             if (!ne)
                 continue;
             ne->source = oe->source;
-            ne->discovered = oe->discovered;
+            ne->discovered = disc_targets_ref(oe->discovered);
             ne->n = oe->n;
             oe->source = NULL;
-            oe->discovered = NULL;
             entry_build(m, job, ne);
             if (hashmap_put(&job->sources, k, ne) < 0)
                 entry_free(ne);
@@ -204,19 +209,8 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
         uint64_t k;
         void *v;
 
-        while (hashmap_next(&old->sources, &pos, &k, &v)) {
-            struct source_entry *oe = v;
-
-            entry_release(m, oe);
-            /* discovered labels moved to the new entry: only results remain */
-            if (!oe->discovered) {
-                for (size_t i = 0; oe->results && i < oe->n; i++)
-                    target_result_done(&oe->results[i]);
-                free(oe->results);
-                oe->results = NULL;
-                oe->n = 0;
-            }
-        }
+        while (hashmap_next(&old->sources, &pos, &k, &v))
+            entry_release(m, old, v);
     }
     free_jobs(m->jobs);
     m->jobs = jobs;
@@ -238,22 +232,20 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
         uint64_t key = source_key(grp->source);
         struct source_entry *old = hashmap_get(&job->sources, key), *ne = NULL;
 
-        if (grp->n_targets) {
+        if (grp->targets) {
             ne = calloc(1, sizeof(*ne));
             if (!ne)
                 continue;
             ne->source = strdup(grp->source);
-            ne->discovered = calloc(grp->n_targets, sizeof(*ne->discovered));
-            if (!ne->source || !ne->discovered) {
+            ne->discovered = disc_targets_ref(grp->targets);
+            ne->n = grp->targets->n;
+            if (!ne->source) {
                 entry_free(ne);
                 continue;
             }
-            ne->n = grp->n_targets;
-            for (size_t i = 0; i < grp->n_targets; i++)
-                labels_copy(&ne->discovered[i], &grp->targets[i]);
             entry_build(m, job, ne);
             if (hashmap_put(&job->sources, key, ne) < 0) {
-                entry_release(m, ne);
+                entry_release(m, job, ne);
                 entry_free(ne);
                 continue;
             }
@@ -261,7 +253,7 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
             hashmap_del(&job->sources, key);
         }
         if (old) {
-            entry_release(m, old);
+            entry_release(m, job, old);
             entry_free(old);
         }
     }

@@ -73,28 +73,38 @@ void scrape_manager_targets_json(const struct scrape_manager *m, const char *onl
 {
     json_object *root = json_object_new_object(), *data = json_object_new_object();
     json_object *active = json_object_new_array(), *dropped = json_object_new_array();
+    json_object *counts = json_object_new_object();
 
     for (const struct scrape_job *job = m->jobs; job; job = job->next) {
-        size_t pos = 0;
+        size_t pos = 0, listed_dropped = 0;
         uint64_t k;
         void *v;
 
         if (only_job && strcmp(only_job, job->name) != 0)
             continue;
+        /* Prometheus' droppedTargetCounts: every dropped target counts,
+         * whether or not its labels were kept. */
+        json_object_object_add(counts, job->name, json_object_new_int64((int64_t)job->dropped));
         while (hashmap_next(&job->sources, &pos, &k, &v)) {
             struct source_entry *e = v;
 
             for (size_t i = 0; e->results && i < e->n; i++) {
                 struct target_result *r = &e->results[i];
+                struct labels disc = LABELS_INIT;
 
+                if (r->dropped && job->sc->keep_dropped_targets &&
+                    ++listed_dropped > job->sc->keep_dropped_targets)
+                    continue; /* counted in droppedTargetCounts only */
+                target_discovered(job->sc, &e->discovered->t[i], &disc);
                 if (r->dropped || (r->error && !r->n_pairs)) {
                     json_object *t = json_object_new_object();
 
-                    json_object_object_add(t, "discoveredLabels", labels_json(&r->discovered));
+                    json_object_object_add(t, "discoveredLabels", labels_json(&disc));
                     json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
                     if (r->error)
                         json_object_object_add(t, "error", json_object_new_string(r->error));
                     json_object_array_add(dropped, t);
+                    labels_done(&disc);
                     continue;
                 }
                 for (size_t q = 0; q < r->n_pairs; q++) {
@@ -105,7 +115,7 @@ void scrape_manager_targets_json(const struct scrape_manager *m, const char *onl
                     if (!p)
                         continue;
                     t = json_object_new_object();
-                    json_object_object_add(t, "discoveredLabels", labels_json(&r->discovered));
+                    json_object_object_add(t, "discoveredLabels", labels_json(&disc));
                     json_object_object_add(t, "labels", labels_json(&p->tp.labels));
                     json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
                     json_object_object_add(t, "scrapeUrl", json_object_new_string(p->tp.url));
@@ -128,11 +138,13 @@ void scrape_manager_targets_json(const struct scrape_manager *m, const char *onl
                                            json_object_new_int64((int64_t)p->tp.interval_ms));
                     json_object_array_add(active, t);
                 }
+                labels_done(&disc);
             }
         }
     }
     json_object_object_add(root, "status", json_object_new_string("success"));
     json_object_object_add(data, "activeTargets", active);
+    json_object_object_add(data, "droppedTargetCounts", counts);
     json_object_object_add(data, "droppedTargets", dropped);
     json_object_object_add(root, "data", data);
     buf_puts(out, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
@@ -229,6 +241,11 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
     prom_u64(b, "proflet_scrape_pairs_removed_total", NULL, m->pairs_removed);
     prom_head(b, "proflet_target_errors_total", "counter", "Targets rejected after relabeling.");
     prom_u64(b, "proflet_target_errors_total", NULL, m->target_errors);
+    prom_head(b, "proflet_scrape_dropped_targets", "gauge",
+              "Targets the relabel rules dropped (the API lists keep-dropped-targets of them).");
+    for (const struct scrape_job *j = m->jobs; j; j = j->next)
+        prom_u64(b, "proflet_scrape_dropped_targets",
+                 (const char *const[]){ "job", j->name, NULL }, j->dropped);
     prom_head(b, "proflet_delta_state_bytes", "gauge", "Memory held by delta state.");
     prom_u64(b, "proflet_delta_state_bytes", NULL, delta_bytes);
 }

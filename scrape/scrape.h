@@ -63,10 +63,16 @@ struct scrape_job_cfg {
     enum relabel_scheme name_validation; /**< inherited from the top level when unset */
     struct net_http_cfg http;
     uint64_t body_size_limit; /**< scraped body cap, bytes; 0: limits.max-body-bytes */
+    unsigned keep_dropped_targets; /**< dropped targets /api/v1/targets lists (all are
+                                        counted); 0: all (Prometheus' keep_dropped_targets) */
     /** The relabel rules, compiled once when the file is loaded (not a
      * YAML key). */
     struct relabel_rules *rules;
 };
+
+/** Default of a job's keep-dropped-targets: enough to see what the rules
+ * drop, bounded so a cluster-wide job does not list every pod it drops. */
+#define SCRAPE_DEFAULT_KEEP_DROPPED 100
 
 /** Default of `limits.max-body-bytes`. */
 #define SCRAPE_DEFAULT_MAX_BODY_BYTES ((uint64_t)64 << 20)

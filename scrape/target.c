@@ -495,7 +495,8 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
         goto out;
     pair->offset_hash = fnv64a(FNV64_BASIS, s.data, s.len);
     pair->profile = p;
-    pair->url = buf_steal(&url, NULL);
+    pair->url = strdup(url.data); /* exact size: a pair keeps it */
+    labels_compact(&pair->labels);
     rc = pair->url ? 1 : -ENOMEM;
 out:
     if (rc < 0)
@@ -632,37 +633,47 @@ static int parse_duration_label(struct target_result *out, const char *name, con
     return 0;
 }
 
-int target_build(const struct scrape_job_cfg *sc, const struct labels *discovered,
-                 struct target_result *out)
+int target_discovered(const struct scrape_job_cfg *sc, const struct labels *discovered,
+                      struct labels *out)
 {
-    const struct relabel_rules *rules = sc->rules;
     char dur[32];
-    char *service_name = NULL;
-    uint64_t interval_ms = 0, timeout_ms = 0;
     int rc;
 
-    memset(out, 0, sizeof(*out));
-    if ((rc = labels_copy(&out->discovered, discovered)) < 0)
+    if ((rc = labels_copy(out, discovered)) < 0)
         return rc;
-    if ((rc = add_default(&out->discovered, "job", sc->job_name)) < 0 ||
-        (rc = add_default(&out->discovered, "__scheme__", sc->scheme ? sc->scheme : "http")) < 0)
-        goto fail;
+    if ((rc = add_default(out, "job", sc->job_name)) < 0 ||
+        (rc = add_default(out, "__scheme__", sc->scheme ? sc->scheme : "http")) < 0)
+        return rc;
     duration_format(sc->interval_ms, dur, sizeof(dur));
-    if ((rc = add_default(&out->discovered, "__scrape_interval__", dur)) < 0)
-        goto fail;
+    if ((rc = add_default(out, "__scrape_interval__", dur)) < 0)
+        return rc;
     duration_format(sc->timeout_ms, dur, sizeof(dur));
-    if ((rc = add_default(&out->discovered, "__scrape_timeout__", dur)) < 0 ||
-        (rc = add_default(&out->discovered, "__profile_path_prefix__", sc->path_prefix)) < 0)
-        goto fail;
+    if ((rc = add_default(out, "__scrape_timeout__", dur)) < 0 ||
+        (rc = add_default(out, "__profile_path_prefix__", sc->path_prefix)) < 0)
+        return rc;
     for (unsigned i = 0; i < sc->n_params; i++) {
         char name[600];
 
         if (!sc->params[i].n_values)
             continue;
         snprintf(name, sizeof(name), "__param_%s", sc->params[i].key);
-        if ((rc = add_default(&out->discovered, name, sc->params[i].values[0])) < 0)
-            goto fail;
+        if ((rc = add_default(out, name, sc->params[i].values[0])) < 0)
+            return rc;
     }
+    return 0;
+}
+
+int target_build(const struct scrape_job_cfg *sc, const struct labels *discovered,
+                 struct target_result *out)
+{
+    const struct relabel_rules *rules = sc->rules;
+    char *service_name = NULL;
+    uint64_t interval_ms = 0, timeout_ms = 0;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if ((rc = target_discovered(sc, discovered, &out->discovered)) < 0)
+        goto fail;
     if ((rc = labels_copy(&out->labels, &out->discovered)) < 0)
         goto fail;
     rc = rules ? relabel_apply(rules, &out->labels) : 1;
@@ -718,6 +729,17 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
         if (rc < 0)
             goto fail;
         out->n_pairs += (size_t)rc;
+    }
+    if (out->n_pairs < sc->n_profiles) {
+        /* room was made for every profile type; keep what was built */
+        struct target_pair *v = out->n_pairs ? realloc(out->pairs, out->n_pairs * sizeof(*v))
+                                              : NULL;
+
+        if (v || !out->n_pairs) {
+            if (!out->n_pairs)
+                free(out->pairs);
+            out->pairs = v;
+        }
     }
     free(service_name);
     return 0;

@@ -103,7 +103,7 @@ static inline void rec_cb(const char *job, const struct disc_group *g, size_t n,
         struct rec_src *s = rec_find(r, job, g[i].source);
 
         if (!s) {
-            if (g[i].n_targets == 0)
+            if (!g[i].targets)
                 continue;
             if (r->n >= REC_MAX_SRC)
                 abort();
@@ -117,16 +117,16 @@ static inline void rec_cb(const char *job, const struct disc_group *g, size_t n,
             s->t = NULL;
             s->n = 0;
         }
-        if (g[i].n_targets == 0) {
+        if (!g[i].targets) {
             free(s->job);
             free(s->source);
             *s = r->s[--r->n];
             continue;
         }
-        s->t = calloc(g[i].n_targets, sizeof(*s->t));
-        for (size_t k = 0; k < g[i].n_targets; k++)
-            labels_copy(&s->t[k], &g[i].targets[k]);
-        s->n = g[i].n_targets;
+        s->t = calloc(g[i].targets->n, sizeof(*s->t));
+        for (size_t k = 0; k < g[i].targets->n; k++)
+            labels_copy(&s->t[k], &g[i].targets->t[k]);
+        s->n = g[i].targets->n;
     }
 }
 

@@ -36,7 +36,7 @@ static void count_cb(const char *job, const struct disc_group *g, size_t n, void
 
     total_groups += n;
     for (size_t i = 0; i < n; i++)
-        *targets += g[i].n_targets;
+        *targets += g[i].targets ? g[i].targets->n : 0;
 }
 
 TEST(bench_initial_sync_and_churn)
