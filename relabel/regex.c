@@ -34,6 +34,7 @@
 
 #include "relabel/relabel.h"
 #include "relabel/relabel_int.h"
+#include "common/utf8.h"
 
 /* ---------------------------------------------------------------------- */
 /* Translation: Go regexp/syntax (Perl flags) -> PCRE2                    */
@@ -205,7 +206,7 @@ static int next_rune(struct xl *x, size_t at, uint32_t *r, size_t *w)
         *w = 0;
         return 0;
     }
-    *w = relabel__decode((const unsigned char *)x->s + at, x->len - at, r, &invalid);
+    *w = utf8_decode(x->s + at, x->len - at, r, &invalid);
     if (invalid)
         return xl_fail(x, "invalid UTF-8", x->s + at, x->len - at);
     return 0;
@@ -418,7 +419,7 @@ static int parse_unicode_class(struct xl *x, struct cls *c)
         for (size_t i = 0; i < namelen;) {
             bool invalid;
 
-            i += relabel__decode((const unsigned char *)name + i, namelen - i, &r, &invalid);
+            i += utf8_decode(name + i, namelen - i, &r, &invalid);
             if (invalid)
                 return xl_fail(x, "invalid UTF-8", name, namelen);
         }
@@ -863,7 +864,7 @@ static int parse_perl_flags(struct xl *x)
         for (size_t i = 0; i < namelen;) {
             bool invalid;
 
-            i += relabel__decode((const unsigned char *)t + expr_start + i, namelen - i, &c,
+            i += utf8_decode(t + expr_start + i, namelen - i, &c,
                                  &invalid);
             if (invalid)
                 return xl_fail(x, "invalid UTF-8", t + expr_start, namelen);
@@ -1173,7 +1174,7 @@ static bool is_plain_literal(const char *s, size_t n)
             (unsigned char)s[i + 2] == 0xBD)
             return false;
     }
-    return relabel_valid_utf8(s, n);
+    return utf8_valid(s, n);
 }
 
 static void detect_shape(struct relabel__regex *re, const char *src, size_t len)
@@ -1252,7 +1253,7 @@ bool relabel__is_letter_or_digit(uint32_t r)
     pthread_once(&letter_once, letter_init);
     if (!letter_code)
         return false;
-    n = relabel__encode(r, enc);
+    n = utf8_encode(r, enc);
     md = pcre2_match_data_create(1, NULL);
     if (!md)
         return false;
@@ -1507,7 +1508,7 @@ int relabel__regex_search(const struct relabel__regex *re, const char *s, size_t
     t = tls_get(pairs);
     if (!t)
         return -ENOMEM;
-    bad = relabel__utf8_invalid(s, len);
+    bad = utf8_invalid_count(s, len);
     if (!bad) {
         rc = pcre_exec(re, t, s, len, start);
         if (rc <= 0)
@@ -1534,7 +1535,7 @@ int relabel__regex_search(const struct relabel__regex *re, const char *s, size_t
         for (size_t i = 0; i < len;) {
             uint32_t r;
             bool invalid;
-            size_t w = relabel__decode((const unsigned char *)s + i, len - i, &r, &invalid);
+            size_t w = utf8_decode(s + i, len - i, &r, &invalid);
 
             o2s[i] = j;
             if (invalid) {
