@@ -33,7 +33,7 @@
 #include <string.h>
 
 #include "relabel/relabel.h"
-#include "relabel/relabel_int.h"
+#include "relabel/internal.h"
 #include "common/utf8.h"
 
 /* ---------------------------------------------------------------------- */

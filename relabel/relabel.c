@@ -28,7 +28,7 @@
 #include <wctype.h>
 
 #include "relabel/relabel.h"
-#include "relabel/relabel_int.h"
+#include "relabel/internal.h"
 #include "common/utf8.h"
 
 enum action {

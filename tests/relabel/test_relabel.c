@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "relabel/relabel.h"
-#include "relabel/relabel_int.h"
+#include "relabel/internal.h"
 #include "test.h"
 
 static char errbuf[1024];

@@ -1,8 +1,8 @@
 /** Internal interface between relabel.c (rules, actions, templates) and
  * regex.c (RE2 syntax on PCRE2). Not installed; tests include it to reach
  * the translator directly. */
-#ifndef PROFLET_RELABEL_INT_H
-#define PROFLET_RELABEL_INT_H
+#ifndef PROFLET_RELABEL_INTERNAL_H
+#define PROFLET_RELABEL_INTERNAL_H
 
 #include <stdbool.h>
 #include <stddef.h>
