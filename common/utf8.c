@@ -3,6 +3,28 @@
  * no state, any thread; callers own every buffer. */
 #include "utf8.h"
 
+#include <stdint.h>
+#include <string.h>
+
+/* Length of the all-ASCII run at the start of s[0..len), found eight bytes at
+ * a time: label values are mostly ASCII, and this runs on every regex
+ * subject. */
+static size_t ascii_prefix(const char *s, size_t len)
+{
+    size_t i = 0;
+
+    for (; i + 8 <= len; i += 8) {
+        uint64_t w;
+
+        memcpy(&w, s + i, 8);
+        if (w & 0x8080808080808080ull)
+            break;
+    }
+    while (i < len && (unsigned char)s[i] < 0x80)
+        i++;
+    return i;
+}
+
 size_t utf8_encode(uint32_t r, char *out)
 {
     if (r > 0x10FFFF || (r >= 0xD800 && r <= 0xDFFF))
@@ -29,15 +51,15 @@ size_t utf8_encode(uint32_t r, char *out)
     return 4;
 }
 
-size_t utf8_invalid_count(const char *s, size_t len)
+/* Counts the bytes Go reads as U+FFFD, stopping once `enough` are found. */
+static size_t count_invalid(const char *s, size_t len, size_t enough)
 {
     size_t bad = 0;
 
-    for (size_t i = 0; i < len;) {
+    for (size_t i = ascii_prefix(s, len); i < len && bad < enough;) {
         uint32_t r;
         bool invalid;
 
-        /* label values are mostly ASCII: skip it without decoding */
         if ((unsigned char)s[i] < 0x80) {
             i++;
             continue;
@@ -48,19 +70,12 @@ size_t utf8_invalid_count(const char *s, size_t len)
     return bad;
 }
 
+size_t utf8_invalid_count(const char *s, size_t len)
+{
+    return count_invalid(s, len, SIZE_MAX);
+}
+
 bool utf8_valid(const char *s, size_t len)
 {
-    for (size_t i = 0; i < len;) {
-        uint32_t r;
-        bool invalid;
-
-        if ((unsigned char)s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        i += utf8_decode(s + i, len - i, &r, &invalid);
-        if (invalid)
-            return false;
-    }
-    return true;
+    return count_invalid(s, len, 1) == 0;
 }
