@@ -15,48 +15,15 @@
 #include <json-c/json.h>
 #include <libdeflate.h>
 
+#include "common/utf8.h"
 #include "forward/internal.h"
 #include "net/net.h"
 #include "push.pb-c.h"
 
+/* The servers reject what Go's utf8.ValidString rejects. */
 bool fwd__utf8_valid(const char *s, size_t n)
 {
-    const uint8_t *p = (const uint8_t *)s, *end = p + n;
-
-    while (p < end) {
-        uint8_t c = *p;
-        size_t k;
-        uint32_t cp;
-
-        if (c < 0x80) {
-            p++;
-            continue;
-        }
-        if ((c & 0xe0) == 0xc0) {
-            k = 1;
-            cp = c & 0x1f;
-        } else if ((c & 0xf0) == 0xe0) {
-            k = 2;
-            cp = c & 0x0f;
-        } else if ((c & 0xf8) == 0xf0) {
-            k = 3;
-            cp = c & 0x07;
-        } else {
-            return false;
-        }
-        if ((size_t)(end - p) <= k)
-            return false;
-        for (size_t i = 1; i <= k; i++) {
-            if ((p[i] & 0xc0) != 0x80)
-                return false;
-            cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-            cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-            return false;
-        p += k + 1;
-    }
-    return true;
+    return utf8_valid(s, n);
 }
 
 int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen)

@@ -28,7 +28,8 @@
 #include <wctype.h>
 
 #include "relabel/relabel.h"
-#include "relabel/relabel_int.h"
+#include "relabel/internal.h"
+#include "common/utf8.h"
 
 enum action {
     A_REPLACE,
@@ -108,27 +109,9 @@ const char *relabel_strerror(int code)
 /* Label names, UTF-8, sanitising                                         */
 /* ---------------------------------------------------------------------- */
 
-size_t relabel__utf8_invalid(const char *s, size_t len)
-{
-    size_t bad = 0;
-
-    for (size_t i = 0; i < len;) {
-        uint32_t r;
-        bool invalid;
-
-        if ((unsigned char)s[i] < 0x80) {
-            i++;
-            continue;
-        }
-        i += relabel__decode((const unsigned char *)s + i, len - i, &r, &invalid);
-        bad += invalid;
-    }
-    return bad;
-}
-
 bool relabel_valid_utf8(const char *s, size_t len)
 {
-    return relabel__utf8_invalid(s, len) == 0;
+    return utf8_valid(s, len);
 }
 
 static bool legacy_first(char c)
@@ -165,7 +148,7 @@ char *relabel_sanitize_label_name(const char *s, size_t len)
     for (size_t i = 0; i < len;) {
         uint32_t r;
         bool invalid;
-        size_t w = relabel__decode((const unsigned char *)s + i, len - i, &r, &invalid);
+        size_t w = utf8_decode(s + i, len - i, &r, &invalid);
 
         out[o++] = (r < 0x80 && word_char((char)r)) ? (char)r : '_';
         i += w;
@@ -274,7 +257,7 @@ static void go_quote(const char *s, char *out, size_t outlen)
             i++;
             continue;
         }
-        w = relabel__decode((const unsigned char *)s + i, strlen(s + i), &r, &invalid);
+        w = utf8_decode(s + i, strlen(s + i), &r, &invalid);
         if (invalid) {
             o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
             i++;
@@ -338,7 +321,7 @@ static bool tmpl_extract(const char *s, size_t len, size_t *name_off, size_t *na
     while (off + i < len) {
         uint32_t r;
         bool invalid;
-        size_t w = relabel__decode((const unsigned char *)s + off + i, len - off - i, &r, &invalid);
+        size_t w = utf8_decode(s + off + i, len - off - i, &r, &invalid);
 
         if (invalid || !(r == '_' || relabel__is_letter_or_digit(r)))
             break;
@@ -732,7 +715,7 @@ static int replace_all(const struct tmpl *t, const struct relabel__regex *re, co
             uint32_t r;
             bool invalid;
 
-            width = relabel__decode((const unsigned char *)src + search, len - search, &r,
+            width = utf8_decode(src + search, len - search, &r,
                                     &invalid);
         } else {
             width = 0;
@@ -794,13 +777,13 @@ static int change_case(const char *s, size_t len, bool upper, struct sbuf *out)
     for (size_t i = 0; i < len && rc == 0;) {
         uint32_t r;
         bool invalid;
-        size_t w = relabel__decode((const unsigned char *)s + i, len - i, &r, &invalid);
+        size_t w = utf8_decode(s + i, len - i, &r, &invalid);
         char enc[4];
         uint32_t m = map_rune(r, upper);
 
         if (m > 0x10FFFF || (m >= 0xD800 && m <= 0xDFFF))
             m = r;
-        rc = sb_append(out, enc, relabel__encode(m, enc));
+        rc = sb_append(out, enc, utf8_encode(m, enc));
         i += w;
     }
     return rc;

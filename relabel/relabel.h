@@ -1,7 +1,8 @@
 /** Prometheus relabeling, exactly as Prometheus 3 does it.
  *
  * A pure library: no libuv, no curl, no logging. Rules are compiled once
- * (regexes on PCRE2 with JIT, RE2 meaning) and are then immutable, so one
+ * (regexes on RE2, the engine Go's regexp is a port of: Go's syntax and
+ * matches, in time linear in the input) and are then immutable, so one
  * compiled rule list may be applied from any thread. */
 #ifndef PROFLET_RELABEL_H
 #define PROFLET_RELABEL_H
@@ -50,7 +51,8 @@ struct relabel_rules;
 enum {
     RELABEL_EINVAL = -1000, /**< a rule failed validation; see the message */
     RELABEL_EREGEX = -1001, /**< a regex did not compile or uses syntax RE2 rejects */
-    RELABEL_ELIMIT = -1002, /**< a regex hit its match or depth limit while matching */
+    RELABEL_ELIMIT = -1002, /**< a regex hit a match limit. Not returned since regexes run in
+                               linear time on RE2, which has none; kept for callers. */
 };
 
 /** Compiles `n` rules. `scheme` is the scrape config's scheme (UNSET means
@@ -66,8 +68,8 @@ size_t relabel_rules_count(const struct relabel_rules *r);
 
 /** Applies the rules in order to `ls` in place. Returns 1 if the target is
  * kept, 0 if a rule dropped it (ls is then unspecified), or a negative code
- * (RELABEL_ELIMIT when a regex hit its limits: treat as that target's error,
- * -ENOMEM). */
+ * (-ENOMEM; treat it as that target's error). Time is linear in the size of
+ * the labels for any regex. */
 int relabel_apply(const struct relabel_rules *r, struct labels *ls);
 
 /** True if `name` is a valid label name under `scheme` (UNSET = utf8). */
@@ -82,9 +84,8 @@ int relabel_parse_scheme(const char *s);
 
 /** Short text for a RELABEL_E* code or a negative errno. Static string. */
 const char *relabel_strerror(int code);
-/** Frees the calling thread's cached PCRE2 match state (match data, JIT
- * stack). Optional: a pthread key destructor does it at thread exit; call it
- * on the main thread before exit to leave nothing behind. */
+/** Frees per-thread match state. RE2 keeps none, so this does nothing now;
+ * kept so that callers written for a per-thread cache need not change. */
 void relabel_thread_cleanup(void);
 
 #endif

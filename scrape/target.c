@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/duration.h"
+#include "common/utf8.h"
 
 #define FNV64_BASIS 14695981039346656037ULL
 #define FNV64_PRIME 1099511628211ULL
@@ -168,14 +169,13 @@ static void quote(const char *s, char *out, size_t outlen)
     out[o++] = '"';
     for (; *s && o + 8 < outlen; s++) {
         unsigned char c = (unsigned char)*s;
-
-        size_t w = c < 0x80 ? 1 : c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : 2;
+        uint32_t r;
+        bool invalid;
+        size_t w = utf8_decode(s, strnlen(s, UTF8_MAX_LEN), &r, &invalid);
 
         if (c == '"' || c == '\\') {
             o += (size_t)snprintf(out + o, outlen - o, "\\%c", c);
-        } else if (c < 0x20 || c == 0x7F) {
-            o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
-        } else if (c >= 0x80 && (strnlen(s, w) < w || !relabel_valid_utf8(s, w))) {
+        } else if (c < 0x20 || c == 0x7F || invalid) {
             o += (size_t)snprintf(out + o, outlen - o, "\\x%02x", c);
         } else {
             for (size_t i = 0; i < w && o + 1 < outlen; i++)

@@ -8,7 +8,7 @@ PKGS=(
   build-essential meson ninja-build pkg-config
   # the libraries proflet links (see README "Dependencies")
   libuv1-dev libcurl4-openssl-dev libzstd-dev libprotobuf-c-dev
-  protobuf-c-compiler libcyaml-dev libpcre2-dev libdeflate-dev libjson-c-dev
+  protobuf-c-compiler libcyaml-dev libre2-dev libdeflate-dev libjson-c-dev
   libhttp-parser-dev libxxhash-dev libssl-dev libyaml-dev zlib1g-dev
   # the demo app and the real Go peers used by the tests
   golang-go golang-github-google-pprof-dev golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev

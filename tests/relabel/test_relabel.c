@@ -1,5 +1,5 @@
 /* Unit tests for relabel/: every action, every validation message, Go's
- * ExpandString edge cases, RE2 semantics where PCRE2's defaults differ,
+ * ExpandString edge cases, Go regexp semantics where other engines differ,
  * invalid UTF-8, limits, schemes, sanitising and concurrent use.
  *
  * Expected values come from the Prometheus/Go semantics written down in
@@ -9,9 +9,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "relabel/relabel.h"
-#include "relabel/relabel_int.h"
+#include "relabel/internal.h"
 #include "test.h"
 
 static char errbuf[1024];
@@ -497,7 +498,7 @@ TEST(expand_duplicate_names_take_first_participating)
 }
 
 /* ---------------------------------------------------------------------- */
-/* RE2 semantics on PCRE2                                                 */
+/* Go regexp semantics on RE2                                            */
 
 TEST(regex_anchored_and_dotall)
 {
@@ -507,7 +508,7 @@ TEST(regex_anchored_and_dotall)
     /* `.` matches newline (the wrapper sets s), (?-s) turns it off */
     ASSERT_TRUE(full_match("line1.*line2", "line1\nline2"));
     ASSERT_FALSE(full_match("(?-s:line1.*line2)", "line1\nline2"));
-    /* `$` does not match before a trailing newline (PCRE's would) */
+    /* `$` does not match before a trailing newline (Perl's and PCRE's would) */
     ASSERT_FALSE(full_match("a$\n?", "a\n"));
     ASSERT_FALSE(full_match("a$", "a\n"));
     ASSERT_TRUE(full_match("a\n$", "a\n"));
@@ -549,7 +550,7 @@ TEST(regex_ascii_perl_classes)
     ASSERT_TRUE(full_match("[\\D]", "x"));
     ASSERT_FALSE(full_match("[\\W\\d]", "a"));
     ASSERT_TRUE(full_match("[\\W\\d]", "5"));
-    /* \v is a literal VT in RE2, not PCRE's vertical-space class */
+    /* \v is a literal VT in Go, not Perl's vertical-space class */
     ASSERT_TRUE(full_match("\\v", "\v"));
     ASSERT_FALSE(full_match("\\v", "\n"));
     /* POSIX classes are ASCII too, [:space:] has \v */
@@ -590,7 +591,7 @@ TEST(regex_unicode_and_case_folding)
 TEST(regex_named_groups_both_syntaxes)
 {
     ASSERT_STR_EQ(rx("(?P<first>\\w+)-(?<second>\\w+)", "ab-cd", "${second}.${first}"), "cd.ab");
-    /* RE2 accepts names PCRE2 would not (a leading digit) */
+    /* Go accepts names Perl would not (a leading digit) */
     ASSERT_STR_EQ(rx("(?P<1a>x)", "x", "${1a}"), "x");
 }
 
@@ -611,7 +612,7 @@ TEST(regex_invalid_utf8_is_one_byte_fffd)
 
 TEST(regex_fast_paths_agree_with_engine)
 {
-    /* literal / prefix shapes skip PCRE2; the (?:) forms go through it */
+    /* literal / prefix shapes skip the engine; the (?:) forms go through it */
     static const char *subjects[] = {"",    "foo", "fo", "foox", "xfoo", "pre", "prex", "pre\xff",
                                      "pr\xc3\xa9", "pre\n", "a", "bc", "abc"};
     static const char *pairs[][2] = {
@@ -631,12 +632,26 @@ TEST(regex_fast_paths_agree_with_engine)
         }
 }
 
+/* A regex and (part of) the message compiling it must fail with. */
+struct rx_err {
+    const char *re;
+    const char *msg;
+};
+
+static void expect_regex_errors(const struct rx_err *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        const char *e = regex_err(v[i].re);
+
+        if (!*e || !strstr(e, v[i].msg) || strncmp(e, "error parsing regexp: ", 22) != 0)
+            test__fail(__FILE__, __LINE__, "regex %s: got \"%s\", want \"%s\"", v[i].re, e,
+                       v[i].msg);
+    }
+}
+
 TEST(regex_rejects_what_re2_rejects)
 {
-    static const struct {
-        const char *re;
-        const char *msg;
-    } v[] = {
+    static const struct rx_err v[] = {
         {"(a)\\1", "invalid escape sequence: `\\1`"},
         {"(?=a)", "invalid or unsupported Perl syntax: `(?=`"},
         {"(?!a)", "invalid or unsupported Perl syntax: `(?!`"},
@@ -674,16 +689,78 @@ TEST(regex_rejects_what_re2_rejects)
         {"\\", "missing closing ): `^(?s:\\)$`"},
     };
 
-    for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        const char *e = regex_err(v[i].re);
-
-        if (!*e || !strstr(e, v[i].msg) || strncmp(e, "error parsing regexp: ", 22) != 0)
-            test__fail(__FILE__, __LINE__, "regex %s: got \"%s\", want \"%s\"", v[i].re, e,
-                       v[i].msg);
-    }
+    expect_regex_errors(v, sizeof(v) / sizeof(v[0]));
     /* Prometheus wraps the regex textually, so a stray ")" can close its group */
     ASSERT_STR_EQ(regex_err("a)|(b"), "");
     ASSERT_STR_EQ(regex_err("a)"), "error parsing regexp: unexpected ): `^(?s:a))$`");
+}
+
+TEST(regex_go_syntax_re2_spells_differently)
+{
+    static const struct rx_err v[] = {
+        /* Go >= 1.22 names groups (?<n>...); RE2 2022 knows only (?P<n>...):
+         * messages still show what the user wrote */
+        {"(?<a-b>x)", "error parsing regexp: invalid named capture: `(?<a-b>`"},
+        {"(?<n>x", "error parsing regexp: missing closing ): `^(?s:(?<n>x)$`"},
+        {"(?<=a)b", "error parsing regexp: invalid named capture: `(?<=a)b)$`"},
+        /* \C is any byte in RE2, an error in Go; the first bad escape wins */
+        {"a\\C(", "error parsing regexp: invalid escape sequence: `\\C`"},
+        {"\\C\\Z", "error parsing regexp: invalid escape sequence: `\\C`"},
+        {"\\Z\\C", "error parsing regexp: invalid escape sequence: `\\Z`"},
+        {"[\\C]", "error parsing regexp: invalid escape sequence: `\\C`"},
+        {"(\\C", "error parsing regexp: invalid escape sequence: `\\C`"},
+        {"(?<n>a)\\C(", "error parsing regexp: invalid escape sequence: `\\C`"},
+        /* Go checks a repeat's counts first and shows them without `?` */
+        {"a*{1001}", "error parsing regexp: invalid repeat count: `{1001}`"},
+        {"a{1001}?", "error parsing regexp: invalid repeat count: `{1001}`"},
+        {"a{2}{3,1}", "error parsing regexp: invalid repeat count: `{3,1}`"},
+        {"a**{2}", "error parsing regexp: invalid nested repetition operator: `**`"},
+        {"a*{2}", "error parsing regexp: invalid nested repetition operator: `*{2}`"},
+    };
+    char deep[2 * 1000 + 2];
+
+    expect_regex_errors(v, sizeof(v) / sizeof(v[0]));
+    /* \C inside \Q...\E, or after an escaped backslash, is plain text */
+    ASSERT_TRUE(full_match("\\Qa\\C\\E", "a\\C"));
+    ASSERT_TRUE(full_match("\\\\C", "\\C"));
+    ASSERT_TRUE(full_match("[\\\\C]+", "C\\"));
+    ASSERT_STR_EQ(rx("(?<n>a+)(?P<m>b)", "aab", "${n}-${m}"), "aa-b");
+    ASSERT_TRUE(full_match("\\Q(?<n>\\E", "(?<n>"));
+    ASSERT_TRUE(full_match("[(?<n>]+", "(?<n>"));
+    /* 998 nested captures are Go's deepest (with the ^(?s:...)$ wrapper) */
+    memset(deep, '(', 998);
+    deep[998] = 'a';
+    memset(deep + 999, ')', 998);
+    deep[1997] = '\0';
+    ASSERT_STR_EQ(regex_err(deep), "");
+    memmove(deep + 1, deep, 1998);
+    deep[0] = '(';
+    deep[1998] = ')';
+    deep[1999] = '\0';
+    ASSERT(strstr(regex_err(deep), "error parsing regexp: expression nests too deeply: `^(?s:((((") ==
+           errbuf);
+    /* a flag group opens no group: 500 + 499 captures around it still nest 999 deep */
+    {
+        static char flags_deep[2 * 999 + 8];
+
+        memset(flags_deep, '(', 500);
+        memcpy(flags_deep + 500, "(?i)", 4);
+        memset(flags_deep + 504, '(', 499);
+        flags_deep[1003] = 'a';
+        memset(flags_deep + 1004, ')', 999);
+        ASSERT(strstr(regex_err(flags_deep), "expression nests too deeply") != NULL);
+    }
+}
+
+TEST(regex_large_program_gets_the_large_budget)
+{
+    /* 80 x `.{1000}` is 560,000 RE2 instructions, past the 8 MiB budget:
+     * Go compiles it, so must we */
+    static char big[80 * 7 + 1];
+
+    for (int i = 0; i < 80; i++)
+        memcpy(big + 7 * i, ".{1000}", 7);
+    ASSERT_STR_EQ(regex_err(big), "");
 }
 
 TEST(regex_injected_alternation_searches_like_go)
@@ -705,41 +782,81 @@ TEST(regex_injected_alternation_searches_like_go)
     relabel_rules_free(ms);
 }
 
-TEST(regex_limits_give_elimit)
+/* CPU time of the calling thread, in ms: what a loop-thread stall costs,
+ * unaffected by other work on the machine. */
+static double thread_cpu_ms(void)
 {
-    /* exponential backtracking that RE2 would run in linear time: PCRE2 stops
-     * at the match limit and the target gets RELABEL_ELIMIT, quickly */
-    char subject[64];
+    struct timespec ts;
 
-    memset(subject, 'x', 40);
-    memcpy(subject + 40, "zy", 3);
-    ASSERT_STR_EQ(rx("(x+x+)+y", subject, "m"), "<error -1002>");
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+TEST(regex_pathological_patterns_are_linear_and_exact)
+{
+    /* Exponential for a backtracking engine, linear for Go's (and ours):
+     * every target gets Go's answer, none an error, and 2,000 of them cost
+     * milliseconds, not the seconds a backtracking match limit took. */
+    char *src[] = {"__meta_kubernetes_pod_annotation_x"};
+    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "(a+)+$",
+                            .action = "keep"};
+    struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UTF8);
+    char no[32], yes[32];
+    unsigned kept = 0, dropped = 0;
+    double t0;
+
+    memset(no, 'a', 30);
+    memcpy(no + 30, "!", 2); /* 31 characters that almost match */
+    memset(yes, 'a', 31);
+    yes[31] = '\0';
+    t0 = thread_cpu_ms();
+    for (unsigned i = 0; i < 2000; i++) {
+        struct labels ls = LABELS_INIT;
+        int rc;
+
+        ASSERT_EQ(labels_set(&ls, src[0], i % 2 ? no : yes), 0);
+        rc = relabel_apply(rs, &ls);
+        ASSERT_GE(rc, 0);
+        if (rc == 1)
+            kept++;
+        else
+            dropped++;
+        labels_done(&ls);
+    }
+    ASSERT_EQ(kept, 1000);
+    ASSERT_EQ(dropped, 1000);
+    ASSERT_LT(thread_cpu_ms() - t0, 1000.0);
+    relabel_rules_free(rs);
+    /* submatches too: the group holds its last iteration, as in Go */
+    ASSERT_STR_EQ(rx("(a+)+$", yes, "$1"), yes);
+    ASSERT_STR_EQ(rx("(a+)+$", no, "$1"), "<nomatch>");
+    ASSERT_STR_EQ(rx("(x+x+)+y", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxzy", "m"), "<nomatch>");
+    ASSERT_STR_EQ(rx("(x+x+)+y", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxy", "[$1]"),
+                  "[xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx]");
+    ASSERT_STR_EQ(rx("(a|aa)*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "m"), "<nomatch>");
     ASSERT_STR_EQ(relabel_strerror(RELABEL_ELIMIT), "regex match or depth limit exceeded");
 }
 
-TEST(translate_exposes_group_table)
+TEST(regex_group_table)
 {
-    struct buf pat;
-    uint32_t ng = 0;
-    char **names = NULL;
+    struct relabel__regex *re = NULL;
     char err[256];
 
-    buf_init(&pat, 1 << 20);
-    ASSERT_EQ(relabel__translate("(a)(?P<x>b)(?:c)(?i:d)", 22, &pat, &ng, &names, err,
-                                 sizeof(err)),
+    ASSERT_EQ(relabel__regex_compile("(a)(?P<x>b)(?:c)(?i:d)(?<y>e)", 29, &re, err, sizeof(err)),
               0);
-    ASSERT_EQ(ng, 2);
-    ASSERT_NULL(names[1]);
-    ASSERT_STR_EQ(names[2], "x");
-    /* every escape is spelled out: no PCRE2 \s, $, \v in the output */
-    buf_reset(&pat);
-    free(names[2]);
-    free(names);
-    ASSERT_EQ(relabel__translate("\\s$\\v", 5, &pat, &ng, NULL, err, sizeof(err)), 0);
-    ASSERT_NULL(strstr(pat.data, "\\s"));
-    ASSERT_NULL(strstr(pat.data, "$"));
-    ASSERT_NULL(strstr(pat.data, "\\v"));
-    buf_done(&pat);
+    ASSERT_EQ(relabel__regex_groups(re), 3);
+    ASSERT_NULL(relabel__regex_group_name(re, 1));
+    ASSERT_STR_EQ(relabel__regex_group_name(re, 2), "x");
+    ASSERT_STR_EQ(relabel__regex_group_name(re, 3), "y");
+    ASSERT_NULL(relabel__regex_group_name(re, 4));
+    relabel__regex_free(re);
+    /* the fast shapes have Go's groups too */
+    ASSERT_EQ(relabel__regex_compile("pre(.*)", 7, &re, err, sizeof(err)), 0);
+    ASSERT_EQ(relabel__regex_groups(re), 1);
+    relabel__regex_free(re);
+    ASSERT_EQ(relabel__regex_compile("a|b", 3, &re, err, sizeof(err)), 0);
+    ASSERT_EQ(relabel__regex_groups(re), 0);
+    relabel__regex_free(re);
 }
 
 /* ---------------------------------------------------------------------- */
