@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds, and runs every test suite: unit,
-# integration, conformance and fuzz (corpus replay) in a normal build, then
-# unit and integration again under AddressSanitizer + UBSan. Ends with one
-# line "N passed, N failed".
+# integration, conformance and fuzz (corpus replay) in a normal build; unit
+# and integration again under AddressSanitizer + UBSan; and the fuzz corpora
+# under libFuzzer in an instrumented clang build with the same sanitizers,
+# where each target must reach its coverage floor. Ends with one line
+# "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh || exit 1
@@ -36,10 +38,19 @@ if [ "${PROFLET_SKIP_ASAN:-0}" != 1 ]; then
     echo "sanitizer build failed"; status=1
     echo '{"name": "asan-build", "result": "FAIL"}' > /tmp/proflet-testlog-asan.json
   fi
+
+  if CC=clang CXX=clang++ BUILD_DIR=build-fuzz scripts/build.sh -Dfuzzing=true \
+       -Db_sanitize=address,undefined -Db_lundef=false; then
+    run_suites build-fuzz fuzz
+    cp build-fuzz/meson-logs/testlog.json /tmp/proflet-testlog-fuzz.json
+  else
+    echo "fuzz build failed"; status=1
+    echo '{"name": "fuzz-build", "result": "FAIL"}' > /tmp/proflet-testlog-fuzz.json
+  fi
 fi
 
 /usr/bin/python3 - "$status" /tmp/proflet-testlog-main.json \
-    $( [ "${PROFLET_SKIP_ASAN:-0}" != 1 ] && echo /tmp/proflet-testlog-asan.json ) <<'PY'
+    $( [ "${PROFLET_SKIP_ASAN:-0}" != 1 ] && echo /tmp/proflet-testlog-asan.json /tmp/proflet-testlog-fuzz.json ) <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[2:]:
