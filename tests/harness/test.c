@@ -56,9 +56,28 @@ static bool selected(int argc, char **argv, const char *name)
     return false;
 }
 
+/* A name on the command line that selects nothing is a failure: a renamed
+ * test must not turn a meson test that names it into a silent pass. */
+static int unknown_names(int argc, char **argv)
+{
+    int unknown = 0;
+
+    for (int i = 1; i < argc; i++) {
+        bool found = false;
+
+        for (int t = 0; t < n_tests && !found; t++)
+            found = strcmp(argv[i], tests[t].name) == 0;
+        if (!found) {
+            printf("FAIL no test is named %s\n", argv[i]);
+            unknown++;
+        }
+    }
+    return unknown;
+}
+
 int test_main(int argc, char **argv)
 {
-    volatile int passed = 0, failed = 0;
+    volatile int passed = 0, failed = unknown_names(argc, argv);
 
     for (volatile int i = 0; i < n_tests; i++) {
         if (!selected(argc, argv, tests[i].name))
@@ -74,5 +93,5 @@ int test_main(int argc, char **argv)
         fflush(stdout);
     }
     printf("%d passed, %d failed\n", passed, failed);
-    return failed ? 1 : 0;
+    return failed || passed == 0 ? 1 : 0;
 }
