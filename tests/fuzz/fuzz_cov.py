@@ -14,10 +14,11 @@ out = run.stdout
 sys.stdout.write(out[-4000:])
 if run.returncode != 0:
     sys.exit(f"{exe}: exit {run.returncode}")
-m = re.search(r"INITED cov: (\d+) ft: (\d+) corp: (\d+)", out)
+m = re.search(r"INITED (?:cov: (\d+) ft: (\d+) corp: (\d+))?", out)
 if not m:
     sys.exit(f"{exe}: libFuzzer printed no INITED line")
-cov, ft, corp = map(int, m.groups())
+# Without instrumentation libFuzzer prints no coverage at all: zero.
+cov, ft, corp = (int(g or 0) for g in m.groups())
 print(f"coverage {cov} (floor {floor}), features {ft}, corpus {corp}")
 if cov < floor:
     sys.exit(f"{exe}: coverage {cov} below its floor {floor}")

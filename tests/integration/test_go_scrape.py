@@ -9,6 +9,15 @@ import subprocess
 from lib import *
 
 TYPES = ["process_cpu", "memory", "goroutine", "mutex", "block"]
+# The sample-types line `go tool pprof -raw` prints for each type (less
+# the [dflt] mark on the default one).
+SAMPLE_TYPES = {
+    "process_cpu": "samples/count cpu/nanoseconds",
+    "memory": "alloc_objects/count alloc_space/bytes inuse_objects/count inuse_space/bytes",
+    "goroutine": "goroutine/count",
+    "mutex": "contentions/count delay/nanoseconds",
+    "block": "contentions/count delay/nanoseconds",
+}
 
 
 def main():
@@ -60,8 +69,12 @@ remote-write:
             check(not any(k.startswith("__") and k not in ("__name__", "__delta__") for k in l),
                   f"{path}: internal labels leaked: {l}")
             raw = pprof_raw(path)
-            check("Samples:" in raw or "samples/count" in raw or "PeriodType" in raw,
-                  f"{path}: go tool pprof -raw printed no profile")
+            lines = [l.replace("[dflt]", "") for l in raw.splitlines()]
+            check(SAMPLE_TYPES[name] in lines,
+                  f"{path}: {name} without its sample types {SAMPLE_TYPES[name]!r}")
+            if name == "goroutine":  # a live Go process always has goroutines
+                first = lines.index(SAMPLE_TYPES[name]) + 1
+                check(first < len(lines) and lines[first].strip()[:1].isdigit(), f"{path}: no goroutine samples")
 
         # The delta'd memory profile keeps all four heap columns.
         mem = [p_ for p_, m in profs if labels_of(m).get("__name__") == "memory"][0]

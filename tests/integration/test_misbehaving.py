@@ -60,6 +60,14 @@ scrape-configs:
       - application: ok-fixture
         targets: [127.0.0.1:{bport}]
 {jobs}
+  - job-name: overlap
+    scrape-interval: 1s
+    scrape-timeout: 3s
+    path-prefix: /slow
+    enabled-profiles: [goroutine]
+    static-configs:
+      - application: overlap
+        targets: [127.0.0.1:{bport}]
 remote-write:
   - url: file://{sink}
 """)
@@ -105,7 +113,13 @@ remote-write:
         text = metrics(sport)
         skipped = metric_value(text, "proflet_scrape_skipped_ticks_total", job="healthy")
         check(skipped == 0, f"healthy target skipped {skipped} ticks")
-        # The slow target's requests overlap its ticks: those are skipped and counted, never stacked.
+        # A request that outlives its interval (timeout 3 s, interval 1 s)
+        # makes the ticks that fall inside it skipped and counted, never
+        # stacked: about two per 3 s request.
+        overlap_skipped = metric_value(text, "proflet_scrape_skipped_ticks_total", job="overlap") or 0
+        overlap_timeouts = metric_value(text, "proflet_scrape_failures_total", job="overlap", reason="timeout") or 0
+        check(overlap_timeouts >= 1 and overlap_skipped >= overlap_timeouts,
+              f"overlap: {overlap_skipped} skipped ticks for {overlap_timeouts} timed-out requests")
         # Nothing of the bad targets reached the sink.
         bad_profiles = [m for _, m in sink_profiles(sink) if labels_of(m).get("service_name", "").startswith("bad-")]
         check(not bad_profiles, f"bad targets produced profiles: {bad_profiles[:2]}")
