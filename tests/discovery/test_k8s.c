@@ -270,6 +270,8 @@ TEST(add_modify_delete_within_a_second)
               (s = pod_src(&e, "shop", "new-1")) &&
                   strcmp(labels_get(&s->t[0], "__meta_kubernetes_pod_label_app"), "api") == 0,
               5000);
+    ASSERT_NOT_NULL(s = pod_src(&e, "shop", "new-1"));
+    ASSERT_STR_EQ(labels_get(&s->t[0], "__meta_kubernetes_pod_label_app"), "api");
     ASSERT_LT(uv_hrtime() - t0, 1000000000ull);
     /* Losing its IP empties the group. */
     fake_ctl(&e.f, "/apply", pod_json("new-1", "shop", "", "node-a", "api"));
@@ -277,6 +279,8 @@ TEST(add_modify_delete_within_a_second)
     ASSERT_NULL(pod_src(&e, "shop", "new-1"));
     fake_ctl(&e.f, "/apply", pod_json("new-1", "shop", "10.0.0.51", "node-a", "api"));
     RUN_UNTIL(&e.loop, pod_src(&e, "shop", "new-1") != NULL, 5000);
+    ASSERT_NOT_NULL(s = pod_src(&e, "shop", "new-1"));
+    ASSERT_STR_EQ(labels_get(&s->t[0], "__address__"), "10.0.0.51:6060");
     t0 = uv_hrtime();
     del_pod(&e, "shop", "new-1");
     RUN_UNTIL(&e.loop, pod_src(&e, "shop", "new-1") == NULL, 5000);
