@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/macros.h"
 #include "relabel/relabel.h"
 #include "relabel/internal.h"
 #include "test.h"
@@ -281,6 +282,27 @@ TEST(action_labelmap_labeldrop_labelkeep)
     relabel_rules_free(m);
     relabel_rules_free(d);
     relabel_rules_free(k);
+}
+
+/* The regex is anchored on both ends: `b` names the label b only, never a
+ * label that merely contains or starts with b. */
+TEST(labeldrop_labelkeep_match_whole_names)
+{
+    /* "b" takes the literal fast path, "[b]" the regex engine. */
+    char *regexes[] = {"b", "[b]"};
+    const char *in[] = {"ab", "1", "b", "2", "bc", "3", NULL};
+
+    for (size_t i = 0; i < ARRAY_SIZE(regexes); i++) {
+        struct relabel_cfg ldrop = {.regex = regexes[i], .action = "labeldrop"};
+        struct relabel_cfg lkeep = {.regex = regexes[i], .action = "labelkeep"};
+        struct relabel_rules *d = compile(&ldrop, 1, RELABEL_SCHEME_UNSET);
+        struct relabel_rules *k = compile(&lkeep, 1, RELABEL_SCHEME_UNSET);
+
+        ASSERT_STR_EQ(apply(d, in), "{ab=\"1\", bc=\"3\"}");
+        ASSERT_STR_EQ(apply(k, in), "{b=\"2\"}");
+        relabel_rules_free(d);
+        relabel_rules_free(k);
+    }
 }
 
 TEST(labelmap_name_is_not_validated_under_utf8)
