@@ -73,7 +73,7 @@ def test_build_and_stage():
               f"{absent} must not be in the runtime root")
     with open(os.path.join(root, "usr/share/proflet/runtime-packages.txt")) as f:
         pkgs = {l.split()[0] for l in f if l.strip()}
-    for want in ("libc6", "libuv1", "libcurl4", "libzstd1", "libcyaml1", "libpcre2-8-0", "libdeflate0",
+    for want in ("libc6", "libuv1", "libcurl4", "libzstd1", "libcyaml1", "libre2-9", "libdeflate0",
                  "libjson-c5", "libprotobuf-c1", "ca-certificates"):
         check(want in pkgs, f"runtime package {want} listed: {sorted(pkgs)}")
     st = os.stat(os.path.join(root, "var/lib/proflet/spool"))
