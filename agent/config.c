@@ -38,12 +38,16 @@ static const cyaml_schema_field_t limits_fields[] = {
     DISC_CFG_LIMIT_FIELDS(struct agent_config, discovery),
     CYAML_FIELD_UINT("workers", OPT, struct agent_config, limits.workers),
     CYAML_FIELD_UINT("max-jobs-backlog", OPT, struct agent_config, limits.max_jobs_backlog),
+    CYAML_FIELD_UINT("memory-budget", OPT, struct agent_config, limits.memory_budget),
     CYAML_FIELD_END,
 };
 static const struct conf_key limits_keys[] = {
     CONF_KEY_NUM("max-body-bytes", CONF_UNIT_BYTES, SCRAPE_DEFAULT_MAX_BODY_BYTES),
     { .key = "workers", .def = "2" },
     { .key = "max-jobs-backlog", .def = "1024" },
+    /* Fits the chart's 256Mi limit beside the rest of the process
+     * (docs/limits.md has the measured figures). */
+    CONF_KEY_NUM("memory-budget", CONF_UNIT_BYTES, 96ull << 20),
     { 0 },
 };
 static const struct conf_key *const limits_key_tables[] = { limits_keys, pprof_limits_keys,
@@ -53,8 +57,12 @@ static int limits_post(struct conf_load *ld, struct conf_node *n)
 {
     struct conf_node *w = conf_get(n, "workers");
 
+    struct conf_node *budget = conf_get(n, "memory-budget");
+
     if (conf_uint(w) == 0)
         return conf_fail(ld, w, "workers must be at least 1");
+    if (conf_uint(budget) < (1u << 20))
+        return conf_fail(ld, budget, "memory-budget must be at least 1MiB");
     return pprof_limits_check(ld, n);
 }
 

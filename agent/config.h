@@ -28,6 +28,7 @@ struct agent_limits {
     uint64_t max_body_bytes;       /**< scraped body cap unless a job sets body-size-limit */
     unsigned workers;              /**< worker threads, default 2 */
     unsigned max_jobs_backlog;     /**< queued CPU jobs, default 1024 */
+    uint64_t memory_budget;        /**< peak bytes of all profile jobs in flight */
 };
 
 /** The whole file. */

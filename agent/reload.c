@@ -87,6 +87,7 @@ int agent__reload(struct agent *a, const char *why)
     if (r < 0)
         goto fail;
     workq_set_limits(a->work, a->workers, c->limits.max_jobs_backlog);
+    workq_set_budget(a->work, c->limits.memory_budget);
     note_fixed(a, c);
     conf_doc_unref(a->doc);
     a->doc = doc;

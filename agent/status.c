@@ -43,6 +43,15 @@ static void metrics(struct agent *a, struct buf *b)
     prom_head(b, "proflet_worker_jobs_rejected_total", "counter",
               "CPU jobs refused because the backlog was full.");
     prom_u64(b, "proflet_worker_jobs_rejected_total", NULL, w.rejected);
+    prom_head(b, "proflet_worker_memory_budget_bytes", "gauge",
+              "Peak memory all profile jobs in flight may use together (limits.memory-budget).");
+    prom_u64(b, "proflet_worker_memory_budget_bytes", NULL, w.max_cost);
+    prom_head(b, "proflet_worker_memory_in_flight_bytes", "gauge",
+              "Peak memory the profile jobs running now were admitted with.");
+    prom_u64(b, "proflet_worker_memory_in_flight_bytes", NULL, w.cost_inflight);
+    prom_head(b, "proflet_worker_jobs_over_budget_total", "counter",
+              "Profile jobs refused because they alone exceed the memory budget.");
+    prom_u64(b, "proflet_worker_jobs_over_budget_total", NULL, w.over_budget);
     prom_head(b, "proflet_config_reloads_total", "counter", "Configuration reloads by result.");
     prom_u64(b, "proflet_config_reloads_total", (const char *const[]){ "result", "success", NULL },
              a->reloads_ok);

@@ -1,7 +1,10 @@
 /* The bounded CPU work queue (see workq.h): a window of uv_queue_work jobs
- * plus a FIFO backlog on the loop thread. The loop thread owns every field;
+ * under a memory budget, plus a FIFO backlog on the loop thread. The head
+ * of the FIFO waits for room rather than letting cheaper jobs pass it, so a
+ * large profile is never starved by a stream of small ones. The loop thread owns every field;
  * a pool thread only runs a job's `fn` on its own argument. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "common/workq.h"
@@ -12,6 +15,7 @@ struct workq_item {
     workq_fn fn;
     workq_after_fn after;
     void *arg;
+    uint64_t cost;
     struct workq_item *next;
 };
 
@@ -20,8 +24,11 @@ struct workq {
     unsigned max_inflight, max_backlog;
     unsigned inflight, backlog;
     struct workq_item *head, *tail;
-    uint64_t completed, rejected;
+    uint64_t completed, rejected, over_budget;
+    uint64_t max_cost, cost_inflight;
 };
+
+static void pump(struct workq *q);
 
 struct workq *workq_new(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog)
 {
@@ -40,6 +47,12 @@ void workq_set_limits(struct workq *q, unsigned max_inflight, unsigned max_backl
     q->max_backlog = max_backlog;
 }
 
+void workq_set_budget(struct workq *q, uint64_t max_cost)
+{
+    q->max_cost = max_cost;
+    pump(q);
+}
+
 static void work_cb(uv_work_t *req)
 {
     struct workq_item *w = req->data;
@@ -47,23 +60,27 @@ static void work_cb(uv_work_t *req)
     w->fn(w->arg);
 }
 
-static void pump(struct workq *q);
-
 static void after_cb(uv_work_t *req, int status)
 {
     struct workq_item *w = req->data;
     struct workq *q = w->q;
 
     q->inflight--;
+    q->cost_inflight -= w->cost;
     q->completed++;
     w->after(w->arg, status);
     free(w);
     pump(q);
 }
 
+static bool fits(const struct workq *q, const struct workq_item *w)
+{
+    return !q->max_cost || q->inflight == 0 || q->cost_inflight + w->cost <= q->max_cost;
+}
+
 static void pump(struct workq *q)
 {
-    while (q->inflight < q->max_inflight && q->head) {
+    while (q->inflight < q->max_inflight && q->head && fits(q, q->head)) {
         struct workq_item *w = q->head;
 
         q->head = w->next;
@@ -77,15 +94,26 @@ static void pump(struct workq *q)
             continue;
         }
         q->inflight++;
+        q->cost_inflight += w->cost;
     }
 }
 
 int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn after, void *arg)
 {
+    return workq_submit_cost(q, flags, 0, fn, after, arg);
+}
+
+int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn fn,
+                      workq_after_fn after, void *arg)
+{
     struct workq_item *w;
 
-    if ((flags & WORKQ_SKIPPABLE) && q->inflight >= q->max_inflight &&
-        q->backlog >= q->max_backlog) {
+    if (q->max_cost && cost > q->max_cost) {
+        q->over_budget++;
+        return -E2BIG;
+    }
+    if ((flags & WORKQ_SKIPPABLE) && q->backlog >= q->max_backlog &&
+        (q->inflight >= q->max_inflight || q->head)) {
         q->rejected++;
         return -EAGAIN;
     }
@@ -95,6 +123,7 @@ int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn af
     w->fn = fn;
     w->after = after;
     w->arg = arg;
+    w->cost = cost;
     if (q->tail)
         q->tail->next = w;
     else
@@ -129,6 +158,9 @@ void workq_get_stats(const struct workq *q, struct workq_stats *out)
     out->backlog = q->backlog;
     out->completed = q->completed;
     out->rejected = q->rejected;
+    out->over_budget = q->over_budget;
+    out->cost_inflight = q->cost_inflight;
+    out->max_cost = q->max_cost;
 }
 
 void workq_free(struct workq *q)

@@ -9,6 +9,12 @@
  * encodes of accepted profiles) always queue: their owners bound how many
  * they submit.
  *
+ * A job may also declare a cost, the peak memory it will use (bytes): jobs
+ * start only while the costs of the running ones fit `max_cost`, so every
+ * in-flight profile shares one memory budget and a job that does not fit
+ * waits for room instead of overcommitting. A job costlier than the whole
+ * budget is refused (-E2BIG). Zero-cost jobs are bounded by their owners.
+ *
  * The loop thread owns the queue. A job's `fn` runs on a pool thread and
  * touches only its own argument; `after` runs on the loop thread with 0, or
  * UV_ECANCELED for a job cancelled before it started. */
@@ -31,7 +37,10 @@ struct workq_stats {
     unsigned inflight;
     unsigned backlog;
     uint64_t completed;
-    uint64_t rejected;
+    uint64_t rejected;      /**< refused: a full backlog */
+    uint64_t over_budget;   /**< refused: costlier than the whole budget */
+    uint64_t cost_inflight; /**< bytes the running jobs declared */
+    uint64_t max_cost;      /**< the budget (0: none) */
 };
 
 struct workq;
@@ -40,10 +49,16 @@ struct workq;
 struct workq *workq_new(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog);
 /** Changes the bounds (a reload); jobs already queued stay. */
 void workq_set_limits(struct workq *q, unsigned max_inflight, unsigned max_backlog);
+/** Sets the memory budget of running jobs, bytes (0: no budget). */
+void workq_set_budget(struct workq *q, uint64_t max_cost);
 /** Queues `fn(arg)`, then `after(arg, status)` on the loop. Returns 0, or
  * -EAGAIN (a WORKQ_SKIPPABLE job and a full backlog) or -ENOMEM, in which
  * case nothing was queued and `after` never runs. */
 int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn after, void *arg);
+/** workq_submit() for a job that will use up to `cost` bytes at its peak;
+ * also -E2BIG when `cost` exceeds the whole budget. */
+int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn fn,
+                      workq_after_fn after, void *arg);
 /** Cancels every job not started yet: their `after` runs with
  * UV_ECANCELED, from this call. */
 void workq_cancel_backlog(struct workq *q);

@@ -253,3 +253,27 @@ int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **ou
         return -ENOMEM;
     return gzip_with(c, in, in_len, out, out_len);
 }
+
+/* Peak bytes per decompressed byte, measured with tests/bench/pprof's
+ * heaps (docs/limits.md): a delta holds the input, the decompressed bytes,
+ * the decode tables and the re-encoded output at once (about 4x); a
+ * pass-through check holds the decompressed bytes. */
+#define DELTA_COST_PER_RAW_BYTE 5
+#define CHECK_COST_PER_RAW_BYTE 1
+
+int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bool delta,
+                   size_t *raw, uint64_t *cost)
+{
+    uint64_t per = delta ? DELTA_COST_PER_RAW_BYTE : CHECK_COST_PER_RAW_BYTE;
+
+    *raw = in_len;
+    if (is_gzip(in, in_len)) {
+        if (in_len < 18)
+            return PPROF_ECORRUPT;
+        *raw = le32(in + in_len - 4);
+    }
+    if (*raw > max_decompressed)
+        return PPROF_ETOOLARGE;
+    *cost = (uint64_t)in_len + (uint64_t)*raw * per;
+    return 0;
+}

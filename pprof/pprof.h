@@ -8,6 +8,7 @@
 #ifndef PROFLET_PPROF_H
 #define PROFLET_PPROF_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +101,16 @@ int pprof_delta_process(struct pprof_delta *d, const uint8_t *in, size_t in_len,
  * trailer's size is only a hint). Plain (non-gzip) input is copied. Returns
  * 0, PPROF_ETOOLARGE, PPROF_ECORRUPT or -ENOMEM. */
 int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, size_t *out_len);
+
+/** The memory a delta (or, with !delta, a pass-through check) of the body
+ * `in` needs at its peak, for admission under a memory budget: from the
+ * decompressed size the gzip trailer announces, stored in `*raw`. The job
+ * must then be run with max_decompressed = *raw, so that a trailer that
+ * understates the size (a lie, or a multi-member stream) fails as
+ * PPROF_ETOOLARGE instead of overcommitting. Also PPROF_ETOOLARGE when the
+ * announced size exceeds `max_decompressed`, before anything is inflated. */
+int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bool delta,
+                   size_t *raw, uint64_t *cost);
 
 /** Checks that `in` (gzip or plain) decodes as a pprof profile within the
  * limits, without keeping it. Returns 0 or a negative code with a message. */

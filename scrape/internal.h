@@ -88,7 +88,7 @@ int target_result_json(const struct target_result *r, bool show_dropped, struct 
 /* Why a scrape failed (label `reason` of proflet_scrape_failures_total). */
 enum scrape_fail {
     FAIL_CONNECT, FAIL_TIMEOUT, FAIL_TOO_LARGE, FAIL_HTTP_STATUS, FAIL_EMPTY,
-    FAIL_NOT_PPROF, FAIL_IO, FAIL_DECODE, FAIL_BACKLOG, FAIL_N,
+    FAIL_NOT_PPROF, FAIL_IO, FAIL_DECODE, FAIL_BACKLOG, FAIL_OVER_BUDGET, FAIL_N,
 };
 
 /* Counters of one (job, profile type); kept for the life of the manager

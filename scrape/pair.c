@@ -10,6 +10,7 @@
  * start while its previous job is pending, so profiles of one pair never
  * overtake each other. */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,7 +24,7 @@ const char *const scrape__fail_names[FAIL_N] = {
     [FAIL_TOO_LARGE] = "too_large", [FAIL_HTTP_STATUS] = "http_status",
     [FAIL_EMPTY] = "empty",         [FAIL_NOT_PPROF] = "not_pprof",
     [FAIL_IO] = "io",               [FAIL_DECODE] = "decode",
-    [FAIL_BACKLOG] = "backlog",
+    [FAIL_BACKLOG] = "backlog",     [FAIL_OVER_BUDGET] = "over_budget",
 };
 
 struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
@@ -178,7 +179,7 @@ static void delta_after(void *arg, int status)
         char msg[300];
 
         snprintf(msg, sizeof(msg), "%s", j->err[0] ? j->err : pprof_strerror(j->rc));
-        set_error(p, FAIL_DECODE, msg);
+        set_error(p, j->rc == PPROF_ETOOLARGE ? FAIL_TOO_LARGE : FAIL_DECODE, msg);
     } else if (j->rc == PPROF_DELTA_BASELINE) {
         p->stats->delta_baselines++;
         clear_error(p);
@@ -292,6 +293,8 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
      * truncated or corrupt gzip is the target's error, not the server's. */
     {
         struct delta_job *j = calloc(1, sizeof(*j));
+        uint64_t cost;
+        size_t raw;
         int r;
 
         if (!j) {
@@ -305,13 +308,33 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         j->start_ns = start_ns;
         j->end_ns = end_ns;
         j->passthrough = !(is_cumulative(prof) && p->delta);
+        /* Admission: the job's peak memory, from the size the gzip trailer
+         * announces, must fit the shared budget; the job is then held to
+         * that size. */
+        r = pprof_job_cost(body, len, j->limits.max_decompressed, !j->passthrough, &raw, &cost);
+        if (r < 0) {
+            free(j->in);
+            free(j);
+            snprintf(msg, sizeof(msg), "%s", r == PPROF_ETOOLARGE ?
+                     "decompressed size announced over max-decompressed" : pprof_strerror(r));
+            set_error(p, r == PPROF_ETOOLARGE ? FAIL_TOO_LARGE : FAIL_DECODE, msg);
+            return;
+        }
+        j->limits.max_decompressed = raw;
         p->busy = true;
-        r = workq_submit(m->work, WORKQ_SKIPPABLE, delta_work, delta_after, j);
+        r = workq_submit_cost(m->work, WORKQ_SKIPPABLE, cost, delta_work, delta_after, j);
         if (r < 0) {
             p->busy = false;
             free(j->in);
             free(j);
-            set_error(p, FAIL_BACKLOG, "worker backlog full: profile skipped");
+            if (r == -E2BIG) {
+                snprintf(msg, sizeof(msg),
+                         "profile needs %" PRIu64 " MiB to process, over the memory budget",
+                         (cost + (1 << 20) - 1) >> 20);
+                set_error(p, FAIL_OVER_BUDGET, msg);
+            } else {
+                set_error(p, FAIL_BACKLOG, "worker backlog full: profile skipped");
+            }
         }
     }
 }

@@ -2,7 +2,9 @@
  * `max_inflight` jobs run at once on libuv's pool (two jobs are seen
  * running together, never three), a bounded FIFO backlog refuses
  * skippable jobs past it while other jobs still queue, FIFO completion for
- * a window of one, cancellation of the backlog, and a clean loop close. */
+ * a window of one, cancellation of the backlog, the memory budget (running
+ * costs never exceed it, the head waits for room, a job costlier than the
+ * budget is refused), and a clean loop close. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -116,6 +118,55 @@ TEST(workq_cancel_backlog)
     ASSERT_EQ(workq_pending(q), 1);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(n_order, 1);
+    workq_free(q);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
+static atomic_int cost_running, cost_peak;
+
+static void costly_job(void *arg)
+{
+    int cost = (int)(intptr_t)arg;
+    int now = atomic_fetch_add(&cost_running, cost) + cost;
+    int p = atomic_load(&cost_peak);
+
+    while (now > p && !atomic_compare_exchange_weak(&cost_peak, &p, now))
+        ;
+    job(arg);
+    atomic_fetch_sub(&cost_running, cost);
+}
+
+TEST(workq_budget_bounds_running_costs)
+{
+    static const int costs[] = {60, 60, 30, 10};
+    struct workq_stats st;
+    struct workq *q;
+    uv_loop_t loop;
+
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    reset(3);
+    atomic_store(&cost_peak, 0);
+    q = workq_new(&loop, 4, 8);
+    workq_set_budget(q, 100);
+    for (int i = 0; i < 4; i++)
+        ASSERT_EQ(workq_submit_cost(q, WORKQ_SKIPPABLE, costs[i], costly_job, after,
+                                    (void *)(intptr_t)costs[i]), 0);
+    /* The second 60 does not fit beside the first: it waits, and the
+     * cheaper jobs behind it wait too (no overtaking). */
+    workq_get_stats(q, &st);
+    ASSERT_EQ(st.inflight, 1);
+    ASSERT_EQ(st.backlog, 3);
+    ASSERT_EQ(st.cost_inflight, 60);
+    /* Costlier than the whole budget: refused at once, and counted. */
+    ASSERT_EQ(workq_submit_cost(q, 0, 101, costly_job, after, (void *)(intptr_t)101), -E2BIG);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ASSERT_EQ(n_order, 4);
+    ASSERT_EQ(order[0], 60);
+    /* 60 + 30 + 10 ran together once the first finished; never more. */
+    ASSERT_EQ(atomic_load(&cost_peak), 100);
+    workq_get_stats(q, &st);
+    ASSERT_EQ(st.over_budget, 1);
+    ASSERT_EQ(st.cost_inflight, 0);
     workq_free(q);
     ASSERT_EQ(uv_loop_close(&loop), 0);
 }

@@ -10,6 +10,8 @@ Serves GET /<mode>/debug/pprof/<anything> where mode is one of:
   endless   an endless body
   oversized an 8 MiB body
   empty     200 with no body
+  bigraw    a valid gzip pprof that inflates to 24 MiB (a padding field),
+            its size announced honestly in the gzip trailer
 Usage: badtarget.py PORT_FILE. Writes its port to PORT_FILE, logs each
 request as "mode unix_time" lines to PORT_FILE.log.
 """
@@ -54,6 +56,8 @@ def tiny_pprof():
 
 
 PPROF = tiny_pprof()
+# Field 99 is unknown to pprof readers, who skip it.
+BIGRAW = gzip.compress(gzip.decompress(PPROF) + field(99, bytes(24 << 20)))
 LOG_LOCK = threading.Lock()
 
 
@@ -89,6 +93,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 self.send_body(200, "application/json", b'{"error": "nope"}')
             elif mode == "truncated":
                 self.send_body(200, "application/octet-stream", PPROF[: len(PPROF) // 2])
+            elif mode == "bigraw":
+                self.send_body(200, "application/octet-stream", BIGRAW)
             elif mode == "empty":
                 self.send_body(200, "application/octet-stream", b"")
             elif mode == "oversized":
