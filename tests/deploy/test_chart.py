@@ -10,7 +10,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import k8s_validate  # noqa: E402
-import relabel_sim  # noqa: E402
+import relabel_oracle  # noqa: E402
 from dlib import check, find, one, render, run_tests  # noqa: E402
 
 
@@ -113,10 +113,11 @@ def test_statefulset_shards_by_pod_index():
               f"{j['job-name']}: keep ${{SHARD}}: {last2[1]}")
     # Every target is kept by exactly one shard, whatever the address.
     job = jobs[0]
-    for i in range(200):
-        t = relabel_sim.pod_targets("ns", f"p{i}", f"10.1.{i // 250}.{i % 250}", [("app", [("pprof", 6060)])],
-                                    annotations={"pyroscope.io/scrape": "true"})[0]
-        kept = [s for s in range(3) if relabel_sim.apply(job["relabel-configs"], t, env={"SHARD": str(s)})]
+    targets = [relabel_oracle.pod_targets("ns", f"p{i}", f"10.1.{i // 250}.{i % 250}", [("app", [("pprof", 6060)])],
+                                          annotations={"pyroscope.io/scrape": "true"})[0] for i in range(200)]
+    by_shard = [relabel_oracle.apply_many(job["relabel-configs"], targets, env={"SHARD": str(s)}) for s in range(3)]
+    for i, t in enumerate(targets):
+        kept = [s for s in range(3) if by_shard[s][i] is not None]
         check(len(kept) == 1, f"target {t['__address__']} kept by shards {kept}")
 
 
@@ -138,22 +139,22 @@ def test_pyroscope_io_convention_is_the_seed_job():
     cfg = config_of(render())
     job = [j for j in cfg["scrape-configs"] if j["job-name"] == "kubernetes-pods"][0]
     rules = job["relabel-configs"]
-    pods = relabel_sim.pod_targets("shop", "cart-1", "10.0.0.7", [("cart", [("http", 8080)])],
+    pods = relabel_oracle.pod_targets("shop", "cart-1", "10.0.0.7", [("cart", [("http", 8080)])],
                                    annotations={"pyroscope.io/scrape": "true", "pyroscope.io/port": "6060",
                                                 "pyroscope.io/application-name": "cart",
                                                 "pyroscope.io/profile-cpu-enabled": "false"},
                                    labels={"app": "cart"})
-    out = relabel_sim.apply(rules, pods[0])
+    out = relabel_oracle.apply(rules, pods[0])
     check(out is not None, "annotated pod kept")
     check(out["__address__"] == "10.0.0.7:6060", f"address from pyroscope.io/port: {out['__address__']}")
     check(out["__name__"] == "cart" and out["app"] == "cart" and out["kubernetes_namespace"] == "shop",
           f"labels: {out}")
     check(out.get("__profile_cpu_enabled") == "false", "pyroscope.io/profile-* annotations map to __profile_*")
-    plain = relabel_sim.pod_targets("shop", "db-1", "10.0.0.8", [("db", [("sql", 5432)])])
-    check(relabel_sim.apply(rules, plain[0]) is None, "unannotated pod dropped")
-    pending = relabel_sim.pod_targets("shop", "c2", "10.0.0.9", [("c", [("http", 80)])],
+    plain = relabel_oracle.pod_targets("shop", "db-1", "10.0.0.8", [("db", [("sql", 5432)])])
+    check(relabel_oracle.apply(rules, plain[0]) is None, "unannotated pod dropped")
+    pending = relabel_oracle.pod_targets("shop", "c2", "10.0.0.9", [("c", [("http", 80)])],
                                       annotations={"pyroscope.io/scrape": "true"}, phase="Pending")
-    check(relabel_sim.apply(rules, pending[0]) is None, "pending pod dropped")
+    check(relabel_oracle.apply(rules, pending[0]) is None, "pending pod dropped")
 
 
 def test_profiles_grafana_com_convention():
@@ -166,9 +167,9 @@ def test_profiles_grafana_com_convention():
     two_ports = [("app", [("http", 8080), ("http-pprof", 9090)]), ("proxy", [("envoy", 15000)])]
 
     def kept(job, ann):
-        pods = relabel_sim.pod_targets("ns", "p", "10.0.0.5", two_ports, annotations=ann,
+        pods = relabel_oracle.pod_targets("ns", "p", "10.0.0.5", two_ports, annotations=ann,
                                        labels={"app.kubernetes.io/name": "p"})
-        return [o for o in (relabel_sim.apply(jobs[job]["relabel-configs"], t) for t in pods) if o]
+        return [o for o in relabel_oracle.apply_many(jobs[job]["relabel-configs"], pods) if o]
 
     out = kept("profiles-grafana-com-cpu", {"profiles.grafana.com/cpu.scrape": "true",
                                             "profiles.grafana.com/cpu.port": "9090"})
