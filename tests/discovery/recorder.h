@@ -10,6 +10,7 @@
 #include "common/workq.h"
 #include "discovery/discovery.h"
 #include "tests/harness/test.h"
+#include "test_loop.h"
 
 /* The discovery settings of a few jobs, built by hand in the shape the
  * configuration file gives them. */
@@ -141,32 +142,6 @@ static inline void rec_free(struct rec *r)
     }
     free(r->s);
     memset(r, 0, sizeof(*r));
-}
-
-/* Runs the loop until cond() holds or `ms` of wall time pass. */
-#define RUN_UNTIL(loop, cond, ms)                                                  \
-    do {                                                                           \
-        uint64_t deadline_ = uv_hrtime() + (uint64_t)(ms) * 1000000ull;            \
-        while (!(cond) && uv_hrtime() < deadline_)                                 \
-            uv_run((loop), UV_RUN_ONCE);                                           \
-    } while (0)
-
-/* A timer that keeps uv_run(ONCE) from blocking for ever. */
-struct ticker {
-    uv_timer_t t;
-};
-static inline void ticker_cb(uv_timer_t *t)
-{
-    (void)t;
-}
-static inline void ticker_start(uv_loop_t *loop, struct ticker *tk, uint64_t ms)
-{
-    uv_timer_init(loop, &tk->t);
-    uv_timer_start(&tk->t, ticker_cb, ms, ms);
-}
-static inline void ticker_stop(struct ticker *tk)
-{
-    uv_close((uv_handle_t *)&tk->t, NULL);
 }
 
 static inline void closed_flag(void *ud)
