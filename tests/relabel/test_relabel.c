@@ -2,8 +2,9 @@
  * ExpandString edge cases, Go regexp semantics where other engines differ,
  * invalid UTF-8, limits, schemes, sanitising and concurrent use.
  *
- * Expected values come from the Prometheus/Go semantics written down in
- * reference/prometheus.md §1 and the Go regexp/syntax documentation (e.g.
+ * Expected values come from Prometheus' model/relabel semantics (its tests
+ * and documentation; docs/design.md "Relabeling") and the Go regexp/syntax
+ * documentation (e.g.
  * `\s` is [\t\n\f\r ], `$1x` means ${1x}), never from our own output. */
 #include <errno.h>
 #include <pthread.h>
@@ -216,7 +217,7 @@ TEST(action_keepequal_dropequal)
 
 TEST(action_hashmod_vectors)
 {
-    /* reference/prometheus.md §1.2 examples */
+    /* values computed with Prometheus' hashmod: md5, last 8 bytes, modulo */
     static const struct {
         const char *val;
         uint64_t mod;
