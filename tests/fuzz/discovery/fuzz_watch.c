@@ -1,13 +1,24 @@
 /* Fuzz target: a watch stream fed in uneven chunks to an incremental
  * json_tokener (as the kubernetes provider does), each event's object run
- * through the pod, node and namespace label builders. */
+ * through the pod, node and namespace label builders. Every label set
+ * built is well formed (an empty value, e.g. a pod without an IP, is an
+ * absent label, as in Prometheus). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "discovery/internal.h"
+#include "../fuzz_invariants.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void check_targets(struct labels *t, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        fuzz_check_labels(&t[i]);
+    }
+    disc__targets_free(t, n);
+}
 
 static void handle(json_object *ev)
 {
@@ -21,14 +32,16 @@ static void handle(json_object *ev)
         return;
     if (disc__k8s_meta_build(obj, "node", &node) == 0) {
         if (disc__k8s_meta_build(obj, "namespace", &ns) == 0) {
+            fuzz_check_labels(&node.labels);
+            fuzz_check_labels(&ns.labels);
             if (disc__k8s_pod_targets(obj, &node, true, &ns, src, sizeof(src), &t, &n) == 0)
-                disc__targets_free(t, n);
+                check_targets(t, n);
             labels_done(&ns.labels);
         }
         labels_done(&node.labels);
     }
     if (disc__k8s_pod_targets(obj, NULL, false, NULL, src, sizeof(src), &t, &n) == 0)
-        disc__targets_free(t, n);
+        check_targets(t, n);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
