@@ -289,6 +289,8 @@ static const cyaml_schema_field_t job_fields[] = {
     DISC_SD_CFG_FIELDS(struct scrape_job_cfg, sd),
     CYAML_FIELD_SEQUENCE_COUNT("relabel-configs", OPT | PTR, struct scrape_job_cfg, relabel,
                                n_relabel, &relabel_cfg_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("profile-relabel-configs", OPT | PTR, struct scrape_job_cfg,
+                               profile_relabel, n_profile_relabel, &relabel_cfg_entry, 0, UNL),
     CYAML_FIELD_ENUM("name-validation-scheme", OPT, struct scrape_job_cfg, name_validation,
                      scheme_strings, CYAML_ARRAY_LEN(scheme_strings)),
     NET_HTTP_CFG_FIELDS(struct scrape_job_cfg, http),
@@ -427,28 +429,72 @@ static int job_post(struct conf_load *ld, struct conf_node *n)
     return 0;
 }
 
-/* Compiles the job's relabel rules, once; a bad rule is reported at its
- * own position (found by compiling the rules one by one, on failure only). */
-static int job_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
+/* Compiles one rule list, once; a bad rule is reported at its own position
+ * (found by compiling the rules one by one, on failure only). */
+static int compile_rules(struct conf_load *ld, const struct conf_node *n, const char *key,
+                         const char *what, const struct scrape_job_cfg *job,
+                         const struct relabel_cfg *cfgs, unsigned count,
+                         struct relabel_rules **out)
 {
-    struct scrape_job_cfg *job = obj;
-    struct conf_node *rules = conf_get(n, "relabel-configs");
+    struct conf_node *rules = conf_get(n, key);
     char msg[512];
 
-    if (relabel_rules_new(job->relabel, job->n_relabel, job->name_validation, &job->rules, msg,
-                          sizeof(msg)) == 0)
+    if (relabel_rules_new(cfgs, count, job->name_validation, out, msg, sizeof(msg)) == 0)
         return 0;
-    for (unsigned j = 0; j < job->n_relabel; j++) {
+    for (unsigned j = 0; j < count; j++) {
         struct relabel_rules *one = NULL;
-        int rc = relabel_rules_new(&job->relabel[j], 1, job->name_validation, &one, msg,
-                                   sizeof(msg));
+        int rc = relabel_rules_new(&cfgs[j], 1, job->name_validation, &one, msg, sizeof(msg));
 
         relabel_rules_free(one);
         if (rc < 0)
-            return conf_fail(ld, conf_at(rules, j), "relabel config %u of job \"%s\": %s", j + 1,
+            return conf_fail(ld, conf_at(rules, j), "%s %u of job \"%s\": %s", what, j + 1,
                              job->job_name, msg);
     }
-    return conf_fail(ld, rules, "relabel-configs of job \"%s\": %s", job->job_name, msg);
+    return conf_fail(ld, rules, "%s of job \"%s\": %s", key, job->job_name, msg);
+}
+
+/* A target rule that reads __name__ or __delta__ before any rule of the list
+ * set it reads nothing: those are labels of profiles, not targets. Said at
+ * the rule, with where such a rule belongs. */
+static void warn_profile_labels(struct conf_load *ld, const struct conf_node *n,
+                                const struct scrape_job_cfg *job)
+{
+    static const char *const profile_only[] = {"__name__", "__delta__"};
+    struct conf_node *rules = conf_get(n, "relabel-configs");
+
+    for (size_t k = 0; k < sizeof(profile_only) / sizeof(profile_only[0]); k++) {
+        for (unsigned j = 0; j < job->n_relabel; j++) {
+            const struct relabel_cfg *r = &job->relabel[j];
+            bool reads = false;
+
+            if (r->target_label && strcmp(r->target_label, profile_only[k]) == 0)
+                break; /* set here: later rules may read it */
+            for (unsigned i = 0; i < r->n_source_labels; i++)
+                reads |= strcmp(r->source_labels[i], profile_only[k]) == 0;
+            if (reads) {
+                conf_warn(ld, conf_at(rules, j),
+                          "relabel config %u of job \"%s\" reads %s, which targets do not "
+                          "have: rules over the labels profiles are sent with go in "
+                          "profile-relabel-configs", j + 1, job->job_name, profile_only[k]);
+                break;
+            }
+        }
+    }
+}
+
+static int job_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
+{
+    struct scrape_job_cfg *job = obj;
+    int rc;
+
+    if ((rc = compile_rules(ld, n, "relabel-configs", "relabel config", job, job->relabel,
+                            job->n_relabel, &job->rules)) < 0 ||
+        (rc = compile_rules(ld, n, "profile-relabel-configs", "profile relabel config", job,
+                            job->profile_relabel, job->n_profile_relabel,
+                            &job->profile_rules)) < 0)
+        return rc;
+    warn_profile_labels(ld, n, job);
+    return 0;
 }
 
 static void job_release(void *obj)
@@ -457,6 +503,8 @@ static void job_release(void *obj)
 
     relabel_rules_free(job->rules);
     job->rules = NULL;
+    relabel_rules_free(job->profile_rules);
+    job->profile_rules = NULL;
 }
 
 static const struct conf_section job_section = {

@@ -48,7 +48,11 @@ struct target_result {
     char *error;              /* malloc'd message if the target is invalid, else NULL */
     struct target_pair *pairs;
     size_t n_pairs;
+    size_t pairs_dropped;     /* profile types profile-relabel-configs dropped */
 };
+
+/* build_pair()'s result for a pair the profile rules dropped. */
+#define PAIR_DROPPED 2
 
 /* Builds one discovered target (`discovered` borrowed) under job `sc`, whose
  * compiled rules it applies. Fills `out` (always target_result_done() it).
@@ -117,6 +121,7 @@ struct scrape_job {
     struct net_secret *password;       /* basic-auth password(-file), or NULL */
     uint64_t max_body;                 /* body cap */
     size_t dropped;                    /* targets its rules dropped */
+    size_t pairs_dropped;              /* pairs its profile rules dropped */
     struct pprof_limits limits;        /* caps of its deltas */
     struct scrape_job *next;
 };

@@ -59,6 +59,7 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
         labels_done(&r->discovered);
         labels_done(&r->labels);
         job->dropped += r->dropped;
+        job->pairs_dropped += r->pairs_dropped;
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct target_pair *tp = &r->pairs[k];
             uint64_t key = tp->key;
@@ -91,8 +92,10 @@ static void entry_release(struct scrape_manager *m, struct scrape_job *job,
     for (size_t i = 0; i < e->n; i++) {
         struct target_result *r = &e->results[i];
 
-        if (!m->dry_run)
+        if (!m->dry_run) {
             job->dropped -= r->dropped;
+            job->pairs_dropped -= r->pairs_dropped;
+        }
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[k].key);
 

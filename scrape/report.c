@@ -246,6 +246,11 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
     for (const struct scrape_job *j = m->jobs; j; j = j->next)
         prom_u64(b, "proflet_scrape_dropped_targets",
                  (const char *const[]){ "job", j->name, NULL }, j->dropped);
+    prom_head(b, "proflet_scrape_dropped_pairs", "gauge",
+              "(target, profile type) pairs profile-relabel-configs dropped: never scraped.");
+    for (const struct scrape_job *j = m->jobs; j; j = j->next)
+        prom_u64(b, "proflet_scrape_dropped_pairs",
+                 (const char *const[]){ "job", j->name, NULL }, j->pairs_dropped);
     prom_head(b, "proflet_delta_state_bytes", "gauge", "Memory held by delta state.");
     prom_u64(b, "proflet_delta_state_bytes", NULL, delta_bytes);
 }

@@ -65,9 +65,16 @@ struct scrape_job_cfg {
     uint64_t body_size_limit; /**< scraped body cap, bytes; 0: limits.max-body-bytes */
     unsigned keep_dropped_targets; /**< dropped targets /api/v1/targets lists (all are
                                         counted); 0: all (Prometheus' keep_dropped_targets) */
-    /** The relabel rules, compiled once when the file is loaded (not a
-     * YAML key). */
+    /** profile-relabel-configs: rules over the labels a profile is sent
+     * with (__name__, __delta__, service_name, job, instance, the public
+     * target labels; not the external labels, which are added later, as
+     * Prometheus adds them after metric relabeling). */
+    struct relabel_cfg *profile_relabel;
+    unsigned n_profile_relabel;
+    /** The relabel rules, compiled once when the file is loaded (not YAML
+     * keys). */
     struct relabel_rules *rules;
+    struct relabel_rules *profile_rules;
 };
 
 /** Default of a job's keep-dropped-targets: enough to see what the rules

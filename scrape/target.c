@@ -376,7 +376,8 @@ static int parse_seconds(const char *v, uint64_t interval_ms, uint64_t *out)
 }
 
 /* Builds one pair. Returns 1 if built, 0 if the profile is disabled for this
- * target, or -ENOMEM. */
+ * target, PAIR_DROPPED if profile-relabel-configs dropped it (or left it
+ * without a __name__), or a negative code. */
 static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profile_cfg *p,
                       const struct labels *tl, const char *service_name, uint64_t interval_ms,
                       uint64_t timeout_ms, struct target_pair *pair)
@@ -480,6 +481,20 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
         rc = labels_set(&pair->labels, "pyroscope_spy", spy);
     if (rc < 0)
         goto out;
+    /* The labels of a pair are those of all its profiles: the profile rules
+     * run once here, and a pair they drop is never scraped. */
+    if (sc->profile_rules) {
+        rc = relabel_apply(sc->profile_rules, &pair->labels);
+        if (rc == 1 && !labels_get(&pair->labels, "__name__"))
+            rc = 0;
+        if (rc == 0) {
+            rc = PAIR_DROPPED;
+            goto out;
+        }
+        if (rc < 0)
+            goto out;
+        rc = 0;
+    }
 
     /* de-duplication key (Alloy): public labels + URL */
     if ((rc = buf_printf(&s, "%llx%s", (unsigned long long)labels_hash_public(&pair->labels),
@@ -499,7 +514,7 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
     labels_compact(&pair->labels);
     rc = pair->url ? 1 : -ENOMEM;
 out:
-    if (rc < 0)
+    if (rc < 0 || rc == PAIR_DROPPED)
         labels_done(&pair->labels);
     labels_done(&hashed);
     query_done(&q);
@@ -726,9 +741,19 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
                                  labels_get(&out->labels, "__scrape_interval__"));
             return set_error(out, "scrape URL longer than %d bytes", MAX_URL);
         }
+        if (rc == RELABEL_ELIMIT) {
+            pairs_free(out->pairs, out->n_pairs);
+            out->pairs = NULL;
+            out->n_pairs = 0;
+            free(service_name);
+            return set_error(out, "profile relabeling: %s", relabel_strerror(rc));
+        }
         if (rc < 0)
             goto fail;
-        out->n_pairs += (size_t)rc;
+        if (rc == PAIR_DROPPED)
+            out->pairs_dropped++;
+        else
+            out->n_pairs += (size_t)rc;
     }
     if (out->n_pairs < sc->n_profiles) {
         /* room was made for every profile type; keep what was built */

@@ -609,6 +609,38 @@ TEST(both_spellings_and_duplicates)
            "t.yaml:1:1: workers given both at the top level and under limits");
 }
 
+TEST(profile_relabel_configs)
+{
+    const char *y = "scrape-configs:\n  - job-name: a\n"
+                    "    relabel-configs:\n"
+                    "      - {source-labels: [__name__], regex: cpu, action: drop}\n"
+                    "    profile_relabel_configs:\n"
+                    "      - {source_labels: [__name__], regex: block, action: drop}\n";
+    struct conf_doc *doc = NULL;
+    char err[512];
+
+    ASSERT_EQ(agent_config_load_string(y, strlen(y), "t.yaml", 0, &doc, err, sizeof(err)), 0);
+    ASSERT_EQ(agent_config(doc)->scrape[0].n_profile_relabel, 1);
+    ASSERT_NOT_NULL(agent_config(doc)->scrape[0].profile_rules);
+    /* A target rule reading a label only profiles have: said where it is. */
+    ASSERT_STR_EQ(conf_doc_warning(doc, 0),
+                  "t.yaml:4:9: relabel config 1 of job \"a\" reads __name__, which targets do "
+                  "not have: rules over the labels profiles are sent with go in "
+                  "profile-relabel-configs");
+    conf_doc_unref(doc);
+    /* Read after a rule of the same list set it: no warning. */
+    y = "scrape-configs:\n  - job-name: a\n    relabel-configs:\n"
+        "      - {target-label: __name__, replacement: app}\n"
+        "      - {source-labels: [__name__], regex: app, action: keep}\n";
+    ASSERT_EQ(agent_config_load_string(y, strlen(y), "t.yaml", 0, &doc, err, sizeof(err)), 0);
+    ASSERT_NULL(conf_doc_warning(doc, 0));
+    conf_doc_unref(doc);
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profile-relabel-configs:\n"
+           "      - {action: hashmod, target-label: x}\n",
+           "t.yaml:4:9: profile relabel config 1 of job \"a\": relabel configuration for "
+           "hashmod requires non-zero modulus");
+}
+
 TEST(scrape_timeout_rules)
 {
     const char *over = "scrape-configs:\n  - job-name: a\n    scrape-interval: 15s\n"

@@ -485,6 +485,46 @@ TEST(sent_labels)
     target_result_done(&r);
 }
 
+/* profile-relabel-configs run over the labels a pair is sent with: a pair
+ * they drop (or leave without __name__) is not built and is counted; the
+ * others carry the rules' labels, and their de-duplication key follows. */
+TEST(profile_rules_shape_and_drop_pairs)
+{
+    struct relabel_cfg cfgs[] = {
+        {.source_labels = (char *[]){"__name__"}, .n_source_labels = 1, .regex = "block",
+         .action = "drop"},
+        {.source_labels = (char *[]){"__name__", "__delta__"}, .n_source_labels = 2,
+         .regex = "(.+);false", .target_label = "kind", .replacement = "delta-${1}"},
+        {.source_labels = (char *[]){"__name__"}, .n_source_labels = 1, .regex = "goroutine",
+         .target_label = "__name__", .replacement = ""},
+    };
+    struct scrape_job_cfg sc;
+    struct target_result r, plain;
+    char err[256];
+
+    scrape_init(&sc);
+    ASSERT_EQ(relabel_rules_new(cfgs, 3, RELABEL_SCHEME_UNSET, &sc.profile_rules, err,
+                                sizeof(err)), 0);
+    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
+    ASSERT_NULL(r.error);
+    /* block dropped by the rule, goroutine for losing its __name__ */
+    ASSERT_NULL(pair(&r, "block"));
+    ASSERT_NULL(pair(&r, "goroutine"));
+    ASSERT_EQ(r.pairs_dropped, 2);
+    ASSERT_STR_EQ(labels_get(&pair(&r, "memory")->labels, "kind"), "delta-memory");
+    ASSERT_STR_EQ(labels_get(&pair(&r, "mutex")->labels, "kind"), "delta-mutex");
+    ASSERT_NULL(labels_get(&pair(&r, "process_cpu")->labels, "kind"));
+    relabel_rules_free(sc.profile_rules);
+    sc.profile_rules = NULL;
+    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &plain);
+    ASSERT_EQ(plain.pairs_dropped, 0);
+    ASSERT_NOT_NULL(pair(&plain, "block"));
+    ASSERT_NE(pair(&plain, "memory")->key, pair(&r, "memory")->key);
+    ASSERT_U64_EQ(pair(&plain, "process_cpu")->key, pair(&r, "process_cpu")->key);
+    target_result_done(&r);
+    target_result_done(&plain);
+}
+
 static const char *service_name_of(const char *const *kv)
 {
     static char sn[256];
