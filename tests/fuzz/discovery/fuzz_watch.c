@@ -1,6 +1,7 @@
 /* Fuzz target: a watch stream fed in uneven chunks to an incremental
- * json_tokener (as the kubernetes provider does), each event's object run
- * through the pod, node and namespace label builders. Every label set
+ * json_tokener (as the kubernetes provider does), each event's object, and
+ * each item of a list page, run through the pod, node and namespace label
+ * builders. Every label set
  * built is well formed (an empty value, e.g. a pod without an IP, is an
  * absent label, as in Prometheus). */
 #include <stdint.h>
@@ -20,16 +21,13 @@ static void check_targets(struct labels *t, size_t n)
     disc__targets_free(t, n);
 }
 
-static void handle(json_object *ev)
+static void build(json_object *obj)
 {
-    json_object *obj = NULL;
     struct disc__k8s_meta node, ns;
     struct labels *t;
     size_t n;
     char src[512];
 
-    if (!json_object_object_get_ex(ev, "object", &obj))
-        return;
     if (disc__k8s_meta_build(obj, "node", &node) == 0) {
         if (disc__k8s_meta_build(obj, "namespace", &ns) == 0) {
             fuzz_check_labels(&node.labels);
@@ -42,6 +40,21 @@ static void handle(json_object *ev)
     }
     if (disc__k8s_pod_targets(obj, NULL, false, NULL, src, sizeof(src), &t, &n) == 0)
         check_targets(t, n);
+}
+
+/* A watch event ({"type", "object"}) or a list page ({"metadata",
+ * "items": [...]}, as the initial list and relists read it). */
+static void handle(json_object *doc)
+{
+    json_object *obj = NULL, *items = NULL;
+
+    if (json_object_object_get_ex(doc, "object", &obj))
+        build(obj);
+    if (json_object_object_get_ex(doc, "items", &items) &&
+        json_object_is_type(items, json_type_array)) {
+        for (size_t i = 0; i < json_object_array_length(items) && i < 4096; i++)
+            build(json_object_array_get_idx(items, i));
+    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
