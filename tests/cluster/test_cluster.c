@@ -84,26 +84,37 @@ TEST(load_is_even)
     }
 }
 
+/* Counts the targets (n from `seed`) whose owner differs between two
+ * memberships that differ by peer `who`, and checks that each of them went
+ * from or to `who`: nobody else's targets move. */
+static size_t moves(const char *const *before, size_t nb, const char *const *after, size_t na,
+                    const char *who, uint64_t seed, size_t n)
+{
+    struct peers b, a;
+    size_t moved = 0;
+
+    peers_set(&b, before, nb);
+    peers_set(&a, after, na);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t id = next_id(&seed);
+        const char *o = owner(&b, id), *o2 = owner(&a, id);
+
+        if (strcmp(o, o2) == 0)
+            continue;
+        if (strcmp(o, who) != 0 && strcmp(o2, who) != 0)
+            test__fail(__FILE__, __LINE__, "target moved from %s to %s, not involving %s", o, o2,
+                       who);
+        moved++;
+    }
+    return moved;
+}
+
 TEST(a_peer_that_leaves_moves_only_its_own_targets)
 {
     static const char *const four[] = { "p0", "p1", "p2", "p3" };
     static const char *const three[] = { "p0", "p1", "p3" };
-    struct peers before, after;
-    uint64_t s = 11;
-    size_t moved = 0, n = 20000;
+    size_t n = 20000, moved = moves(four, 4, three, 3, "p2", 11, n);
 
-    peers_set(&before, four, 4);
-    peers_set(&after, three, 3);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t id = next_id(&s);
-        const char *o = owner(&before, id), *o2 = owner(&after, id);
-
-        if (strcmp(o, "p2") != 0)
-            ASSERT_STR_EQ(o, o2); /* the others keep theirs */
-        else
-            moved++;
-        ASSERT_TRUE(strcmp(o2, "p2") != 0);
-    }
     ASSERT_GT(moved, n / 4 - n / 40);
     ASSERT_LT(moved, n / 4 + n / 40);
 }
@@ -113,21 +124,8 @@ TEST(a_peer_that_joins_takes_about_one_nth)
     static const char *const three[] = { "proflet-7d9f-a", "proflet-7d9f-b", "proflet-7d9f-c" };
     static const char *const four[] = { "proflet-7d9f-a", "proflet-7d9f-b", "proflet-7d9f-c",
                                         "proflet-7d9f-d" };
-    struct peers before, after;
-    uint64_t s = 3;
-    size_t moved = 0, n = 20000;
+    size_t n = 20000, moved = moves(three, 3, four, 4, "proflet-7d9f-d", 3, n);
 
-    peers_set(&before, three, 3);
-    peers_set(&after, four, 4);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t id = next_id(&s);
-        const char *o = owner(&before, id), *o2 = owner(&after, id);
-
-        if (strcmp(o, o2) != 0) {
-            ASSERT_STR_EQ(o2, "proflet-7d9f-d"); /* only to the new peer */
-            moved++;
-        }
-    }
     ASSERT_GT(moved, n / 4 - n / 40);
     ASSERT_LT(moved, n / 4 + n / 40);
 }

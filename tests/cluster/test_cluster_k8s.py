@@ -3,7 +3,8 @@ ready proflet pods of the fake Kubernetes API server (tests/k8s/
 fake_apiserver.py), sharing 60 loopback targets (one manyports fixture).
 
   1. 3 replicas: every target is owned and scraped by exactly one replica
-     (the API's active targets, and each replica's directory sink).
+     (the API's active targets, and each replica's directory sink), and
+     `proflet targets` names the same owners.
   2. Scale 3 -> 4: at most about a quarter of the targets change owner, all
      to the new replica, and the old replicas start no new pair (kept
      targets keep their timers and delta state).
@@ -82,7 +83,7 @@ class Replica:
         self.name = name
         self.sport = free_port()
         self.sink = os.path.join(tmp, "sink-" + name)
-        cfg = os.path.join(tmp, name + ".yaml")
+        self.cfg = cfg = os.path.join(tmp, name + ".yaml")
         with open(cfg, "w") as f:
             f.write(config(api_port, self.sport, self.sink, base))
         self.log = open(os.path.join(tmp, name + ".log"), "w")
@@ -159,6 +160,23 @@ def main():
         seen = collections.Counter(i for r in reps for i in r.sink_instances())
         doubled = [i for i, c in seen.items() if c > 1]
         check(not doubled, f"targets scraped by two replicas: {doubled[:5]}")
+        # `proflet targets` (a dry run as proflet-0) waits for the peers and
+        # names the same owners the running replicas agree on. Its first lists
+        # of the peers fail, so it must wait for them (static targets are
+        # known at once).
+        control(cport, "/fail", {"status": 500, "count": 2, "watch": False,
+                                 "path": f"/api/v1/namespaces/{NS}/pods"})
+        p = subprocess.run([PROFLET, "targets", "--config", reps[0].cfg], capture_output=True, text=True,
+                           timeout=60, env=dict(os.environ, POD_NAME="proflet-0"))
+        check(p.returncode == 0, f"proflet targets failed: {p.stderr[-500:]}")
+        listed = json.loads(p.stdout)
+        owners = {i: o[0] for i, o in ownership(reps).items()}
+        check(len(listed) == N, f"proflet targets listed {len(listed)} targets")
+        for t in listed:
+            inst = t["labels"]["instance"]
+            check(t.get("owner") == owners[inst], f"proflet targets says {inst} is {t.get('owner')}'s, "
+                  f"the replicas say {owners[inst]}'s")
+            check(bool(t.get("ownedElsewhere")) == (owners[inst] != "proflet-0"), f"ownedElsewhere of {inst}")
         print("3 replicas: " + ", ".join(f"{r.name} owns {len(r.active())}" for r in reps))
 
         # 2. Scale 3 -> 4: about a quarter moves, all of it to the new replica.
