@@ -8,7 +8,7 @@
  * says whether the pod is a live peer: it has an IP, is Running and its
  * Ready condition is True (docs/clustering.md explains why readiness is the
  * liveness signal). The live names, sorted, are the view; a new view is
- * announced through the `changed` callback from a zero timer, never from
+ * announced through the `changed` callback from a 1 ms timer, never from
  * inside a cluster_ call.
  *
  * Until the first view is known, and after cluster_leave(), the replica
@@ -54,6 +54,7 @@ struct cluster {
     bool k8s;            /* membership from the Kubernetes API */
     bool leaving;        /* cluster_leave(): owns nothing */
     bool synced;         /* a view is known */
+    bool announced;      /* ... and `changed` has run since it became known */
     char *self;
 
     /* the view: live peers sorted by name, with their hashes */
@@ -101,6 +102,7 @@ static void notify_cb(uv_timer_t *t)
     c->notify_pending = false;
     if (!c->closing && c->changed)
         c->changed(c->ud);
+    c->announced = c->synced;
 }
 
 static void schedule_notify(struct cluster *c)
@@ -330,7 +332,7 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
             c->peers = NULL;
             c->hashes = NULL;
             c->n_peers = 0;
-            c->synced = false;
+            c->synced = c->announced = false;
             c->k8s = false;
             schedule_notify(c);
         }
@@ -387,7 +389,7 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
             c->peers = NULL;
             c->hashes = NULL;
             c->n_peers = 0;
-            c->synced = false;
+            c->synced = c->announced = false;
             schedule_notify(c);
         }
         if (!c->synced)
@@ -411,7 +413,9 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
 
 bool cluster_ready(const struct cluster *c)
 {
-    return !c->enabled || c->synced;
+    /* Announced too: the owner filter has been applied to the targets. A
+     * later view keeps the replica ready (no flapping on every change). */
+    return !c->enabled || c->announced;
 }
 
 bool cluster_owns(uint64_t id, const char **owner, void *ud)

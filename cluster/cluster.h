@@ -92,7 +92,9 @@ struct cluster *cluster_new(const struct cluster_opts *o);
  * then nothing changed. */
 int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct disc_cfg *g,
                   char *err, size_t errlen);
-/** True with clustering off, or once the first view of the peers is known. */
+/** True with clustering off, or once the first view of the peers is known
+ * and the `changed` callback announcing it has run; it stays true across
+ * later views. */
 bool cluster_ready(const struct cluster *c);
 /** True if this replica owns target `id` (the hash of its final labels).
  * `*owner` (may be NULL) gets the owner's name, valid until the view

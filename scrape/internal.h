@@ -182,6 +182,7 @@ struct scrape_manager {
     struct prom_hist lateness;
     uint64_t gen;
     uint64_t pairs_created, pairs_removed;
+    uint64_t owner_gained, owner_lost; /* targets whose owner filter answer flipped */
     uint64_t target_errors;
     size_t live_pairs;                 /* allocated, including closing ones */
     /* Called by pair.c once a pair is freed: the manager drives its pairs,

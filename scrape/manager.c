@@ -277,6 +277,17 @@ void scrape_manager_refilter(struct scrape_manager *m)
             }
         }
         for (size_t i = 0; i < n; i++) {
+            struct source_entry *ne = olds[i] ? hashmap_get(&job->sources,
+                                                            source_key(olds[i]->source)) : NULL;
+
+            /* The same discovered sets in the same order: result k of the
+             * new build is target k of the old one. */
+            for (size_t t = 0; ne && ne->results && olds[i]->results && t < ne->n; t++) {
+                bool was = olds[i]->results[t].elsewhere, is = ne->results[t].elsewhere;
+
+                m->owner_gained += was && !is && ne->results[t].n_pairs;
+                m->owner_lost += !was && is && olds[i]->results[t].n_pairs;
+            }
             if (olds[i]) {
                 entry_release(m, job, olds[i]);
                 entry_free(olds[i]);

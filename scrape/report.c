@@ -250,6 +250,13 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
     prom_u64(b, "proflet_scrape_pairs_created_total", NULL, m->pairs_created);
     prom_head(b, "proflet_scrape_pairs_removed_total", "counter", "Pairs stopped.");
     prom_u64(b, "proflet_scrape_pairs_removed_total", NULL, m->pairs_removed);
+    prom_head(b, "proflet_scrape_ownership_changes_total", "counter",
+              "Targets this process started (gained) or stopped (lost) scraping because the "
+              "owner filter's answer changed (clustering: a peer joined or left).");
+    prom_u64(b, "proflet_scrape_ownership_changes_total",
+             (const char *const[]){ "direction", "gained", NULL }, m->owner_gained);
+    prom_u64(b, "proflet_scrape_ownership_changes_total",
+             (const char *const[]){ "direction", "lost", NULL }, m->owner_lost);
     prom_head(b, "proflet_target_errors_total", "counter", "Targets rejected after relabeling.");
     prom_u64(b, "proflet_target_errors_total", NULL, m->target_errors);
     prom_head(b, "proflet_scrape_dropped_targets", "gauge",

@@ -219,9 +219,10 @@ TEST(static_membership_on_a_loop)
         ASSERT_TRUE(who == NULL);
     }
     ASSERT_EQ(cluster_apply(c, &cfg, &g, err, sizeof(err)), 0);
-    ASSERT_TRUE(cluster_ready(c));
     ASSERT_EQ(changes, 0); /* announced from the loop, not from inside the call */
+    ASSERT_FALSE(cluster_ready(c)); /* ready once announced */
     run_until_change(&loop, 1);
+    ASSERT_TRUE(cluster_ready(c));
     ASSERT_TRUE(cluster_peers(c, &n) != NULL);
     ASSERT_EQ(n, 3);
     ASSERT_STR_EQ(cluster_self(c), "b");

@@ -97,8 +97,8 @@ class Replica:
         """{instance: owner shown} of the targets this replica scrapes."""
         return {t["labels"]["instance"]: t.get("owner") for t in self.targets()["activeTargets"]}
 
-    def metric(self, name):
-        return metric_value(metrics(self.sport), name)
+    def metric(self, name, **labels):
+        return metric_value(metrics(self.sport), name, **labels)
 
     def sink_instances(self):
         return {labels_of(meta).get("instance") for _, meta in sink_profiles(self.sink)}
@@ -182,6 +182,8 @@ def main():
         # 2. Scale 3 -> 4: about a quarter moves, all of it to the new replica.
         before = {i: o[0] for i, o in ownership(reps).items()}
         created = {r.name: r.metric("proflet_scrape_pairs_created_total") for r in reps}
+        changes = {(r.name, d): r.metric("proflet_scrape_ownership_changes_total", direction=d)
+                   for r in reps for d in ("gained", "lost")}
         control(cport, "/apply", {"kind": "pods", "object": pod("proflet-3", True)})
         reps.append(Replica(tmp, procs, "proflet-3", api_port, base))
         wait_ready(reps[3].sport, timeout=30)
@@ -191,9 +193,14 @@ def main():
         check(all(after[i] == "proflet-3" for i in moved),
               f"targets moved between old replicas: {[(i, before[i], after[i]) for i in moved if after[i] != 'proflet-3'][:5]}")
         check(0 < len(moved) <= N // 4 + 11, f"{len(moved)} of {N} targets moved on 3 -> 4")
+        lost = 0
         for r in reps[:3]:
             check(r.metric("proflet_scrape_pairs_created_total") == created[r.name],
                   f"{r.name} started new pairs when a peer joined (kept targets must keep theirs)")
+            check(r.metric("proflet_scrape_ownership_changes_total", direction="gained") ==
+                  changes[(r.name, "gained")], f"{r.name} gained targets when a peer joined")
+            lost += r.metric("proflet_scrape_ownership_changes_total", direction="lost") - changes[(r.name, "lost")]
+        check(lost == len(moved), f"the old replicas count {lost} targets lost, {len(moved)} moved")
         print(f"scale 3 -> 4: {len(moved)} of {N} targets moved (expected about {N // 4})")
 
         # 3. API server outage: the replicas keep their view; nothing dropped or doubled.
