@@ -361,7 +361,6 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .on_error = on_scrape_error,
         .ud = a,
     };
-
     struct cluster_opts co = {
         .loop = a->loop,
         .changed = on_cluster_changed,

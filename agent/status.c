@@ -107,9 +107,10 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
             buf_puts(&resp->body, "proflet is ready.\n");
         } else {
             resp->status = 503;
-            buf_puts(&resp->body, a->disc && disc_manager_ready(a->disc)
-                                      ? "proflet is not ready: the cluster's peers are not known yet.\n"
-                                      : "proflet is not ready: discovery has not synced yet.\n");
+            buf_puts(&resp->body,
+                     a->disc && disc_manager_ready(a->disc)
+                         ? "proflet is not ready: the cluster's peers are not known yet.\n"
+                         : "proflet is not ready: discovery has not synced yet.\n");
         }
     } else if (strcmp(req->path, "/-/reload") == 0) {
         if (strcmp(req->method, "POST") != 0 && strcmp(req->method, "PUT") != 0) {

@@ -468,7 +468,8 @@ void cluster_metrics(const struct cluster *c, size_t owned, size_t total, struct
     prom_head(b, "proflet_cluster_self_live", "gauge",
               "Whether this replica is among the live peers of its own view.");
     prom_u64(b, "proflet_cluster_self_live", NULL, c->self_live && !c->leaving);
-    prom_head(b, "proflet_cluster_owned_targets", "gauge", "Targets this replica owns and scrapes.");
+    prom_head(b, "proflet_cluster_owned_targets", "gauge",
+              "Targets this replica owns and scrapes.");
     prom_u64(b, "proflet_cluster_owned_targets", NULL, owned);
     prom_head(b, "proflet_cluster_targets", "gauge",
               "Targets the scrape jobs yield before ownership (owned here or elsewhere).");

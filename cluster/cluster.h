@@ -33,7 +33,8 @@
 /** `clustering:`. */
 struct cluster_cfg {
     bool enabled;
-    char *self;                      /**< this replica's name; NULL: $POD_NAME, else the host name */
+    char *self;                      /**< this replica's name; NULL: $POD_NAME, else the
+                                          host name */
     char **peers;                    /**< static membership: every replica's name */
     unsigned n_peers;
     struct disc_k8s_cfg *kubernetes; /**< Kubernetes membership: at most one (a

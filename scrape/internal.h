@@ -46,7 +46,8 @@ struct target_result {
     struct labels labels;     /* after relabeling (incl. "__" labels); empty if dropped */
     bool dropped;             /* a rule dropped it (silently, as Prometheus) */
     bool elsewhere;           /* valid, but the owner filter gave it to another process */
-    char *owner;              /* malloc'd name of its owner when the filter names one */
+    const char *owner;        /* interned name of its owner when the filter names one
+                                 (common/intern.h: every target of a peer shares it) */
     char *error;              /* malloc'd message if the target is invalid, else NULL */
     struct target_pair *pairs;
     size_t n_pairs;

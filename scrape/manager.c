@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "common/clock.h"
+#include "common/intern.h"
 #include "common/macros.h"
 #include "scrape/internal.h"
 
@@ -47,7 +48,7 @@ static void apply_owner(struct scrape_manager *m, struct target_result *r)
     bool mine = m->owner(labels_hash(&r->labels), &owner, m->owner_ud);
 
     if (owner)
-        r->owner = strdup(owner); /* only shown: a failed copy shows none */
+        r->owner = intern(owner, strlen(owner)); /* only shown: a failed copy shows none */
     if (!mine) {
         r->elsewhere = true;
         target_pairs_clear(r);

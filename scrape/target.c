@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/duration.h"
+#include "common/intern.h"
 #include "common/utf8.h"
 
 #define FNV64_BASIS 14695981039346656037ULL
@@ -97,7 +98,7 @@ void target_result_done(struct target_result *r)
     labels_done(&r->discovered);
     labels_done(&r->labels);
     free(r->error);
-    free(r->owner);
+    intern_unref(r->owner);
     pairs_free(r->pairs, r->n_pairs);
     memset(r, 0, sizeof(*r));
 }
