@@ -22,32 +22,14 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
 from lib import *  # noqa: E402,F403
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from peers import NS, control, ownership, pod  # noqa: E402
 
 N = 60
 INTERVAL = 2.0
-NS = "monitoring"
-
-
-def control(cport, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{cport}{path}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=5) as r:
-        return r.read()
-
-
-def pod(name, ready):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}",
-                         "labels": {"app.kubernetes.io/name": "proflet"}},
-            "spec": {"nodeName": "node-a", "containers": [
-                {"name": "proflet", "image": "proflet:1",
-                 "ports": [{"name": "http", "containerPort": 4100, "protocol": "TCP"}]}]},
-            "status": {"phase": "Running", "podIP": "127.0.0.1",
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
 def config(api_port, sport, sink, base):
@@ -106,15 +88,6 @@ class Replica:
 
 def hits(cport):
     return json.loads(http_get(f"http://127.0.0.1:{cport}/stats", timeout=30)[1])
-
-
-def ownership(replicas):
-    """{instance: [replica names that scrape it]} from the replicas' APIs."""
-    own = collections.defaultdict(list)
-    for r in replicas:
-        for inst in r.active():
-            own[inst].append(r.name)
-    return own
 
 
 def settled(replicas, peers, instances):

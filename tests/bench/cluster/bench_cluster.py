@@ -15,37 +15,20 @@ Not a timed test: it fails only if the replicas never settle.
   python3 tests/bench/cluster/bench_cluster.py [N] [--interval SECONDS]
 """
 import argparse
-import collections
 import json
 import os
 import signal
 import subprocess
 import sys
 import time
-import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "integration"))
 from lib import (PROFLET, SRC, check, environment, free_port, http_get, metric_value, metrics,  # noqa: E402
                  run_test, stop, wait_for, wait_ready)
+sys.path.insert(0, os.path.join(HERE, "..", "..", "cluster"))
+from peers import NS, control, ownership, pod  # noqa: E402
 
-NS = "monitoring"
-
-
-def control(cport, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{cport}{path}", data=json.dumps(body).encode(),
-                                 headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(req, timeout=10) as r:
-        return r.read()
-
-
-def pod(name, ready):
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}",
-                         "labels": {"app.kubernetes.io/name": "proflet"}},
-            "spec": {"nodeName": "node-a", "containers": [{"name": "proflet", "image": "proflet:1"}]},
-            "status": {"phase": "Running", "podIP": "127.0.0.1",
-                       "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}}
 
 
 def cpu_seconds(pid):
@@ -88,16 +71,8 @@ remote-write:
         return {t["labels"]["instance"] for t in d["activeTargets"]}
 
 
-def owners(reps):
-    own = collections.defaultdict(list)
-    for r in reps:
-        for i in r.active():
-            own[i].append(r.name)
-    return own
-
-
 def settled(reps, instances):
-    own = owners(reps)
+    own = ownership(reps)
     return set(own) == instances and all(len(v) == 1 for v in own.values())
 
 
@@ -132,11 +107,11 @@ def main():
         print(f"{n} targets, scrape interval {interval}s")
 
         def step(what, before_reps, after_reps, change):
-            before = {i: o[0] for i, o in owners(before_reps).items()}
+            before = {i: o[0] for i, o in ownership(before_reps).items()}
             t0 = change()
             wait_for(f"{what} settled", lambda: settled(after_reps, instances), timeout=60, interval=0.1)
             t_settle = time.time() - t0
-            after = {i: o[0] for i, o in owners(after_reps).items()}
+            after = {i: o[0] for i, o in ownership(after_reps).items()}
             moved = {i for i in instances if before.get(i) != after[i]}
             wait_for(f"{what}: moved targets scraped", lambda: scraped_since(fport, moved, t0),
                      timeout=3 * interval + 30, interval=0.2)
