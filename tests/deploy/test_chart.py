@@ -159,7 +159,8 @@ def test_clustering_shares_targets_between_replicas():
         env = {e["name"]: e for e in c["env"]}
         check(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name", "POD_NAME from the pod")
         check("SHARD" not in env, f"{mode}: no SHARD when clustered")
-        check(c["readinessProbe"]["periodSeconds"] == 2 and c["readinessProbe"]["failureThreshold"] == 1,
+        check(c["readinessProbe"]["periodSeconds"] == 2 and c["readinessProbe"]["failureThreshold"] == 2 and
+              c["readinessProbe"]["timeoutSeconds"] <= 2,
               f"{mode}: a stopping replica turns not ready fast: {c['readinessProbe']}")
         # The pods list/watch discovery already has is all the membership needs.
         rules = one(docs, "ClusterRole")["rules"]

@@ -368,7 +368,8 @@ spec:
       readinessProbe:
         {{- if $.Values.clustering.enabled }}
         {{- /* Peers see a stopping replica through its readiness: fail fast. */}}
-        {{- toYaml (merge (dict "periodSeconds" (int $.Values.clustering.readinessPeriodSeconds) "failureThreshold" 1 "timeoutSeconds" 1) (omit . "periodSeconds" "failureThreshold" "timeoutSeconds")) | nindent 8 }}
+        {{- $p := int $.Values.clustering.readinessPeriodSeconds }}
+        {{- toYaml (merge (dict "periodSeconds" $p "timeoutSeconds" $p "failureThreshold" (int $.Values.clustering.readinessFailureThreshold)) (omit . "periodSeconds" "failureThreshold" "timeoutSeconds")) | nindent 8 }}
         {{- else }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
