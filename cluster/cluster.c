@@ -72,7 +72,6 @@ struct cluster {
 
     uint64_t view_changes;
     uint64_t errors;
-    char last_error[256];
 
     unsigned pending_closes;
     bool closing;
@@ -174,7 +173,6 @@ static void members_clear(struct cluster *c)
 static void record_error(struct cluster *c, const char *msg)
 {
     c->errors++;
-    snprintf(c->last_error, sizeof(c->last_error), "%s", msg);
     if (c->on_error)
         c->on_error(msg, c->ud);
 }
