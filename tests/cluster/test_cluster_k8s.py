@@ -211,7 +211,10 @@ def main():
         print(f"SIGKILL: {len(lost)} targets taken over in {took:.1f}s")
 
         # No target scraped twice once the view settles: two intervals of
-        # scrapes, each target's scrapes at least half an interval apart.
+        # scrapes, each target's scrapes at least a quarter interval apart
+        # (two replicas on one host share the offset seed, so a doubled
+        # target is scraped twice within milliseconds; a late tick on a
+        # loaded machine is not a double).
         t0 = time.time()
         wait_for("two intervals", lambda: time.time() - t0 >= 2 * INTERVAL + 0.5, timeout=3 * INTERVAL + 5)
         h = hits(fport)
@@ -219,7 +222,7 @@ def main():
             ts = sorted(t for t in h.get(str(int(i.rsplit(':', 1)[1])), []) if t >= t0)
             check(len(ts) >= 2, f"{i} scraped {len(ts)} times in two intervals")
             gaps = [b - a for a, b in zip(ts, ts[1:])]
-            check(min(gaps) >= INTERVAL / 2, f"{i} scraped twice in one interval: gaps {gaps}")
+            check(min(gaps) >= INTERVAL / 4, f"{i} scraped twice in one interval: gaps {gaps}")
 
         for r in alive:
             check(stop(r.p) == 0, f"{r.name} exit status after SIGTERM")
