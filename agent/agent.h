@@ -19,6 +19,7 @@ struct net_server;
 struct disc_manager;
 struct fwd;
 struct scrape_manager;
+struct cluster;
 
 struct agent {
     uv_loop_t *loop;
@@ -31,6 +32,7 @@ struct agent {
     struct disc_manager *disc;
     struct fwd *fwd;
     struct scrape_manager *scrape;
+    struct cluster *cluster;           /**< which targets are ours (clustering) */
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t shutdown_timer;
     bool stopping;

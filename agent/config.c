@@ -116,6 +116,7 @@ static const cyaml_schema_field_t top_fields[] = {
     FWD_SPOOL_CFG_FIELD(struct agent_config, spool),
     VIRTUAL_MAPPING("limits", struct agent_config, limits_fields),
     VIRTUAL_MAPPING("discovery", struct agent_config, discovery_fields),
+    CLUSTER_CFG_FIELD(struct agent_config, cluster),
     CYAML_FIELD_ENUM("name-validation-scheme", OPT, struct agent_config, name_validation,
                      scheme_strings, CYAML_ARRAY_LEN(scheme_strings)),
     CYAML_FIELD_END,
@@ -176,7 +177,8 @@ static const struct conf_section *const own_sections[] = {
 };
 
 static const struct conf_section *const *const all_sections[] = {
-    own_sections, scrape_cfg_sections, disc_cfg_sections, fwd_cfg_sections, NULL,
+    own_sections, scrape_cfg_sections, disc_cfg_sections, fwd_cfg_sections,
+    cluster_cfg_sections, NULL,
 };
 
 static const struct conf_schema agent_schema = {

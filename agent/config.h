@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "cluster/cluster.h"
 #include "conf/conf.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
@@ -44,6 +45,7 @@ struct agent_config {
     struct cfg_spool spool;
     struct agent_limits limits;
     struct disc_cfg discovery;
+    struct cluster_cfg cluster;   /**< `clustering:` (cluster/config.c) */
     enum relabel_scheme name_validation; /**< global, default utf8 */
 };
 

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "cluster/cluster.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "discovery/discovery.h"
@@ -129,6 +130,43 @@ static void on_scrape_error(const struct scrape_error *e, void *ud)
              e->url, "reason", e->reason, "err", e->message, "suppressed", sup);
 }
 
+static struct log_ratelimit cluster_rl;
+static uint64_t targets_last_update_ms; /* `proflet targets`: the last change seen */
+
+static void on_cluster_error(const char *msg, void *ud)
+{
+    unsigned suppressed = 0;
+    char sup[24];
+
+    (void)ud;
+    if (!log_ratelimit_allow(&cluster_rl, clock_mono_ms(), 10, 60000, &suppressed))
+        return;
+    snprintf(sup, sizeof(sup), "%u", suppressed);
+    log_warn("cluster membership error; keeping the last view of the peers", "err", msg,
+             "suppressed", sup);
+}
+
+/* The live peers changed: every target is asked its owner again. Targets
+ * that stay keep their pairs. */
+static void on_cluster_changed(void *ud)
+{
+    struct agent *a = ud;
+    size_t n, owned, elsewhere;
+    char np[24], no[24], ne[24];
+
+    if (!a->scrape || !a->cluster)
+        return;
+    targets_last_update_ms = clock_mono_ms();
+    cluster_peers(a->cluster, &n);
+    scrape_manager_refilter(a->scrape);
+    scrape_manager_target_counts(a->scrape, &owned, &elsewhere);
+    snprintf(np, sizeof(np), "%zu", n);
+    snprintf(no, sizeof(no), "%zu", owned);
+    snprintf(ne, sizeof(ne), "%zu", elsewhere);
+    log_info("cluster view changed", "self", cluster_self(a->cluster), "peers", np, "owned", no,
+             "elsewhere", ne);
+}
+
 /* A scraped profile goes to every endpoint with the global external labels,
  * which win over target labels as in Alloy's pyroscope.write. */
 static void on_profile(const struct labels *labels, uint8_t *data, size_t len, int64_t start_ns,
@@ -167,6 +205,8 @@ static void finish_close(struct agent *a)
         workq_cancel_backlog(a->work);
     if (a->scrape)
         scrape_manager_close(a->scrape, closed, NULL);
+    cluster_close(a->cluster, closed, NULL); /* after the scrape manager, which asks it */
+    a->cluster = NULL;
     if (a->status)
         net_server_close(a->status, closed, NULL);
     a->status = NULL;
@@ -211,6 +251,8 @@ static void begin_shutdown(struct agent *a, const char *why)
     log_info("shutting down", "signal", why);
     if (a->scrape)
         scrape_manager_stop(a->scrape);
+    if (a->cluster)
+        cluster_leave(a->cluster); /* peers take over once this pod is not ready */
     if (a->work)
         workq_cancel_backlog(a->work);
     if (a->disc)
@@ -241,7 +283,6 @@ struct targets_opts {
 };
 
 static struct targets_opts targets_opts;
-static uint64_t targets_last_update_ms;
 static bool targets_printed;
 
 /* Discovery is synced once ready; groups are delivered on the loop right
@@ -261,7 +302,8 @@ static void targets_check(uv_timer_t *t)
         begin_shutdown(a, "timeout");
         return;
     }
-    if (!disc_manager_ready(a->disc) || now - targets_last_update_ms < 200)
+    if (!disc_manager_ready(a->disc) || !cluster_ready(a->cluster) ||
+        now - targets_last_update_ms < 200)
         return;
     buf_init(&out, (size_t)1 << 30);
     scrape_manager_print(a->scrape, targets_opts.job, targets_opts.show_dropped, &out);
@@ -319,6 +361,12 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .on_error = on_scrape_error,
         .ud = a,
     };
+    struct cluster_opts co = {
+        .loop = a->loop,
+        .changed = on_cluster_changed,
+        .on_error = on_cluster_error,
+        .ud = a,
+    };
 
     a->workers = c->limits.workers;
     if (!(a->work = workq_new(a->loop, a->workers, c->limits.max_jobs_backlog))) {
@@ -328,6 +376,14 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
     so.work = a->work;
     if (!(a->http = net_client_new(a->loop, 1024, err, errlen)))
         return -EINVAL;
+    co.http = a->http;
+    co.work = a->work;
+    if (!(a->cluster = cluster_new(&co))) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    so.owner = cluster_owns;
+    so.owner_ud = a->cluster;
     if (!(a->scrape = scrape_manager_new(&so, err, errlen)))
         return -EINVAL;
     if (!targets_mode && !(a->fwd = fwd_new(a->loop, a->http))) {

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "cluster/cluster.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "discovery/discovery.h"
@@ -54,6 +55,7 @@ int agent__reload(struct agent *a, const char *why)
     const struct agent_config *c;
     struct scrape_settings ss;
     struct conf_doc *doc = NULL;
+    bool cluster_applied = false;
     char err[1024];
     int r;
 
@@ -63,7 +65,13 @@ int agent__reload(struct agent *a, const char *why)
     c = agent_config(doc);
     for (size_t i = 0; conf_doc_warning(doc, i); i++)
         log_warn("configuration", "warning", conf_doc_warning(doc, i));
-    /* Discovery first: what can still fail at apply (a kubeconfig or the
+    /* The membership first: it can fail (a kubeconfig, the in-cluster
+     * environment, a name that is not a peer) and then changes nothing. */
+    r = cluster_apply(a->cluster, &c->cluster, &c->discovery, err, sizeof(err));
+    if (r < 0)
+        goto fail;
+    cluster_applied = true;
+    /* Discovery next: what can still fail at apply (a kubeconfig or the
      * in-cluster environment) fails there, and a failed apply changes
      * nothing, so a job that cannot run fails the whole reload and the
      * running configuration goes on. */
@@ -100,6 +108,13 @@ int agent__reload(struct agent *a, const char *why)
              a->config_path ? a->config_path : "<default>");
     return 0;
 fail:
+    if (cluster_applied && a->doc) {
+        char again[512];
+        const struct agent_config *run = agent_config(a->doc);
+
+        if (cluster_apply(a->cluster, &run->cluster, &run->discovery, again, sizeof(again)) < 0)
+            log_error("clustering could not go back to the running configuration", "err", again);
+    }
     conf_doc_unref(doc);
     a->reloads_failed++;
     a->last_reload_ok = false;

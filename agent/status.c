@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "cluster/cluster.h"
 #include "common/buf.h"
 #include "common/promtext.h"
 #include "discovery/discovery.h"
@@ -20,7 +21,8 @@
 
 bool agent__ready(const struct agent *a)
 {
-    return a->started && a->doc && a->disc && disc_manager_ready(a->disc);
+    return a->started && a->doc && a->disc && disc_manager_ready(a->disc) &&
+           cluster_ready(a->cluster);
 }
 
 static void metrics(struct agent *a, struct buf *b)
@@ -34,6 +36,12 @@ static void metrics(struct agent *a, struct buf *b)
     prom_head(b, "proflet_start_time_seconds", "gauge", "Start time of the process.");
     prom_f64(b, "proflet_start_time_seconds", NULL, (double)a->start_time_ns / 1e9);
     scrape_manager_metrics(a->scrape, b);
+    if (a->cluster) {
+        size_t owned, elsewhere;
+
+        scrape_manager_target_counts(a->scrape, &owned, &elsewhere);
+        cluster_metrics(a->cluster, owned, owned + elsewhere, b);
+    }
     prom_head(b, "proflet_worker_jobs_in_flight", "gauge", "CPU jobs running in the worker pool.");
     prom_u64(b, "proflet_worker_jobs_in_flight", NULL, w.inflight);
     prom_head(b, "proflet_worker_jobs_backlog", "gauge", "CPU jobs waiting for a worker.");
@@ -108,7 +116,10 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
             buf_puts(&resp->body, "proflet is ready.\n");
         } else {
             resp->status = 503;
-            buf_puts(&resp->body, "proflet is not ready: discovery has not synced yet.\n");
+            buf_puts(&resp->body,
+                     a->disc && disc_manager_ready(a->disc)
+                         ? "proflet is not ready: the cluster's peers are not known yet.\n"
+                         : "proflet is not ready: discovery has not synced yet.\n");
         }
     } else if (strcmp(req->path, "/-/reload") == 0) {
         if (strcmp(req->method, "POST") != 0 && strcmp(req->method, "PUT") != 0) {

@@ -45,6 +45,9 @@ struct target_result {
     struct labels discovered; /* input labels plus job/__scheme__/... defaults */
     struct labels labels;     /* after relabeling (incl. "__" labels); empty if dropped */
     bool dropped;             /* a rule dropped it (silently, as Prometheus) */
+    bool elsewhere;           /* valid, but the owner filter gave it to another process */
+    const char *owner;        /* interned name of its owner when the filter names one
+                                 (common/intern.h: every target of a peer shares it) */
     char *error;              /* malloc'd message if the target is invalid, else NULL */
     struct target_pair *pairs;
     size_t n_pairs;
@@ -67,6 +70,8 @@ int target_discovered(const struct scrape_job_cfg *sc, const struct labels *disc
                       struct labels *out);
 /* Frees what target_build() filled. */
 void target_result_done(struct target_result *r);
+/* Frees the pairs of a result (a target owned elsewhere yields none). */
+void target_pairs_clear(struct target_result *r);
 
 /* Offset of a pair inside its interval: (offset_hash ^ seed) % interval. */
 uint64_t target_offset_ns(uint64_t offset_hash, uint64_t seed, uint64_t interval_ns);
@@ -122,6 +127,8 @@ struct scrape_job {
     uint64_t max_body;                 /* body cap */
     size_t dropped;                    /* targets its rules dropped */
     size_t pairs_dropped;              /* pairs its profile rules dropped */
+    size_t kept;                       /* valid targets with pairs here */
+    size_t elsewhere;                  /* valid targets owned by another process */
     struct pprof_limits limits;        /* caps of its deltas */
     struct scrape_job *next;
 };
@@ -170,6 +177,8 @@ struct scrape_manager {
     scrape_error_cb on_error;
     void *ud;
     uint64_t (*now_ns)(void);
+    scrape_owner_cb owner;
+    void *owner_ud;
     struct scrape_transport transport;
     struct net_client *clients[SCRAPE_CLIENTS]; /* the default transport */
     struct conf_doc *doc;              /* current configuration (ref held) */
@@ -179,6 +188,7 @@ struct scrape_manager {
     struct prom_hist lateness;
     uint64_t gen;
     uint64_t pairs_created, pairs_removed;
+    uint64_t owner_gained, owner_lost; /* targets whose owner filter answer flipped */
     uint64_t target_errors;
     size_t live_pairs;                 /* allocated, including closing ones */
     /* Called by pair.c once a pair is freed: the manager drives its pairs,

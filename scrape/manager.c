@@ -18,6 +18,7 @@
 #include <xxhash.h>
 
 #include "common/clock.h"
+#include "common/intern.h"
 #include "common/macros.h"
 #include "scrape/internal.h"
 
@@ -38,6 +39,23 @@ static void entry_free(struct source_entry *e)
     free(e);
 }
 
+/* Asks the owner filter about a built target, by the hash of its final
+ * labels (the same on every process with the same configuration). A target
+ * owned elsewhere keeps its labels for the API but yields no pair. */
+static void apply_owner(struct scrape_manager *m, struct target_result *r)
+{
+    const char *owner = NULL;
+    bool mine = m->owner(labels_hash(&r->labels), &owner, m->owner_ud);
+
+    if (owner)
+        r->owner = intern(owner, strlen(owner)); /* only shown: a failed copy shows none */
+    if (!mine) {
+        r->elsewhere = true;
+        r->pairs_dropped = 0; /* counted by its owner */
+        target_pairs_clear(r);
+    }
+}
+
 /* Builds the targets of `e` under `job` and takes a reference on every pair
  * they yield, creating or updating pairs as needed. Outside a dry run the
  * labels a result was built with are not kept: the pairs hold what is sent,
@@ -52,6 +70,8 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
 
         if (target_build(job->sc, &e->discovered->t[i], r) < 0 || r->error)
             m->target_errors++;
+        if (m->owner && r->n_pairs && !r->dropped && !r->error)
+            apply_owner(m, r);
         /* A dry run only reports what the rules built: no pair, so no
          * timer, connection or DNS lookup for a target. */
         if (m->dry_run)
@@ -60,6 +80,8 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
         labels_done(&r->labels);
         job->dropped += r->dropped;
         job->pairs_dropped += r->pairs_dropped;
+        job->elsewhere += r->elsewhere;
+        job->kept += r->n_pairs > 0;
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct target_pair *tp = &r->pairs[k];
             uint64_t key = tp->key;
@@ -95,6 +117,8 @@ static void entry_release(struct scrape_manager *m, struct scrape_job *job,
         if (!m->dry_run) {
             job->dropped -= r->dropped;
             job->pairs_dropped -= r->pairs_dropped;
+            job->elsewhere -= r->elsewhere;
+            job->kept -= r->n_pairs > 0;
         }
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[k].key);
@@ -220,6 +244,71 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
     conf_doc_unref(m->doc);
     m->doc = conf_doc_ref(doc);
     return 0;
+}
+
+void scrape_manager_refilter(struct scrape_manager *m)
+{
+    if (m->stopping || m->closing)
+        return;
+    m->gen++;
+    for (struct scrape_job *job = m->jobs; job; job = job->next) {
+        struct source_entry **olds = calloc(job->sources.n ? job->sources.n : 1, sizeof(*olds));
+        size_t n = 0, pos = 0;
+        uint64_t k;
+        void *v;
+
+        if (!olds)
+            continue;
+        while (hashmap_next(&job->sources, &pos, &k, &v))
+            olds[n++] = v;
+        /* Build every source again (pairs that stay are found by key and
+         * kept), then let go of what the old builds held. */
+        for (size_t i = 0; i < n; i++) {
+            struct source_entry *oe = olds[i], *ne = calloc(1, sizeof(*ne));
+
+            if (!ne || !(ne->source = strdup(oe->source))) {
+                free(ne);
+                olds[i] = NULL; /* keep the old build in place */
+                continue;
+            }
+            ne->discovered = disc_targets_ref(oe->discovered);
+            ne->n = oe->n;
+            entry_build(m, job, ne);
+            if (hashmap_put(&job->sources, source_key(ne->source), ne) < 0) {
+                entry_release(m, job, ne);
+                entry_free(ne);
+                olds[i] = NULL;
+            }
+        }
+        for (size_t i = 0; i < n; i++) {
+            struct source_entry *ne = olds[i] ? hashmap_get(&job->sources,
+                                                            source_key(olds[i]->source)) : NULL;
+
+            /* The same discovered sets in the same order: result k of the
+             * new build is target k of the old one. */
+            for (size_t t = 0; ne && ne->results && olds[i]->results && t < ne->n; t++) {
+                bool was = olds[i]->results[t].elsewhere, is = ne->results[t].elsewhere;
+
+                m->owner_gained += was && !is && ne->results[t].n_pairs;
+                m->owner_lost += !was && is && olds[i]->results[t].n_pairs;
+            }
+            if (olds[i]) {
+                entry_release(m, job, olds[i]);
+                entry_free(olds[i]);
+            }
+        }
+        free(olds);
+    }
+}
+
+void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
+                                  size_t *elsewhere)
+{
+    *owned = *elsewhere = 0;
+    for (const struct scrape_job *j = m->jobs; j; j = j->next) {
+        *owned += j->kept;
+        *elsewhere += j->elsewhere;
+    }
 }
 
 void scrape_manager_sync(const char *jobname, const struct disc_group *groups, size_t n, void *ud)
@@ -366,6 +455,8 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     m->on_error = o->on_error;
     m->ud = o->ud;
     m->now_ns = o->now_ns ? o->now_ns : wall_ns;
+    m->owner = o->owner;
+    m->owner_ud = o->owner_ud;
     m->pair_freed = pair_freed;
     hashmap_init(&m->pairs);
     prom_hist_init(&m->lateness, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));

@@ -92,17 +92,26 @@ void scrape_manager_targets_json(const struct scrape_manager *m, const char *onl
                 struct target_result *r = &e->results[i];
                 struct labels disc = LABELS_INIT;
 
-                if (r->dropped && job->sc->keep_dropped_targets &&
+                if ((r->dropped || r->elsewhere) && job->sc->keep_dropped_targets &&
                     ++listed_dropped > job->sc->keep_dropped_targets)
-                    continue; /* counted in droppedTargetCounts only */
+                    continue; /* counted in droppedTargetCounts / the cluster metrics only */
                 target_discovered(job->sc, &e->discovered->t[i], &disc);
-                if (r->dropped || (r->error && !r->n_pairs)) {
+                if (r->dropped || r->elsewhere || (r->error && !r->n_pairs)) {
                     json_object *t = json_object_new_object();
 
                     json_object_object_add(t, "discoveredLabels", labels_json(&disc));
                     json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
                     if (r->error)
                         json_object_object_add(t, "error", json_object_new_string(r->error));
+                    if (r->elsewhere) {
+                        char why[300];
+
+                        snprintf(why, sizeof(why), "owned by %s",
+                                 r->owner ? r->owner : "no live peer yet");
+                        json_object_object_add(t, "dropReason", json_object_new_string(why));
+                        json_object_object_add(t, "owner", json_object_new_string(
+                                                               r->owner ? r->owner : ""));
+                    }
                     json_object_array_add(dropped, t);
                     labels_done(&disc);
                     continue;
@@ -119,6 +128,8 @@ void scrape_manager_targets_json(const struct scrape_manager *m, const char *onl
                     json_object_object_add(t, "labels", labels_json(&p->tp.labels));
                     json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
                     json_object_object_add(t, "scrapeUrl", json_object_new_string(p->tp.url));
+                    if (r->owner)
+                        json_object_object_add(t, "owner", json_object_new_string(r->owner));
                     json_object_object_add(t, "profileType",
                                            json_object_new_string(p->tp.profile->name));
                     json_object_object_add(t, "lastError",
@@ -239,6 +250,13 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
     prom_u64(b, "proflet_scrape_pairs_created_total", NULL, m->pairs_created);
     prom_head(b, "proflet_scrape_pairs_removed_total", "counter", "Pairs stopped.");
     prom_u64(b, "proflet_scrape_pairs_removed_total", NULL, m->pairs_removed);
+    prom_head(b, "proflet_scrape_ownership_changes_total", "counter",
+              "Targets this process started (gained) or stopped (lost) scraping because the "
+              "owner filter's answer changed (clustering: a peer joined or left).");
+    prom_u64(b, "proflet_scrape_ownership_changes_total",
+             (const char *const[]){ "direction", "gained", NULL }, m->owner_gained);
+    prom_u64(b, "proflet_scrape_ownership_changes_total",
+             (const char *const[]){ "direction", "lost", NULL }, m->owner_lost);
     prom_head(b, "proflet_target_errors_total", "counter", "Targets rejected after relabeling.");
     prom_u64(b, "proflet_target_errors_total", NULL, m->target_errors);
     prom_head(b, "proflet_scrape_dropped_targets", "gauge",

@@ -135,6 +135,13 @@ struct scrape_transport {
     void *ctx;
 };
 
+/** Whether this process owns the target whose final labels hash to `id`
+ * (labels_hash() of the labels after relabeling, PopulateLabels done).
+ * `*owner` gets the owner's name to show (borrowed for the call; NULL:
+ * none to show). The agent passes the cluster's filter (docs/clustering.md);
+ * scrape does not know who answers. */
+typedef bool (*scrape_owner_cb)(uint64_t id, const char **owner, void *ud);
+
 struct scrape_opts {
     uv_loop_t *loop;
     struct workq *work;         /**< CPU work (gunzip checks, deltas) */
@@ -149,6 +156,10 @@ struct scrape_opts {
     const struct scrape_transport *transport;
     /** NULL: the real wall clock (nanoseconds since the epoch). */
     uint64_t (*now_ns)(void);
+    /** NULL: every target is kept. Else only the targets it owns get
+     * pairs; the others are listed as owned elsewhere. */
+    scrape_owner_cb owner;
+    void *owner_ud;
 };
 
 /** What every job of one configuration shares. */
@@ -172,6 +183,14 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
 /** Takes changed target groups of `job` (a disc_update_cb; `ud` is the
  * manager). */
 void scrape_manager_sync(const char *job, const struct disc_group *groups, size_t n, void *ud);
+/** Asks the owner filter again for every target (the owners changed):
+ * targets that stay keep their pairs, timers and delta state; targets this
+ * process lost stop; targets it gained start with a new baseline. */
+void scrape_manager_refilter(struct scrape_manager *m);
+/** Targets with pairs here (`*owned`) and targets the owner filter gave to
+ * someone else (`*elsewhere`), over every job. */
+void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
+                                  size_t *elsewhere);
 /** Stops every timer and cancels queued CPU work: no scrape starts after
  * this; requests and jobs in flight finish. */
 void scrape_manager_stop(struct scrape_manager *m);

@@ -25,6 +25,7 @@
 
 #include "common/buf.h"
 #include "common/duration.h"
+#include "common/intern.h"
 #include "common/utf8.h"
 
 #define FNV64_BASIS 14695981039346656037ULL
@@ -97,8 +98,16 @@ void target_result_done(struct target_result *r)
     labels_done(&r->discovered);
     labels_done(&r->labels);
     free(r->error);
+    intern_unref(r->owner);
     pairs_free(r->pairs, r->n_pairs);
     memset(r, 0, sizeof(*r));
+}
+
+void target_pairs_clear(struct target_result *r)
+{
+    pairs_free(r->pairs, r->n_pairs);
+    r->pairs = NULL;
+    r->n_pairs = 0;
 }
 
 static int set_error(struct target_result *out, const char *fmt, ...)
@@ -799,6 +808,10 @@ int target_result_json(const struct target_result *r, bool show_dropped, struct 
                                                    : labels_json(&r->labels));
     if (r->dropped)
         json_object_object_add(o, "dropped", json_object_new_boolean(1));
+    if (r->owner)
+        json_object_object_add(o, "owner", json_object_new_string(r->owner));
+    if (r->elsewhere)
+        json_object_object_add(o, "ownedElsewhere", json_object_new_boolean(1));
     if (r->error)
         json_object_object_add(o, "error", json_object_new_string(r->error));
     rc = buf_puts(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |

@@ -33,7 +33,7 @@ LAYERS = [
     ["relabel", "pprof"],
     ["net"],
     ["discovery", "forward"],
-    ["scrape"],
+    ["scrape", "cluster"],
     ["agent"],
 ]
 MODULES = [m for layer in LAYERS for m in layer]

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the plain manifests daemonset.yaml, statefulset.yaml and
-# deployment.yaml from the Helm chart (helm/proflet), so that both install
+# Regenerates the plain manifests daemonset.yaml, statefulset.yaml,
+# deployment.yaml and deployment-clustered.yaml from the Helm chart (helm/proflet), so that both install
 # paths deploy the same thing. tests/deploy checks they are up to date.
 #
 #   deploy/kubernetes/generate.sh [--check] [HELM_RENDER]
@@ -24,14 +24,15 @@ if [ -z "$render" ]; then
   GOPATH=/usr/share/gocode GO111MODULE=off GOCACHE=${GOCACHE:-$tmp/gocache} \
     go build -o "$render" "$src/tools/helm-render/main.go"
 fi
-for mode in daemonset statefulset deployment; do
+for mode in daemonset statefulset deployment deployment-clustered; do
   case $mode in
     daemonset) release=proflet ;;
     statefulset) release=proflet-sharded ;;
     deployment) release=proflet-cluster ;;
+    deployment-clustered) release=proflet-clustered ;;
   esac
   {
-    echo "# proflet as a $mode. Generated from helm/proflet by deploy/kubernetes/generate.sh"
+    echo "# proflet as a ${mode/-clustered/ of clustered replicas}. Generated from helm/proflet by deploy/kubernetes/generate.sh"
     echo "# with deploy/kubernetes/values/$mode.yaml; do not edit by hand."
     echo "# Apply after namespace.yaml and remote-credentials.yaml (see docs/deploy.md)."
     "$render" --name "$release" --namespace proflet --release-service kubectl \

@@ -135,6 +135,45 @@ def test_deployment_single_replica_and_rejects_more():
     check("statefulset" in err, f"pvc spool outside statefulset rejected: {err}")
 
 
+def test_clustering_shares_targets_between_replicas():
+    for mode, kind in (("deployment", "Deployment"), ("statefulset", "StatefulSet")):
+        docs = valid(render("--set", f"mode={mode}", "--set", "replicas=3", "--set", "clustering.enabled=true"),
+                     f"clustered {mode}")
+        wl = one(docs, kind)
+        check(wl["spec"]["replicas"] == 3, f"{mode}: 3 replicas")
+        if mode == "deployment":
+            check(wl["spec"]["strategy"]["type"] == "RollingUpdate", "clustered deployment rolls")
+        check(one(docs, "PodDisruptionBudget")["spec"]["maxUnavailable"] == 1, f"{mode}: PDB")
+        cfg = config_of(docs)
+        cl = cfg["clustering"]
+        check(cl["enabled"] is True and "self" not in cl, f"{mode}: clustering on, self from POD_NAME: {cl}")
+        k = cl["kubernetes"]
+        check(k["namespaces"]["names"] == ["profiling"], f"{mode}: peers in the release namespace: {k}")
+        sel = k["selectors"][0]["label"]
+        labels = wl["spec"]["template"]["metadata"]["labels"]
+        for term in sel.split(","):
+            key, _, val = term.partition("=")
+            check(labels.get(key) == val, f"{mode}: the selector {sel} selects the release's own pods {labels}")
+        for j in k8s_jobs(cfg):
+            check(all(r.get("action") != "hashmod" for r in j["relabel-configs"]), f"{mode}: no hashmod shards")
+        c = container(docs, kind)
+        env = {e["name"]: e for e in c["env"]}
+        check(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name", "POD_NAME from the pod")
+        check("SHARD" not in env, f"{mode}: no SHARD when clustered")
+        check(c["readinessProbe"]["periodSeconds"] == 2 and c["readinessProbe"]["failureThreshold"] == 2 and
+              c["readinessProbe"]["timeoutSeconds"] <= 2,
+              f"{mode}: a stopping replica turns not ready fast: {c['readinessProbe']}")
+        # The pods list/watch discovery already has is all the membership needs.
+        rules = one(docs, "ClusterRole")["rules"]
+        check(all(set(r["verbs"]) <= {"get", "list", "watch"} for r in rules), f"{mode}: read-only RBAC")
+        check(any("pods" in r["resources"] and "watch" in r["verbs"] for r in rules), f"{mode}: pods watch")
+        check(not any("leases" in r["resources"] for r in rules), f"{mode}: no lease access")
+    err = render("--set", "clustering.enabled=true", expect_fail=True)
+    check("clustering.enabled needs mode=deployment" in err, f"clustered daemonset rejected: {err}")
+    docs = valid(render("--set", "mode=deployment", "--set", "replicas=1"), "unclustered")
+    check("clustering" not in config_of(docs), "no clustering section unless enabled")
+
+
 def test_pyroscope_io_convention_is_the_seed_job():
     cfg = config_of(render())
     job = [j for j in cfg["scrape-configs"] if j["job-name"] == "kubernetes-pods"][0]
@@ -320,6 +359,7 @@ if __name__ == "__main__":
         test_each_mode_validates,
         test_statefulset_shards_by_pod_index,
         test_deployment_single_replica_and_rejects_more,
+        test_clustering_shares_targets_between_replicas,
         test_pyroscope_io_convention_is_the_seed_job,
         test_profiles_grafana_com_convention,
         test_secrets_are_mounted_files,

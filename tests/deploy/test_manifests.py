@@ -69,6 +69,25 @@ def test_daemonset_manifest_is_node_local_with_credentials_from_a_secret():
     check(vols and vols[0]["secret"]["secretName"] == "proflet-remote-credentials", "secret volume")
 
 
+def test_clustered_deployment_manifest():
+    docs = load("deployment-clustered.yaml")
+    dep = one(docs, "Deployment")
+    check(dep["spec"]["replicas"] == 3, "three replicas")
+    cfg = yaml.safe_load(one(docs, "ConfigMap")["data"]["proflet.yaml"])
+    k = cfg["clustering"]["kubernetes"]
+    check(cfg["clustering"]["enabled"] is True and k["namespaces"]["names"] == ["proflet"], f"clustering: {k}")
+    labels = dep["spec"]["template"]["metadata"]["labels"]
+    for term in k["selectors"][0]["label"].split(","):
+        key, _, val = term.partition("=")
+        check(labels.get(key) == val, f"the peer selector selects the replicas: {term} vs {labels}")
+    others = {(d["kind"], d["metadata"]["name"]) for f in ("daemonset.yaml", "statefulset.yaml", "deployment.yaml")
+              for d in load(f)}
+    for d in docs:
+        check((d["kind"], d["metadata"]["name"]) not in others, f"{d['kind']} {d['metadata']['name']} clashes")
+        if d["kind"] not in ("ClusterRole", "ClusterRoleBinding"):
+            check(d["metadata"].get("namespace") == "proflet", f"{d['kind']} in namespace proflet")
+
+
 def test_sidecar_needs_no_api_access():
     docs = load("sidecar.yaml")
     check(not find(docs, "ClusterRole") and not find(docs, "ServiceAccount"), "no RBAC objects")
@@ -138,6 +157,7 @@ if __name__ == "__main__":
         test_every_manifest_validates,
         test_generated_manifests_match_the_chart,
         test_manifests_install_into_the_restricted_namespace,
+        test_clustered_deployment_manifest,
         test_daemonset_manifest_is_node_local_with_credentials_from_a_secret,
         test_sidecar_needs_no_api_access,
         test_validator_catches_mistakes,

@@ -53,8 +53,14 @@ app.kubernetes.io/component: profiling-agent
 {{- if not (has .Values.mode (list "daemonset" "statefulset" "deployment")) }}
 {{- fail (printf "mode must be daemonset, statefulset or deployment, not %q" (toString .Values.mode)) }}
 {{- end }}
-{{- if and (eq .Values.mode "deployment") (ne (int .Values.replicas) 1) }}
-{{- fail "mode=deployment scrapes the whole cluster from every replica: replicas must be 1 (use mode=statefulset to shard)" }}
+{{- if and (eq .Values.mode "deployment") (ne (int .Values.replicas) 1) (not .Values.clustering.enabled) }}
+{{- fail "mode=deployment scrapes the whole cluster from every replica: replicas must be 1 (set clustering.enabled=true to share the targets, or use mode=statefulset to shard)" }}
+{{- end }}
+{{- if and .Values.clustering.enabled (eq .Values.mode "daemonset") }}
+{{- fail "clustering.enabled needs mode=deployment or mode=statefulset (a daemonset is already node-local)" }}
+{{- end }}
+{{- if and .Values.clustering.enabled (lt (int .Values.replicas) 1) }}
+{{- fail "clustering needs replicas >= 1" }}
 {{- end }}
 {{- if and (eq .Values.mode "statefulset") (lt (int .Values.replicas) 1) }}
 {{- fail "mode=statefulset needs replicas >= 1" }}
@@ -95,7 +101,7 @@ app.kubernetes.io/component: profiling-agent
 {{- with .Values.extraRelabelConfigs }}
 {{ toYaml . }}
 {{- end }}
-{{- if eq .Values.mode "statefulset" }}
+{{- if and (eq .Values.mode "statefulset") (not .Values.clustering.enabled) }}
 # Sharding: keep the targets whose hashmod(__address__) is this pod's ordinal.
 # SHARD comes from the apps.kubernetes.io/pod-index label (Kubernetes >= 1.28).
 - source-labels: [__address__]
@@ -120,6 +126,19 @@ server:
 {{- with .Values.externalLabels }}
 external-labels:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if .Values.clustering.enabled }}
+# The replicas share the targets: the peers are this release's ready pods, and
+# this replica's name is POD_NAME (downward API). docs/clustering.md.
+clustering:
+  enabled: true
+  kubernetes:
+    role: pod
+    namespaces:
+      names: [{{ .Release.Namespace | quote }}]
+    selectors:
+      - role: pod
+        label: {{ printf "app.kubernetes.io/name=%s,app.kubernetes.io/instance=%s" (include "proflet.name" .) .Release.Name | quote }}
 {{- end }}
 scrape-configs:
 {{- $root := . }}
@@ -327,7 +346,7 @@ spec:
           valueFrom:
             fieldRef:
               fieldPath: metadata.namespace
-        {{- if eq .Values.mode "statefulset" }}
+        {{- if and (eq .Values.mode "statefulset") (not .Values.clustering.enabled) }}
         # This shard's ordinal (Kubernetes >= 1.28 labels StatefulSet pods with it).
         - name: SHARD
           valueFrom:
@@ -347,7 +366,13 @@ spec:
       {{- end }}
       {{- with .Values.readinessProbe }}
       readinessProbe:
+        {{- if $.Values.clustering.enabled }}
+        {{- /* Peers see a stopping replica through its readiness: fail fast. */}}
+        {{- $p := int $.Values.clustering.readinessPeriodSeconds }}
+        {{- toYaml (merge (dict "periodSeconds" $p "timeoutSeconds" $p "failureThreshold" (int $.Values.clustering.readinessFailureThreshold)) (omit . "periodSeconds" "failureThreshold" "timeoutSeconds")) | nindent 8 }}
+        {{- else }}
         {{- toYaml . | nindent 8 }}
+        {{- end }}
       {{- end }}
       resources:
         {{- toYaml .Values.resources | nindent 8 }}
