@@ -63,15 +63,22 @@ static void usage(FILE *f)
             "      --check-config FILE  validate a configuration file and exit\n"
             "      --job NAME           with `targets`: only this scrape job\n"
             "      --show-dropped       with `targets`: also print targets the rules dropped\n"
+            "      --web.enable-lifecycle\n"
+            "                           allow POST/PUT /-/reload on the status server (as\n"
+            "                           Prometheus; without it the answer is 403 and only\n"
+            "                           SIGHUP reloads)\n"
             "  -v, --version            print the version and exit\n"
             "  -h, --help               this text\n"
             "\n"
-            "Signals: SIGHUP reloads the configuration (as does POST /-/reload); an invalid\n"
+            "Signals: SIGHUP reloads the configuration (as does POST /-/reload with\n"
+            "--web.enable-lifecycle); an invalid\n"
             "file is refused and the running configuration kept. SIGTERM/SIGINT stop\n"
             "scraping, finish what is in flight (up to %d s), flush and exit 0.\n"
             "\n"
             "Status server (server.listen-address, default 127.0.0.1:4100): /metrics,\n"
-            "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets.\n"
+            "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets. Its limits\n"
+            "(connections, header timeout, output per connection) are in docs/limits.md;\n"
+            "cross-origin browser requests that would change state are refused.\n"
             "Exit status: 0 ok, 1 runtime error, 2 invalid configuration or usage.\n",
             PROFLET_VERSION, SHUTDOWN_GRACE_MS / 1000);
 }
@@ -348,7 +355,12 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
     return 0;
 }
 
-static int run(const char *config_path, unsigned flags, const char *log_level, bool targets_mode)
+struct run_opts {
+    bool enable_lifecycle;
+};
+
+static int run(const char *config_path, unsigned flags, const char *log_level, bool targets_mode,
+               const struct run_opts *ro)
 {
     struct agent a;
     uv_loop_t loop;
@@ -360,6 +372,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
 
     memset(&a, 0, sizeof(a));
     a.config_flags = flags;
+    a.enable_lifecycle = ro->enable_lifecycle;
     if (load_config(config_path, a.config_flags, &doc) < 0)
         return 2;
     c = agent_config(doc);
@@ -416,6 +429,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
                 begin_shutdown(&a, "status server");
                 goto run_loop;
             }
+            net_server_set_header_timeout(a.status, agent_config(a.doc)->header_timeout_ms);
         }
         uv_signal_start(&a.sig_term, on_signal, SIGTERM);
         uv_signal_start(&a.sig_int, on_signal, SIGINT);
@@ -458,12 +472,14 @@ int main(int argc, char **argv)
         {"job", required_argument, NULL, 'j'},
         {"show-dropped", no_argument, NULL, 'd'},
         {"print-default-config", no_argument, NULL, 'p'},
+        {"web.enable-lifecycle", no_argument, NULL, 'L'},
         {"version", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *check = NULL, *level = NULL;
     unsigned flags = 0;
+    struct run_opts ro = { 0 };
     bool targets = false;
     int c;
 
@@ -515,6 +531,9 @@ int main(int argc, char **argv)
         case 'd':
             targets_opts.show_dropped = true;
             break;
+        case 'L':
+            ro.enable_lifecycle = true;
+            break;
         case 'p':
             fputs(agent_default_config, stdout);
             return 0;
@@ -550,5 +569,5 @@ int main(int argc, char **argv)
         conf_doc_unref(doc);
         return 0;
     }
-    return run(config, flags, level, targets);
+    return run(config, flags, level, targets, &ro);
 }
