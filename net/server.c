@@ -520,7 +520,7 @@ static void stream_step(struct conn *c)
                 return;
             }
             memcpy(sz, size, (size_t)n);
-            parts[0].base = sz;
+            parts[0] = uv_buf_init(sz, (unsigned)n);
             own[0] = true;
             if (conn_writev(c, parts, own, 3) < 0) {
                 conn_close(c);

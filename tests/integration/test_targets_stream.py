@@ -1,0 +1,118 @@
+"""/api/v1/targets with 10,000 targets is streamed target by target:
+50 clients asking for it and reading nothing raise the peak RSS by a
+bounded amount (it used to be built whole, ~10 MB of JSON plus its json-c
+tree, per request), a full read is valid JSON with every target, ?job=
+keeps one job, and scraping keeps its timing while it is served."""
+import json
+import os
+import socket
+import time
+
+from lib import *
+
+N = 10000
+
+
+def config(sport, dead, sink):
+    targets = ", ".join(f"127.0.{i >> 8}.{i & 255}:{dead}" for i in range(N // 2))
+    more = ", ".join(f"127.1.{i >> 8}.{i & 255}:{dead}" for i in range(N // 2))
+    return f"""
+server:
+  listen-address: 127.0.0.1:{sport}
+scrape-configs:
+  - job-name: big
+    scrape-interval: 1h
+    enabled-profiles: [goroutine]
+    static-configs:
+      - application: big
+        targets: [{targets}]
+  - job-name: big2
+    scrape-interval: 1h
+    enabled-profiles: [goroutine]
+    static-configs:
+      - application: big2
+        targets: [{more}]
+  - job-name: ticker
+    scrape-interval: 1s
+    enabled-profiles: [goroutine, memory, mutex, block]
+    static-configs:
+      - application: ticker
+        targets: [127.0.0.1:{dead}]
+remote-write:
+  - url: file://{sink}
+"""
+
+
+def hwm(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise TestFailure("no VmHWM")
+
+
+def late_ticks(m):
+    total = metric_value(m, "proflet_scrape_start_lateness_seconds_count") or 0
+    on_time = metric_value(m, "proflet_scrape_start_lateness_seconds_bucket", le="0.1") or 0
+    return total - on_time, total
+
+
+def main():
+    with environment() as (tmp, procs):
+        dead = free_port()
+        sport = free_port()
+        p = start_proflet(tmp, procs, config(sport, dead, os.path.join(tmp, "sink")))
+        wait_ready(sport, timeout=60)
+        wait_for("10k pairs", lambda: metric_value(metrics(sport), "proflet_scrape_pairs") == N + 4, timeout=60)
+
+        # One full read: valid JSON, every target, served in chunks.
+        t0 = time.monotonic()
+        code, body = http_get(f"http://127.0.0.1:{sport}/api/v1/targets", timeout=60)
+        secs = time.monotonic() - t0
+        doc = json.loads(body)
+        check(doc["status"] == "success", "status is not success")
+        active = doc["data"]["activeTargets"]
+        check(len(active) == N + 4, f"{len(active)} active targets, want {N + 4}")
+        check(doc["data"]["droppedTargets"] == [], "dropped targets listed")
+        check(doc["data"]["droppedTargetCounts"] == {"big": 0, "big2": 0, "ticker": 0},
+              f"droppedTargetCounts: {doc['data']['droppedTargetCounts']}")
+        urls = {(t["scrapePool"], t["scrapeUrl"]) for t in active}
+        check(len(urls) == N + 4, "targets listed twice")
+        print(f"/api/v1/targets: {len(body)} bytes, {len(active)} targets in {secs:.2f} s")
+        code, body = http_get(f"http://127.0.0.1:{sport}/api/v1/targets?job=big2", timeout=60)
+        doc = json.loads(body)
+        check(len(doc["data"]["activeTargets"]) == N // 2, "?job=big2 did not keep one job")
+        check(doc["data"]["droppedTargetCounts"] == {"big2": 0}, "?job= counts")
+
+        # 50 clients ask and read nothing.
+        base = hwm(p.pid)
+        late0, ticks0 = late_ticks(metrics(sport))
+        conns = []
+        try:
+            for _ in range(50):
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+                s.settimeout(5)
+                s.connect(("127.0.0.1", sport))
+                s.sendall(b"GET /api/v1/targets HTTP/1.1\r\nHost: t\r\n\r\n")
+                conns.append(s)
+            wait_for("ticks while the answers wait", lambda: late_ticks(metrics(sport))[1] >= ticks0 + 12,
+                     timeout=20)
+            peak = hwm(p.pid)
+            late1, _ = late_ticks(metrics(sport))
+            # And one more reads it all meanwhile.
+            code, body = http_get(f"http://127.0.0.1:{sport}/api/v1/targets", timeout=60)
+            check(len(json.loads(body)["data"]["activeTargets"]) == N + 4, "a read during the stall was cut")
+        finally:
+            for s in conns:
+                s.close()
+        grown = (peak - base) / 2**20
+        print(f"50 unread /api/v1/targets: peak RSS {base / 2**20:.1f} -> {peak / 2**20:.1f} MiB (+{grown:.1f}), "
+              f"{late1 - late0:.0f} ticks > 100 ms late")
+        check(grown < 24, f"peak RSS grew {grown:.1f} MiB with 50 unread /api/v1/targets")
+        check(late1 - late0 == 0, "scrape ticks were late while /api/v1/targets was served")
+        check(stop(p) == 0, "proflet did not exit cleanly")
+
+
+if __name__ == "__main__":
+    run_test(main)
