@@ -89,10 +89,15 @@ struct scrape_targets_iter {
     bool first;            /* no element written in the current array */
 };
 
-static int put_json(struct buf *out, json_object *o)
+/* Appends one array element (a comma before all but the first) and
+ * frees it. */
+static int put_elem(struct buf *out, json_object *o, bool *first)
 {
-    int rc = buf_puts(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    int rc = buf_puts(out, *first ? "" : ",");
 
+    *first = false;
+    if (rc == 0)
+        rc = buf_puts(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return rc;
 }
@@ -114,12 +119,7 @@ static int target_json(const struct scrape_manager *m, const struct scrape_job *
         json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
         if (r->error)
             json_object_object_add(t, "error", json_object_new_string(r->error));
-        rc = buf_puts(out, *first ? "" : ",");
-        *first = false;
-        if (rc == 0)
-            rc = put_json(out, t);
-        else
-            json_object_put(t);
+        rc = put_elem(out, t, first);
         labels_done(&disc);
         return rc;
     }
@@ -148,12 +148,7 @@ static int target_json(const struct scrape_manager *m, const struct scrape_job *
                                                                          : "up"));
         json_object_object_add(t, "scrapeInterval",
                                json_object_new_int64((int64_t)p->tp.interval_ms));
-        rc = buf_puts(out, *first ? "" : ",");
-        *first = false;
-        if (rc == 0)
-            rc = put_json(out, t);
-        else
-            json_object_put(t);
+        rc = put_elem(out, t, first);
     }
     labels_done(&disc);
     return rc;

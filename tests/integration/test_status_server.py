@@ -38,20 +38,6 @@ remote-write:
 """
 
 
-def status(pid, key):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith(key + ":"):
-                return int(line.split()[1]) * 1024
-    raise TestFailure(f"no {key} in /proc/{pid}/status")
-
-
-def late_ticks(m):
-    """Ticks that started more than 100 ms late, and all ticks."""
-    total = metric_value(m, "proflet_scrape_start_lateness_seconds_count") or 0
-    on_time = metric_value(m, "proflet_scrape_start_lateness_seconds_bucket", le="0.1") or 0
-    return total - on_time, total
-
 
 def raw(port, data, timeout=5.0):
     s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
@@ -75,25 +61,20 @@ def request(port, head, timeout=5.0):
 def pipelining(sport, pid):
     """250 connections x 200 pipelined GET /metrics, never read."""
     size = len(metrics(sport).encode())
-    base_hwm = status(pid, "VmHWM")
+    base_hwm = peak_rss(pid)
     late0, ticks0 = late_ticks(metrics(sport))
     req = b"GET /metrics HTTP/1.1\r\nHost: t\r\n\r\n" * 200
     conns = []
     try:
         for _ in range(250):
-            s = socket.socket()
-            s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-            s.settimeout(5)
-            s.connect(("127.0.0.1", sport))
-            s.sendall(req)
-            conns.append(s)
+            conns.append(unread_request(sport, req))
         t0 = time.monotonic()
         # Let it serve what it will while nobody reads; ticks come every
         # 1 s for each of the 80 pairs.
         wait_for("ticks during the attack",
                  lambda: late_ticks(metrics(sport))[1] >= ticks0 + 400, timeout=30)
         attack_s = time.monotonic() - t0
-        hwm = status(pid, "VmHWM")
+        hwm = peak_rss(pid)
         late1, ticks1 = late_ticks(metrics(sport))
     finally:
         for s in conns:

@@ -43,19 +43,6 @@ remote-write:
 """
 
 
-def hwm(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) * 1024
-    raise TestFailure("no VmHWM")
-
-
-def late_ticks(m):
-    total = metric_value(m, "proflet_scrape_start_lateness_seconds_count") or 0
-    on_time = metric_value(m, "proflet_scrape_start_lateness_seconds_bucket", le="0.1") or 0
-    return total - on_time, total
-
 
 def main():
     with environment() as (tmp, procs):
@@ -85,20 +72,15 @@ def main():
         check(doc["data"]["droppedTargetCounts"] == {"big2": 0}, "?job= counts")
 
         # 50 clients ask and read nothing.
-        base = hwm(p.pid)
+        base = peak_rss(p.pid)
         late0, ticks0 = late_ticks(metrics(sport))
         conns = []
         try:
             for _ in range(50):
-                s = socket.socket()
-                s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-                s.settimeout(5)
-                s.connect(("127.0.0.1", sport))
-                s.sendall(b"GET /api/v1/targets HTTP/1.1\r\nHost: t\r\n\r\n")
-                conns.append(s)
+                conns.append(unread_request(sport, b"GET /api/v1/targets HTTP/1.1\r\nHost: t\r\n\r\n"))
             wait_for("ticks while the answers wait", lambda: late_ticks(metrics(sport))[1] >= ticks0 + 12,
                      timeout=20)
-            peak = hwm(p.pid)
+            peak = peak_rss(p.pid)
             late1, _ = late_ticks(metrics(sport))
             # And one more reads it all meanwhile.
             code, body = http_get(f"http://127.0.0.1:{sport}/api/v1/targets", timeout=60)
