@@ -63,6 +63,11 @@ static void usage(FILE *f)
             "      --check-config FILE  validate a configuration file and exit\n"
             "      --job NAME           with `targets`: only this scrape job\n"
             "      --show-dropped       with `targets`: also print targets the rules dropped\n"
+            "      --web.config.file FILE\n"
+            "                           TLS and basic auth for the status server, in the\n"
+            "                           format of Prometheus' exporter-toolkit\n"
+            "                           (tls_server_config, basic_auth_users with bcrypt\n"
+            "                           hashes); read at start-up\n"
             "      --web.enable-lifecycle\n"
             "                           allow POST/PUT /-/reload on the status server (as\n"
             "                           Prometheus; without it the answer is 403 and only\n"
@@ -357,6 +362,7 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
 
 struct run_opts {
     bool enable_lifecycle;
+    const char *web_config; /* --web.config.file */
 };
 
 static int run(const char *config_path, unsigned flags, const char *log_level, bool targets_mode,
@@ -367,14 +373,21 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     struct conf_doc *doc = NULL;
     const struct agent_config *c;
     uv_timer_t targets_timer;
+    struct net_web *web = NULL;
     char err[1024];
     int r;
 
     memset(&a, 0, sizeof(a));
+    if (ro->web_config && net_web_load(ro->web_config, &web, err, sizeof(err)) < 0) {
+        fprintf(stderr, "proflet: invalid web configuration: %s\n", err);
+        return 2;
+    }
     a.config_flags = flags;
     a.enable_lifecycle = ro->enable_lifecycle;
-    if (load_config(config_path, a.config_flags, &doc) < 0)
+    if (load_config(config_path, a.config_flags, &doc) < 0) {
+        net_web_unref(web);
         return 2;
+    }
     c = agent_config(doc);
     size_threadpool(c->limits.workers);
     if (log_level)
@@ -385,6 +398,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         log_set_level(LOG_WARN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         conf_doc_unref(doc);
+        net_web_unref(web);
         fprintf(stderr, "proflet: curl_global_init failed\n");
         return 1;
     }
@@ -430,6 +444,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
                 goto run_loop;
             }
             net_server_set_header_timeout(a.status, agent_config(a.doc)->header_timeout_ms);
+            net_server_set_web(a.status, web);
         }
         uv_signal_start(&a.sig_term, on_signal, SIGTERM);
         uv_signal_start(&a.sig_int, on_signal, SIGINT);
@@ -448,6 +463,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
 run_loop:
     uv_run(&loop, UV_RUN_DEFAULT);
     conf_doc_unref(a.doc);
+    net_web_unref(web);
     workq_free(a.work);
     r = uv_loop_close(&loop);
     if (r != 0) {
@@ -473,6 +489,7 @@ int main(int argc, char **argv)
         {"show-dropped", no_argument, NULL, 'd'},
         {"print-default-config", no_argument, NULL, 'p'},
         {"web.enable-lifecycle", no_argument, NULL, 'L'},
+        {"web.config.file", required_argument, NULL, 'W'},
         {"version", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
@@ -533,6 +550,9 @@ int main(int argc, char **argv)
             break;
         case 'L':
             ro.enable_lifecycle = true;
+            break;
+        case 'W':
+            ro.web_config = optarg;
             break;
         case 'p':
             fputs(agent_default_config, stdout);

@@ -81,6 +81,20 @@ bool net__req_cross_origin(const struct net__req *q);
 /* Standard reason phrase for a status ("Unknown" if none). */
 const char *net__reason(int status);
 
+/* web.c, for server.c (types spelled as OpenSSL's so that this header
+ * needs no OpenSSL include). */
+struct ssl_ctx_st;
+struct x509_store_ctx_st;
+/* The TLS context, or NULL without TLS. */
+struct ssl_ctx_st *net__web_ssl(const struct net_web *w);
+/* The bcrypt hash of a user, or NULL. */
+const char *net__web_hash(const struct net_web *w, const char *user);
+/* Whether `password` matches `hash` (bcrypt: slow, run off the loop). */
+bool net__web_verify(const char *password, const char *hash);
+/* Verify callback that accepts any client certificate (RequestClientCert,
+ * RequireAnyClientCert). */
+int net__web_accept_any_cert(int ok, struct x509_store_ctx_st *x);
+
 /* Test hook: makes the next curl_multi_socket_action() call of `c` behave as
  * if it had failed, to exercise the multi-handle rebuild. */
 void net__client_fail_next_action(struct net_client *c);

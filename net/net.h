@@ -274,6 +274,27 @@ void net_server_set_idle_timeout(struct net_server *s, uint64_t ms);
 /** Sets the header timeout (0: 10 s): a request must be received whole
  * within this time of its first byte (or of the accept). */
 void net_server_set_header_timeout(struct net_server *s, uint64_t ms);
+/** The web configuration of a status server (--web.config.file, in
+ * exporter-toolkit's format): TLS and basic-auth users. Immutable,
+ * reference counted. */
+struct net_web;
+/** Loads and checks a web configuration file: builds the TLS context
+ * (certificate, key, client CA, client_auth_type, min_version) and checks
+ * that every password is a bcrypt hash. 0 or a negative errno with
+ * "FILE:LINE:COL: ..." or the TLS error in `err`. */
+int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen);
+/** Takes a reference (NULL is fine); returns `w`. */
+struct net_web *net_web_ref(struct net_web *w);
+/** Drops a reference (NULL is fine). */
+void net_web_unref(struct net_web *w);
+/** Whether it asks for TLS / for basic auth. */
+bool net_web_tls(const struct net_web *w);
+bool net_web_auth(const struct net_web *w);
+/** Applies a web configuration to connections accepted from now on (takes
+ * a reference; NULL: plain HTTP, no auth). With basic-auth users every
+ * request needs valid credentials (else 401); passwords are checked off
+ * the loop, one at a time, and a verified (user, password) is remembered. */
+void net_server_set_web(struct net_server *s, struct net_web *w);
 /** Closes the listener and every connection; `cb` runs when all are closed. */
 void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud);
 

@@ -40,6 +40,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+
 #include "net/net.h"
 #include "common/macros.h"
 #include "net/internal.h"
@@ -52,6 +58,7 @@
 #define TURN_NS (2 * 1000 * 1000)
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
+#define AUTH_CACHE 32
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */
@@ -88,6 +95,20 @@ struct conn {
     enum conn_state state;
     bool reading;
     bool peer_eof; /* the client shut down its side; answer what we have */
+    /* TLS through memory BIOs: ciphertext read into `tin` goes to rbio;
+     * whatever OpenSSL puts in wbio is written to the socket. */
+    SSL *ssl;
+    BIO *rbio, *wbio;
+    char *tin;
+    bool tls_closed; /* close_notify sent */
+    /* Basic auth: a password being checked off the loop. */
+    struct net_web *web; /* the web config of its accept (a reference) */
+    bool auth_wait;      /* the parsed request waits for the check */
+    bool work_pending;   /* a pool job refers to the connection */
+    struct conn *auth_next;
+    char *auth_user, *auth_pass, *auth_hash;
+    bool auth_ok;
+    uv_work_t work;
 };
 
 struct write_req {
@@ -111,6 +132,11 @@ struct net_server {
     uint64_t idle_ms;
     uint64_t header_ms;
     int handles; /* listener and idle handle */
+    struct net_web *web;
+    struct conn *auth_head, *auth_tail; /* waiting for the one check in flight */
+    bool auth_busy;
+    unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
+    unsigned auth_cache_next, auth_cached;
     bool closing;
     void (*close_cb)(void *ud);
     void *close_ud;
@@ -120,6 +146,13 @@ static void conn_close(struct conn *c);
 static void conn_kick(struct conn *c);
 static void stop_reading(struct conn *c);
 static void server_turn(uv_idle_t *h);
+static int tls_pull(struct conn *c);
+static void write_cb(uv_write_t *w, int status);
+static int tls_flush(struct conn *c);
+static void auth_remove(struct conn *c);
+static void auth_refuse(struct conn *c);
+static void dispatch(struct conn *c);
+static void conn_handle_closed(uv_handle_t *h);
 
 static void server_maybe_free(struct net_server *s)
 {
@@ -130,6 +163,7 @@ static void server_maybe_free(struct net_server *s)
         return;
     cb = s->close_cb;
     ud = s->close_ud;
+    net_web_unref(s->web);
     free(s);
     if (cb)
         cb(ud);
@@ -140,7 +174,7 @@ static void conn_handle_closed(uv_handle_t *h)
     struct conn *c = h->data;
     struct net_server *s = c->s;
 
-    if (--c->handles > 0)
+    if (--c->handles > 0 || c->work_pending)
         return;
     if (c->prev)
         c->prev->next = c->next;
@@ -151,6 +185,14 @@ static void conn_handle_closed(uv_handle_t *h)
     net__req_done(&c->req);
     buf_done(&c->path);
     free(c->in);
+    free(c->tin);
+    SSL_free(c->ssl); /* and its BIOs */
+    net_web_unref(c->web);
+    free(c->auth_user);
+    if (c->auth_pass)
+        OPENSSL_cleanse(c->auth_pass, strlen(c->auth_pass));
+    free(c->auth_pass);
+    free(c->auth_hash);
     free(c);
     server_maybe_free(s);
 }
@@ -208,6 +250,25 @@ static void run_remove(struct conn *c)
     c->queued = false;
 }
 
+static void auth_remove(struct conn *c)
+{
+    struct net_server *s = c->s;
+    struct conn *prev = NULL;
+
+    for (struct conn *x = s->auth_head; x; prev = x, x = x->auth_next) {
+        if (x != c)
+            continue;
+        if (prev)
+            prev->auth_next = c->auth_next;
+        else
+            s->auth_head = c->auth_next;
+        if (s->auth_tail == c)
+            s->auth_tail = prev;
+        c->auth_next = NULL;
+        return;
+    }
+}
+
 static void stream_end(struct conn *c)
 {
     void (*fr)(void *) = c->stream.free;
@@ -225,6 +286,7 @@ static void conn_close(struct conn *c)
     c->state = CONN_CLOSING;
     c->s->n_open--;
     run_remove(c);
+    auth_remove(c);
     stream_end(c);
     /* Pending writes and the shutdown get their callbacks (UV_ECANCELED)
      * before the close callbacks. */
@@ -249,6 +311,12 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
     struct conn *c = h->data;
 
     (void)hint;
+    if (c->ssl) { /* ciphertext, for the read BIO */
+        if (!c->tin)
+            c->tin = malloc(READ_BUF);
+        *b = uv_buf_init(c->tin, c->tin ? READ_BUF : 0);
+        return;
+    }
     if (!c->in)
         c->in = malloc(READ_BUF);
     *b = uv_buf_init(c->in, c->in ? READ_BUF : 0);
@@ -279,6 +347,15 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
             conn_close(c);
         return;
     }
+    if (c->ssl) {
+        if (BIO_write(c->rbio, c->tin, (int)nread) != (int)nread) {
+            conn_close(c);
+            return;
+        }
+        stop_reading(c);
+        conn_kick(c); /* decrypts */
+        return;
+    }
     c->in_off = 0;
     c->in_len = (size_t)nread;
     stop_reading(c);
@@ -305,7 +382,7 @@ static void stop_reading(struct conn *c)
  * parse or a stream to continue), or more input. */
 static void conn_kick(struct conn *c)
 {
-    if (c->state != CONN_OPEN)
+    if (c->state != CONN_OPEN || c->auth_wait)
         return;
     if (c->out_pending > OUT_HIGH) {
         stop_reading(c);
@@ -316,7 +393,18 @@ static void conn_kick(struct conn *c)
         run_enqueue(c);
         return;
     }
-    if (c->in) {
+    if (c->ssl) {
+        int n = tls_pull(c);
+
+        if (n != 0) {
+            if (n > 0) {
+                stop_reading(c);
+                run_enqueue(c);
+            }
+            return;
+        }
+    }
+    if (c->in && !c->ssl) {
         free(c->in); /* idle connections hold no buffer */
         c->in = NULL;
         c->in_off = c->in_len = 0;
@@ -327,6 +415,81 @@ static void conn_kick(struct conn *c)
         return;
     }
     start_reading(c);
+}
+
+/* Writes what OpenSSL has queued in the write BIO. */
+static int tls_flush(struct conn *c)
+{
+    size_t n;
+
+    while ((n = BIO_ctrl_pending(c->wbio)) > 0) {
+        struct write_req *wr = calloc(1, sizeof(*wr));
+        char *p = malloc(n);
+        uv_buf_t b;
+        int rc;
+
+        if (!wr || !p || BIO_read(c->wbio, p, (int)n) != (int)n) {
+            free(wr);
+            free(p);
+            return -ENOMEM;
+        }
+        wr->c = c;
+        wr->own[0] = p;
+        wr->len = n;
+        b = uv_buf_init(p, (unsigned)n);
+        rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+        if (rc < 0) {
+            free(p);
+            free(wr);
+            return rc;
+        }
+        c->writes++;
+        c->out_pending += n;
+    }
+    return 0;
+}
+
+/* Decrypts what the read BIO holds into c->in. Returns >0 when plaintext
+ * is there, 0 when more ciphertext is needed, <0 when the connection is
+ * done (closed, or the peer ended the session). */
+static int tls_pull(struct conn *c)
+{
+    int n, e;
+
+    if (!c->in && !(c->in = malloc(READ_BUF))) {
+        conn_close(c);
+        return -ENOMEM;
+    }
+    ERR_clear_error();
+    n = SSL_read(c->ssl, c->in, READ_BUF);
+    e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, n);
+    if (tls_flush(c) < 0) { /* handshake messages, alerts */
+        conn_close(c);
+        return -EIO;
+    }
+    if (n > 0) {
+        c->in_off = 0;
+        c->in_len = (size_t)n;
+        return n;
+    }
+    if (e == SSL_ERROR_WANT_READ && !c->peer_eof)
+        return 0;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_ZERO_RETURN) {
+        /* the client is done: answer what is queued, then close */
+        c->peer_eof = true;
+        stop_reading(c);
+        if (c->writes == 0)
+            conn_close(c);
+        return -EPIPE;
+    }
+    /* A failed handshake or a bad record: let the alert go out, then close. */
+    c->state = CONN_LAST_WRITE;
+    c->tls_closed = true;
+    run_remove(c);
+    stop_reading(c);
+    if (c->writes == 0)
+        conn_close(c);
+    return -EPROTO;
 }
 
 static void shutdown_cb(uv_shutdown_t *req, int status)
@@ -347,6 +510,17 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
  * moment so the client reads our answer rather than a reset. */
 static void begin_linger(struct conn *c)
 {
+    if (c->ssl && !c->tls_closed) {
+        /* close_notify first; the shutdown follows once it is written */
+        c->tls_closed = true;
+        SSL_shutdown(c->ssl);
+        if (tls_flush(c) < 0) {
+            conn_close(c);
+            return;
+        }
+        if (c->writes > 0)
+            return;
+    }
     c->shut.data = c;
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
         conn_close(c);
@@ -392,7 +566,7 @@ static int conn_writev(struct conn *c, const uv_buf_t *parts, const bool *own, s
     struct write_req *wr = calloc(1, sizeof(*wr));
     uv_buf_t bufs[3];
     unsigned nb = 0;
-    int rc;
+    int rc = 0;
 
     if (!wr) {
         for (size_t i = 0; i < n; i++)
@@ -411,6 +585,17 @@ static int conn_writev(struct conn *c, const uv_buf_t *parts, const bool *own, s
     }
     if (nb == 0) {
         bufs[nb++] = uv_buf_init("", 0);
+    }
+    if (c->ssl) {
+        /* Encrypt now; the plaintext goes at once, the ciphertext is what
+         * waits (and counts) for the socket. */
+        for (unsigned i = 0; i < nb; i++)
+            if (bufs[i].len && SSL_write(c->ssl, bufs[i].base, (int)bufs[i].len) <= 0)
+                rc = -EPROTO;
+        for (size_t i = 0; i < ARRAY_SIZE(wr->own); i++)
+            free(wr->own[i]);
+        free(wr);
+        return rc < 0 ? rc : tls_flush(c);
     }
     rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, nb, write_cb);
     if (rc < 0) {
@@ -480,6 +665,23 @@ static void send_error(struct conn *c, int status)
     if (send_answer(c, status, NULL, &body, body.len, false, true, true) < 0)
         conn_close(c);
     buf_done(&body);
+}
+
+/* 401 with a Basic challenge; the connection stays usable. */
+static void auth_refuse(struct conn *c)
+{
+    struct buf body;
+    bool keep = c->req.keep_alive;
+
+    buf_init(&body, 256);
+    buf_puts(&body, "401 Unauthorized\n");
+    if (send_answer(c, 401, NULL, &body, body.len, false, !keep, !keep) < 0)
+        conn_close(c);
+    buf_done(&body);
+    if (c->state == CONN_OPEN) {
+        net__req_next(&c->req);
+        arm_idle(c);
+    }
 }
 
 /* One part of a streamed answer, or its end. */
@@ -553,6 +755,162 @@ static void stream_step(struct conn *c)
     }
 }
 
+/* ------------------------------------------------------------ basic auth */
+
+static bool cache_key(const struct conn *c, unsigned char *md)
+{
+    size_t u = strlen(c->auth_user) + 1, p = strlen(c->auth_pass) + 1, h = strlen(c->auth_hash);
+    unsigned char *all = malloc(u + p + h);
+    bool ok;
+
+    /* user NUL password NUL hash: a changed hash invalidates the entry */
+    if (!all)
+        return false;
+    memcpy(all, c->auth_user, u);
+    memcpy(all + u, c->auth_pass, p);
+    memcpy(all + u + p, c->auth_hash, h);
+    ok = EVP_Digest(all, u + p + h, md, NULL, EVP_sha256(), NULL) == 1;
+    OPENSSL_cleanse(all, u + p + h);
+    free(all);
+    return ok;
+}
+
+static void auth_forget(struct conn *c)
+{
+    if (c->auth_pass)
+        OPENSSL_cleanse(c->auth_pass, strlen(c->auth_pass));
+    free(c->auth_pass);
+    free(c->auth_hash);
+    c->auth_pass = c->auth_hash = NULL;
+}
+
+/* "Basic base64(user:password)" -> c->auth_user/pass/hash. 0 or -1. */
+static int auth_parse(struct conn *c)
+{
+    const char *h = c->req.authorization, *colon;
+    unsigned char dec[sizeof(c->req.authorization)];
+    size_t len;
+    int n;
+
+    free(c->auth_user);
+    c->auth_user = NULL;
+    auth_forget(c);
+    if (c->req.authorization_long || strncasecmp(h, "Basic ", 6) != 0)
+        return -1;
+    h += 6;
+    while (*h == ' ')
+        h++;
+    len = strlen(h);
+    if (len == 0 || len % 4 != 0)
+        return -1;
+    n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
+    if (n < 0)
+        return -1;
+    n -= (h[len - 1] == '=') + (len > 1 && h[len - 2] == '=');
+    dec[n] = '\0';
+    if (memchr(dec, '\0', (size_t)n) || !(colon = strchr((char *)dec, ':')))
+        return -1;
+    c->auth_user = strndup((char *)dec, (size_t)(colon - (char *)dec));
+    c->auth_pass = strdup(colon + 1);
+    OPENSSL_cleanse(dec, sizeof(dec));
+    if (!c->auth_user || !c->auth_pass)
+        return -1;
+    return 0;
+}
+
+static void auth_work(uv_work_t *w)
+{
+    struct conn *c = container_of(w, struct conn, work);
+
+    c->auth_ok = net__web_verify(c->auth_pass, c->auth_hash);
+}
+
+static void auth_start_next(struct net_server *s);
+
+static void auth_done(uv_work_t *w, int status)
+{
+    struct conn *c = container_of(w, struct conn, work);
+    struct net_server *s = c->s;
+
+    c->work_pending = false;
+    s->auth_busy = false;
+    if (status < 0)
+        c->auth_ok = false;
+    if (c->state == CONN_CLOSING) {
+        if (c->handles == 0) { /* its handles closed meanwhile */
+            c->handles = 1;
+            conn_handle_closed((uv_handle_t *)&c->tcp);
+        }
+    } else {
+        if (c->auth_ok && cache_key(c, s->auth_cache[s->auth_cache_next])) {
+            s->auth_cache_next = (s->auth_cache_next + 1) % AUTH_CACHE;
+            if (s->auth_cached < AUTH_CACHE)
+                s->auth_cached++;
+        }
+        auth_forget(c);
+        c->auth_wait = false;
+        if (!c->auth_ok) {
+            auth_refuse(c);
+        } else {
+            dispatch(c);
+            if (c->state == CONN_OPEN)
+                net__req_next(&c->req);
+        }
+        conn_kick(c);
+    }
+    auth_start_next(s);
+}
+
+static void auth_start_next(struct net_server *s)
+{
+    struct conn *c;
+
+    while (!s->auth_busy && !s->closing && (c = s->auth_head) != NULL) {
+        s->auth_head = c->auth_next;
+        if (!s->auth_head)
+            s->auth_tail = NULL;
+        c->auth_next = NULL;
+        if (uv_queue_work(s->loop, &c->work, auth_work, auth_done) == 0) {
+            s->auth_busy = true;
+            c->work_pending = true;
+        } else {
+            c->auth_wait = false;
+            auth_refuse(c);
+        }
+    }
+}
+
+/* Checks the credentials of the parsed request: 0 when they are known
+ * good, -1 when they are bad, 1 when the check runs off the loop. */
+static int auth_begin(struct conn *c)
+{
+    struct net_server *s = c->s;
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    const char *hash;
+    bool have;
+
+    if (auth_parse(c) < 0 || !(hash = net__web_hash(c->web, c->auth_user)))
+        return -1;
+    if (!(c->auth_hash = strdup(hash)))
+        return -1;
+    have = cache_key(c, md);
+    for (unsigned i = 0; have && i < s->auth_cached; i++) {
+        if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
+            auth_forget(c);
+            return 0;
+        }
+    }
+    c->auth_wait = true;
+    c->auth_next = NULL;
+    if (s->auth_tail)
+        s->auth_tail->auth_next = c;
+    else
+        s->auth_head = c;
+    s->auth_tail = c;
+    auth_start_next(s);
+    return 1;
+}
+
 /* One complete request: call the handler and queue its answer. */
 static void dispatch(struct conn *c)
 {
@@ -575,6 +933,20 @@ static void dispatch(struct conn *c)
     if (net__req_cross_origin(&c->req)) {
         send_error(c, 403);
         return;
+    }
+    if (c->web && net_web_auth(c->web)) {
+        if (!c->auth_ok) {
+            int a = auth_begin(c);
+
+            if (a > 0) /* being checked; dispatch_authed() continues */
+                return;
+            if (a < 0) {
+                auth_refuse(c);
+                return;
+            }
+        }
+        c->auth_ok = false; /* each request proves itself */
+        hr.user = c->auth_user;
     }
     memset(&resp, 0, sizeof(resp));
     resp.status = 200;
@@ -656,7 +1028,7 @@ static void conn_turn(struct conn *c)
         if (!c->req.complete)
             continue;
         dispatch(c);
-        if (c->state == CONN_OPEN)
+        if (c->state == CONN_OPEN && !c->auth_wait) /* else auth_done() goes on */
             net__req_next(&c->req);
         return;
     }
@@ -737,6 +1109,23 @@ static void connection_cb(uv_stream_t *ls, int status)
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || s->n_open > s->max_conns) {
         conn_close(c);
         return;
+    }
+    if (s->web) {
+        c->web = net_web_ref(s->web);
+        if (net__web_ssl(s->web)) {
+            c->ssl = SSL_new(net__web_ssl(s->web));
+            c->rbio = BIO_new(BIO_s_mem());
+            c->wbio = BIO_new(BIO_s_mem());
+            if (!c->ssl || !c->rbio || !c->wbio) {
+                BIO_free(c->rbio);
+                BIO_free(c->wbio);
+                c->rbio = c->wbio = NULL;
+                conn_close(c);
+                return;
+            }
+            SSL_set_bio(c->ssl, c->rbio, c->wbio); /* the SSL owns them now */
+            SSL_set_accept_state(c->ssl);
+        }
     }
     uv_tcp_nodelay(&c->tcp, 1);
     /* A small kernel send buffer: the kernel's share of a client that does
@@ -905,6 +1294,14 @@ void net_server_set_idle_timeout(struct net_server *s, uint64_t ms)
 {
     if (s)
         s->idle_ms = ms ? ms : NET__IDLE_MS;
+}
+
+void net_server_set_web(struct net_server *s, struct net_web *w)
+{
+    if (!s)
+        return;
+    net_web_unref(s->web);
+    s->web = net_web_ref(w);
 }
 
 void net_server_set_header_timeout(struct net_server *s, uint64_t ms)

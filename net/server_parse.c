@@ -382,6 +382,8 @@ int net__resp_head(struct buf *out, int status, const char *content_type, size_t
         else if (content_length != NET__LEN_UNTIL_CLOSE)
             rc = buf_printf(out, "Content-Length: %zu\r\n", content_length);
     }
+    if (rc == 0 && status == 401)
+        rc = buf_puts(out, "WWW-Authenticate: Basic realm=\"proflet\"\r\n");
     if (rc == 0 && close)
         rc = buf_puts(out, "Connection: close\r\n");
     else if (rc == 0 && keep_alive_10)
