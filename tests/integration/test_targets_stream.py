@@ -3,8 +3,10 @@
 bounded amount (it used to be built whole, ~10 MB of JSON plus its json-c
 tree, per request), a full read is valid JSON with every target, ?job=
 keeps one job, and scraping keeps its timing while it is served."""
+import http.client
 import json
 import os
+import signal
 import socket
 import time
 
@@ -93,6 +95,28 @@ def main():
               f"{late1 - late0:.0f} ticks > 100 ms late")
         check(grown < 24, f"peak RSS grew {grown:.1f} MiB with 50 unread /api/v1/targets")
         check(late1 - late0 == 0, "scrape ticks were late while /api/v1/targets was served")
+
+        # A reload that removes the job being streamed, between two parts:
+        # the answer goes on with the jobs that are left and stays valid JSON.
+        c = http.client.HTTPConnection("127.0.0.1", sport, timeout=30)
+        c.request("GET", "/api/v1/targets")
+        r = c.getresponse()
+        head = r.read(256 * 1024)
+        check(b'"scrapePool":"big"' in head, "the first part is not from job big")
+        with open(p.config_path, "w") as f:
+            f.write(config(sport, dead, os.path.join(tmp, "sink")).replace("job-name: big\n", "job-name: gone\n", 1)
+                    .replace("application: big\n", "application: gone\n", 1))
+        reloads = metric_value(metrics(sport), "proflet_config_reloads_total", result="success") or 0
+        p.send_signal(signal.SIGHUP)
+        wait_for("the reload", lambda: metric_value(metrics(sport), "proflet_config_reloads_total",
+                                                    result="success") == reloads + 1)
+        doc = json.loads(head + r.read())
+        c.close()
+        pools = {t["scrapePool"] for t in doc["data"]["activeTargets"]}
+        check(pools <= {"big", "gone", "big2", "ticker"} and "big2" in pools and "ticker" in pools,
+              f"pools after a reload mid-answer: {pools}")
+        check(set(doc["data"]["droppedTargetCounts"]) == {"gone", "big2", "ticker"},
+              f"counts after the reload: {doc['data']['droppedTargetCounts']}")
         check(stop(p) == 0, "proflet did not exit cleanly")
 
 
