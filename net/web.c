@@ -5,7 +5,7 @@
  *
  * Purpose. Loads the file with conf/ (so errors name FILE:LINE:COL), builds
  * the OpenSSL server context and checks the hashes; verifies a password
- * against its hash (libcrypt's bcrypt, $2a$/$2b$/$2y$).
+ * against its hash (libxcrypt's bcrypt, $2a$/$2b$/$2y$).
  *
  * Threading and ownership. Loading runs on any thread. A loaded web config
  * is immutable and reference counted: the server holds one reference.
@@ -298,7 +298,9 @@ bool net__web_verify(const char *password, const char *hash)
     const char *h;
     size_t n = strlen(hash);
 
+    /* crypt_rn: libxcrypt's crypt_r that returns NULL on failure (and that
+     * sanitizers do not intercept: their crypt_r hook breaks with it). */
     memset(&cd, 0, sizeof(cd));
-    h = crypt_r(password, hash, &cd);
+    h = crypt_rn(password, hash, &cd, (int)sizeof(cd));
     return h && strlen(h) == n && CRYPTO_memcmp(h, hash, n) == 0;
 }

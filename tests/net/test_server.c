@@ -961,6 +961,7 @@ static int c_chunked(struct conn *c, struct resp *r)
 {
     size_t got = 0;
 
+    free(r->body);
     r->body = NULL;
     for (;;) {
         char *eol;
