@@ -34,6 +34,7 @@
  * re-checks for that. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,6 +119,11 @@ struct write_req {
     size_t len;
 };
 
+struct cq {
+    struct conn *head, *tail;
+    size_t link; /* offset of the queue's `next` member in struct conn */
+};
+
 struct net_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -125,7 +131,7 @@ struct net_server {
     net_handler handler;
     void *ud;
     struct conn *conns;
-    struct conn *run_head, *run_tail;
+    struct cq run;  /* connections with work for a turn */
     size_t n_open;
     size_t max_conns;
     int port;
@@ -133,7 +139,7 @@ struct net_server {
     uint64_t header_ms;
     int handles; /* listener and idle handle */
     struct net_web *web;
-    struct conn *auth_head, *auth_tail; /* waiting for the one check in flight */
+    struct cq auth; /* waiting for the one password check in flight */
     bool auth_busy;
     unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
     unsigned auth_cache_next, auth_cached;
@@ -197,6 +203,51 @@ static void conn_handle_closed(uv_handle_t *h)
     server_maybe_free(s);
 }
 
+/* A FIFO of connections linked through the member at `link` (each queue
+ * has its own member, so a connection can wait in both). */
+#define CQ_NEXT(q, c) (*(struct conn **)((char *)(c) + (q)->link))
+
+static void cq_push(struct cq *q, struct conn *c)
+{
+    CQ_NEXT(q, c) = NULL;
+    if (q->tail)
+        CQ_NEXT(q, q->tail) = c;
+    else
+        q->head = c;
+    q->tail = c;
+}
+
+static struct conn *cq_pop(struct cq *q)
+{
+    struct conn *c = q->head;
+
+    if (!c)
+        return NULL;
+    q->head = CQ_NEXT(q, c);
+    if (!q->head)
+        q->tail = NULL;
+    CQ_NEXT(q, c) = NULL;
+    return c;
+}
+
+static void cq_remove(struct cq *q, struct conn *c)
+{
+    struct conn *prev = NULL;
+
+    for (struct conn *x = q->head; x; prev = x, x = CQ_NEXT(q, x)) {
+        if (x != c)
+            continue;
+        if (prev)
+            CQ_NEXT(q, prev) = CQ_NEXT(q, c);
+        else
+            q->head = CQ_NEXT(q, c);
+        if (q->tail == c)
+            q->tail = prev;
+        CQ_NEXT(q, c) = NULL;
+        return;
+    }
+}
+
 static void run_enqueue(struct conn *c)
 {
     struct net_server *s = c->s;
@@ -204,69 +255,30 @@ static void run_enqueue(struct conn *c)
     if (c->queued)
         return;
     c->queued = true;
-    c->run_next = NULL;
-    if (s->run_tail)
-        s->run_tail->run_next = c;
-    else
-        s->run_head = c;
-    s->run_tail = c;
+    cq_push(&s->run, c);
     if (!s->closing && !uv_is_active((uv_handle_t *)&s->idle))
         uv_idle_start(&s->idle, server_turn);
 }
 
 static struct conn *run_pop(struct net_server *s)
 {
-    struct conn *c = s->run_head;
+    struct conn *c = cq_pop(&s->run);
 
-    if (!c)
-        return NULL;
-    s->run_head = c->run_next;
-    if (!s->run_head)
-        s->run_tail = NULL;
-    c->run_next = NULL;
-    c->queued = false;
+    if (c)
+        c->queued = false;
     return c;
 }
 
 static void run_remove(struct conn *c)
 {
-    struct net_server *s = c->s;
-    struct conn *prev = NULL;
-
-    if (!c->queued)
-        return;
-    for (struct conn *x = s->run_head; x; prev = x, x = x->run_next) {
-        if (x != c)
-            continue;
-        if (prev)
-            prev->run_next = c->run_next;
-        else
-            s->run_head = c->run_next;
-        if (s->run_tail == c)
-            s->run_tail = prev;
-        break;
-    }
-    c->run_next = NULL;
+    if (c->queued)
+        cq_remove(&c->s->run, c);
     c->queued = false;
 }
 
 static void auth_remove(struct conn *c)
 {
-    struct net_server *s = c->s;
-    struct conn *prev = NULL;
-
-    for (struct conn *x = s->auth_head; x; prev = x, x = x->auth_next) {
-        if (x != c)
-            continue;
-        if (prev)
-            prev->auth_next = c->auth_next;
-        else
-            s->auth_head = c->auth_next;
-        if (s->auth_tail == c)
-            s->auth_tail = prev;
-        c->auth_next = NULL;
-        return;
-    }
+    cq_remove(&c->s->auth, c);
 }
 
 static void stream_end(struct conn *c)
@@ -865,11 +877,7 @@ static void auth_start_next(struct net_server *s)
 {
     struct conn *c;
 
-    while (!s->auth_busy && !s->closing && (c = s->auth_head) != NULL) {
-        s->auth_head = c->auth_next;
-        if (!s->auth_head)
-            s->auth_tail = NULL;
-        c->auth_next = NULL;
+    while (!s->auth_busy && !s->closing && (c = cq_pop(&s->auth)) != NULL) {
         if (uv_queue_work(s->loop, &c->work, auth_work, auth_done) == 0) {
             s->auth_busy = true;
             c->work_pending = true;
@@ -901,12 +909,7 @@ static int auth_begin(struct conn *c)
         }
     }
     c->auth_wait = true;
-    c->auth_next = NULL;
-    if (s->auth_tail)
-        s->auth_tail->auth_next = c;
-    else
-        s->auth_head = c;
-    s->auth_tail = c;
+    cq_push(&s->auth, c);
     auth_start_next(s);
     return 1;
 }
@@ -1046,7 +1049,7 @@ static void server_turn(uv_idle_t *h)
         conn_turn(c);
         conn_kick(c);
     }
-    if (!s->run_head || s->closing)
+    if (!s->run.head || s->closing)
         uv_idle_stop(&s->idle);
 }
 
@@ -1258,6 +1261,8 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     s->ud = ud;
     s->idle_ms = NET__IDLE_MS;
     s->header_ms = NET__HEADER_MS;
+    s->run.link = offsetof(struct conn, run_next);
+    s->auth.link = offsetof(struct conn, auth_next);
     s->max_conns = NET__MAX_CONNS;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;

@@ -11,6 +11,8 @@ import http.client
 import os
 import ssl
 import subprocess
+import threading
+import time
 
 import bcrypt
 
@@ -96,6 +98,26 @@ def main():
         check(code == 200 and b"proflet_build_info" in body, f"python client: {code}")
         code, _, challenge = py_get(sport, ca, "/metrics", "alice", "nope")
         check(code == 401 and challenge and challenge.startswith("Basic"), f"python wrong password: {code} {challenge}")
+        # Bcrypt runs off the loop: while 30 wrong passwords are checked one
+        # by one, a remembered good one is answered at once.
+        results = []
+        def wrong():
+            results.append(py_get(sport, ca, "/metrics", "alice", "wrong")[0])
+        threads = [threading.Thread(target=wrong) for _ in range(30)]
+        t0 = time.monotonic()
+        for t in threads:
+            t.start()
+        t1 = time.monotonic()
+        code, _, _ = py_get(sport, ca, "/metrics", "alice", "s3cret")
+        good = time.monotonic() - t1
+        pending = 30 - len(results)
+        for t in threads:
+            t.join(30)
+        wrong_s = time.monotonic() - t0
+        print(f"30 wrong passwords took {wrong_s:.2f} s; a good one meanwhile {good * 1000:.0f} ms")
+        check(code == 200 and results == [401] * 30, f"auth under load: {code} {results}")
+        check(pending > 0 and good < wrong_s / 3,
+              f"a remembered password waited {good:.2f} s behind the bcrypt checks ({pending} still pending)")
         # A streamed answer over TLS, with keep-alive: many requests on one connection.
         ctx = ssl.create_default_context(cafile=ca)
         c = http.client.HTTPSConnection("127.0.0.1", sport, context=ctx, timeout=10)
