@@ -38,6 +38,7 @@ struct agent {
     bool stopping;
     uint64_t shutdown_deadline_ms;
     bool log_level_fixed;              /**< --log-level (or `targets`) overrides the file */
+    bool enable_lifecycle;             /**< --web.enable-lifecycle: POST /-/reload allowed */
     unsigned workers;                  /**< pool size fixed at start (limits.workers) */
     bool started;
     uint64_t start_time_ns;

@@ -75,17 +75,35 @@ static const struct conf_section limits_section = {
 
 static const cyaml_schema_field_t server_fields[] = {
     CYAML_FIELD_STRING_PTR("listen-address", OPT, struct agent_config, listen_address, 0, UNL),
+    CYAML_FIELD_UINT("header-timeout", OPT, struct agent_config, header_timeout_ms),
     CYAML_FIELD_END,
 };
 static const struct conf_key server_keys[] = {
     { .key = "listen-address", .def = "127.0.0.1:4100" },
+    { .key = "header-timeout", .unit = CONF_UNIT_DURATION, .def = "10s" },
     { 0 },
 };
 static const struct conf_key *const server_key_tables[] = { server_keys, NULL };
+
+/* The status server would refuse the address at start-up: refuse it here
+ * (net/ owns the syntax). */
+static int server_post(struct conf_load *ld, struct conf_node *n)
+{
+    struct conf_node *a = conf_get(n, "listen-address"), *t = conf_get(n, "header-timeout");
+    char err[256];
+
+    if (a && net_server_check_addr(conf_str(a), err, sizeof(err)) < 0)
+        return conf_fail(ld, a, "%s", err);
+    if (t && conf_uint(t) == 0)
+        return conf_fail(ld, t, "header-timeout must be positive");
+    return 0;
+}
+
 static const struct conf_section server_section = {
     .name = "server",
     .fields = server_fields,
     .keys = server_key_tables,
+    .post = server_post,
 };
 
 static const cyaml_schema_field_t discovery_fields[] = {

@@ -64,15 +64,27 @@ static void usage(FILE *f)
             "      --check-config FILE  validate a configuration file and exit\n"
             "      --job NAME           with `targets`: only this scrape job\n"
             "      --show-dropped       with `targets`: also print targets the rules dropped\n"
+            "      --web.config.file FILE\n"
+            "                           TLS and basic auth for the status server, in the\n"
+            "                           format of Prometheus' exporter-toolkit\n"
+            "                           (tls_server_config, basic_auth_users with bcrypt\n"
+            "                           hashes); read at start-up\n"
+            "      --web.enable-lifecycle\n"
+            "                           allow POST/PUT /-/reload on the status server (as\n"
+            "                           Prometheus; without it the answer is 403 and only\n"
+            "                           SIGHUP reloads)\n"
             "  -v, --version            print the version and exit\n"
             "  -h, --help               this text\n"
             "\n"
-            "Signals: SIGHUP reloads the configuration (as does POST /-/reload); an invalid\n"
+            "Signals: SIGHUP reloads the configuration (as does POST /-/reload with\n"
+            "--web.enable-lifecycle); an invalid\n"
             "file is refused and the running configuration kept. SIGTERM/SIGINT stop\n"
             "scraping, finish what is in flight (up to %d s), flush and exit 0.\n"
             "\n"
             "Status server (server.listen-address, default 127.0.0.1:4100): /metrics,\n"
-            "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets.\n"
+            "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets. Its limits\n"
+            "(connections, header timeout, output per connection) are in docs/limits.md;\n"
+            "cross-origin browser requests that would change state are refused.\n"
             "Exit status: 0 ok, 1 runtime error, 2 invalid configuration or usage.\n",
             PROFLET_VERSION, SHUTDOWN_GRACE_MS / 1000);
 }
@@ -404,20 +416,34 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
     return 0;
 }
 
-static int run(const char *config_path, unsigned flags, const char *log_level, bool targets_mode)
+struct run_opts {
+    bool enable_lifecycle;
+    const char *web_config; /* --web.config.file */
+};
+
+static int run(const char *config_path, unsigned flags, const char *log_level, bool targets_mode,
+               const struct run_opts *ro)
 {
     struct agent a;
     uv_loop_t loop;
     struct conf_doc *doc = NULL;
     const struct agent_config *c;
     uv_timer_t targets_timer;
+    struct net_web *web = NULL;
     char err[1024];
     int r;
 
     memset(&a, 0, sizeof(a));
-    a.config_flags = flags;
-    if (load_config(config_path, a.config_flags, &doc) < 0)
+    if (ro->web_config && net_web_load(ro->web_config, &web, err, sizeof(err)) < 0) {
+        fprintf(stderr, "proflet: invalid web configuration: %s\n", err);
         return 2;
+    }
+    a.config_flags = flags;
+    a.enable_lifecycle = ro->enable_lifecycle;
+    if (load_config(config_path, a.config_flags, &doc) < 0) {
+        net_web_unref(web);
+        return 2;
+    }
     c = agent_config(doc);
     size_threadpool(c->limits.workers);
     if (log_level)
@@ -428,6 +454,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         log_set_level(LOG_WARN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         conf_doc_unref(doc);
+        net_web_unref(web);
         fprintf(stderr, "proflet: curl_global_init failed\n");
         return 1;
     }
@@ -472,6 +499,8 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
                 begin_shutdown(&a, "status server");
                 goto run_loop;
             }
+            net_server_set_header_timeout(a.status, agent_config(a.doc)->header_timeout_ms);
+            net_server_set_web(a.status, web);
         }
         uv_signal_start(&a.sig_term, on_signal, SIGTERM);
         uv_signal_start(&a.sig_int, on_signal, SIGINT);
@@ -490,6 +519,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
 run_loop:
     uv_run(&loop, UV_RUN_DEFAULT);
     conf_doc_unref(a.doc);
+    net_web_unref(web);
     workq_free(a.work);
     r = uv_loop_close(&loop);
     if (r != 0) {
@@ -514,12 +544,15 @@ int main(int argc, char **argv)
         {"job", required_argument, NULL, 'j'},
         {"show-dropped", no_argument, NULL, 'd'},
         {"print-default-config", no_argument, NULL, 'p'},
+        {"web.enable-lifecycle", no_argument, NULL, 'L'},
+        {"web.config.file", required_argument, NULL, 'W'},
         {"version", no_argument, NULL, 'v'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
     const char *config = NULL, *check = NULL, *level = NULL;
     unsigned flags = 0;
+    struct run_opts ro = { 0 };
     bool targets = false;
     int c;
 
@@ -571,6 +604,12 @@ int main(int argc, char **argv)
         case 'd':
             targets_opts.show_dropped = true;
             break;
+        case 'L':
+            ro.enable_lifecycle = true;
+            break;
+        case 'W':
+            ro.web_config = optarg;
+            break;
         case 'p':
             fputs(agent_default_config, stdout);
             return 0;
@@ -606,5 +645,5 @@ int main(int argc, char **argv)
         conf_doc_unref(doc);
         return 0;
     }
-    return run(config, flags, level, targets);
+    return run(config, flags, level, targets, &ro);
 }

@@ -1,8 +1,12 @@
 /* The status server's handlers: /metrics, /-/healthy, /-/ready,
- * POST /-/reload, /api/v1/targets and /targets.
+ * POST /-/reload (only with --web.enable-lifecycle), /api/v1/targets and
+ * /targets.
  *
  * Loop thread only: every handler answers synchronously from the modules'
- * state; each module renders its own part of /metrics. */
+ * state, except /api/v1/targets, which the server streams part by part
+ * from a scrape_targets_iter (freed by the server when the answer ends or
+ * its connection closes, always before the scrape manager goes); each
+ * module renders its own part of /metrics. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -100,6 +104,16 @@ static bool query_has(const char *q, const char *key, char *val, size_t vlen)
     return false;
 }
 
+static int targets_part(struct buf *out, size_t chunk, void *state)
+{
+    return scrape_targets_iter_next(state, out, chunk);
+}
+
+static void targets_free(void *state)
+{
+    scrape_targets_iter_free(state);
+}
+
 void agent__status_handler(const struct net_http_request *req, struct net_http_response *resp,
                            void *ud)
 {
@@ -125,6 +139,11 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
         if (strcmp(req->method, "POST") != 0 && strcmp(req->method, "PUT") != 0) {
             resp->status = 405;
             buf_puts(&resp->body, "use POST to reload\n");
+        } else if (!a->enable_lifecycle) {
+            /* As Prometheus: reloading over HTTP is opt-in; SIGHUP works. */
+            resp->status = 403;
+            buf_puts(&resp->body, "Lifecycle API is not enabled (start proflet with "
+                                  "--web.enable-lifecycle, or send SIGHUP).\n");
         } else if (agent__reload(a, "http") < 0) {
             resp->status = 500;
             buf_puts(&resp->body, "reload failed; the running configuration is kept (see log)\n");
@@ -136,13 +155,21 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
         bool has_job = query_has(req->query, "job", job, sizeof(job));
 
         resp->content_type = "application/json";
-        scrape_manager_targets_json(a->scrape, has_job ? job : NULL, &resp->body);
+        /* Streamed target by target: 10k targets are tens of MB. */
+        resp->stream_state = scrape_targets_iter_new(a->scrape, has_job ? job : NULL);
+        if (resp->stream_state) {
+            resp->stream = targets_part;
+            resp->stream_free = targets_free;
+        } else {
+            resp->status = 500;
+            buf_puts(&resp->body, "out of memory\n");
+        }
     } else if (strcmp(req->path, "/targets") == 0 && get) {
         scrape_manager_targets_text(a->scrape, &resp->body);
     } else if (strcmp(req->path, "/") == 0 && get) {
         buf_printf(&resp->body,
                    "proflet %s\n\n/metrics\n/targets\n/api/v1/targets\n/-/healthy\n/-/ready\n"
-                   "POST /-/reload\n",
+                   "POST /-/reload (with --web.enable-lifecycle)\n",
                    PROFLET_VERSION);
     } else {
         resp->status = 404;

@@ -19,6 +19,7 @@
 #define NET__MAX_BODY (1024 * 1024)  /* request body */
 #define NET__MAX_CONNS 256
 #define NET__IDLE_MS (60 * 1000)
+#define NET__HEADER_MS (10 * 1000)
 #define NET__MAX_RESP_BODY ((size_t)64 * 1024 * 1024)
 
 /* Parser state for one connection. Embeddable; one request at a time: after
@@ -34,6 +35,13 @@ struct net__req {
     bool hlong;         /* name or value too long to be one we look at */
     bool last_was_value;
     bool expect_continue; /* "Expect: 100-continue" was sent */
+    /* The headers the access checks read ("" if absent; a value too long
+     * to keep sets its *_long flag). */
+    char origin[256];
+    char host[256];
+    char fetch_site[32];
+    char authorization[512];
+    bool has_origin, origin_long, host_long, authorization_long;
     bool headers_done;
     bool complete;      /* a full request waits for dispatch */
     bool keep_alive;    /* valid once complete (or on error: false) */
@@ -56,12 +64,36 @@ void net__req_next(struct net__req *q);
 /* True if the completed request was HEAD. */
 bool net__req_is_head(const struct net__req *q);
 
+/* content_length values of net__resp_head that are not lengths. */
+#define NET__LEN_CHUNKED ((size_t)-1) /* "Transfer-Encoding: chunked" */
+#define NET__LEN_UNTIL_CLOSE ((size_t)-2) /* no length: the body ends at the close */
+
 /* Writes a response head. `keep_alive_10` adds "Connection: keep-alive" for
  * an HTTP/1.0 client that asked for it; `close` adds "Connection: close". */
 int net__resp_head(struct buf *out, int status, const char *content_type, size_t content_length,
                    bool close, bool keep_alive_10);
+/* Whether a completed request is a cross-origin browser request with a
+ * state-changing method (anything but GET, HEAD and OPTIONS): its
+ * Sec-Fetch-Site says cross-site or same-site, or its Origin's host:port
+ * differs from its Host. Requests from non-browser clients (no Origin, no
+ * Sec-Fetch-Site) pass. */
+bool net__req_cross_origin(const struct net__req *q);
 /* Standard reason phrase for a status ("Unknown" if none). */
 const char *net__reason(int status);
+
+/* web.c, for server.c (types spelled as OpenSSL's so that this header
+ * needs no OpenSSL include). */
+struct ssl_ctx_st;
+struct x509_store_ctx_st;
+/* The TLS context, or NULL without TLS. */
+struct ssl_ctx_st *net__web_ssl(const struct net_web *w);
+/* The bcrypt hash of a user, or NULL. */
+const char *net__web_hash(const struct net_web *w, const char *user);
+/* Whether `password` matches `hash` (bcrypt: slow, run off the loop). */
+bool net__web_verify(const char *password, const char *hash);
+/* Verify callback that accepts any client certificate (RequestClientCert,
+ * RequireAnyClientCert). */
+int net__web_accept_any_cert(int ok, struct x509_store_ctx_st *x);
 
 /* Test hook: makes the next curl_multi_socket_action() call of `c` behave as
  * if it had failed, to exercise the multi-handle rebuild. */

@@ -217,13 +217,29 @@ struct net_http_request {
     const char *query; /**< raw query string ("" if none) */
     const char *body;
     size_t body_len;
+    const char *user; /**< the basic-auth user the web config accepted, or NULL */
 };
 
-/** The handler fills this. `body` is pre-initialised (cap 64 MiB). */
+/** Produces the next part of a streamed answer: appends about `chunk`
+ * bytes to `out` (its hard cap is 1 MiB) and returns 1 if more follows, 0
+ * when this was the last part, or a negative errno to abort (the connection
+ * is then closed, as the head is already sent). Called on the loop thread,
+ * one call per turn of the server, only while the client keeps reading. */
+typedef int (*net_stream_fn)(struct buf *out, size_t chunk, void *state);
+
+/** The handler fills this. `body` is pre-initialised (cap 64 MiB). A
+ * handler whose answer may be large sets `stream` instead of filling the
+ * body: the server then sends the head (chunked transfer encoding) and
+ * calls `stream` whenever the connection has room, never building the
+ * answer whole. `stream_free` (may be NULL) gets `stream_state` once the
+ * stream ends or its connection closes, whichever comes first. */
 struct net_http_response {
     int status;               /**< default 200 */
     const char *content_type; /**< default "text/plain; charset=utf-8"; static string */
     struct buf body;
+    net_stream_fn stream;
+    void *stream_state;
+    void (*stream_free)(void *state);
 };
 
 /** Called once per request on the loop thread; answers synchronously. */
@@ -232,17 +248,53 @@ typedef void (*net_handler)(const struct net_http_request *req, struct net_http_
 
 struct net_server;
 
-/** Listens on `addr` ("host:port", "[v6]:port" or ":port"). Requests larger
- * than 1 MiB (headers 16 KiB) get 413/431; at most 256 connections; idle
- * connections close after 60 s. Returns 0 or a negative errno with a message. */
+/** Checks a listen address without binding it: "host:port", "[v6]:port"
+ * or ":port" with a numeric host (or "localhost") and a port in 0..65535.
+ * Returns 0, or -EINVAL with a message in `err`. */
+int net_server_check_addr(const char *addr, char *err, size_t errlen);
+
+/** Listens on `addr` (see net_server_check_addr). Requests larger than
+ * 1 MiB (headers 16 KiB) get 413/431. A request must arrive whole within
+ * the header timeout (10 s) of its first byte or of the accept; an idle
+ * keep-alive connection, or one whose answer makes no progress, closes after
+ * the idle timeout (60 s). At most 256 connections: at the limit a new one
+ * evicts the oldest connection that is idle or still sending its request.
+ * While a connection has more than 64 KiB of answers unsent it is neither
+ * read nor answered. Requests and stream parts are served in turns of at
+ * most about 2 ms so the rest of the loop keeps its timing. Cross-origin
+ * browser requests with a method other than GET, HEAD or OPTIONS get 403.
+ * Returns 0 or a negative errno with a message. */
 int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, void *ud,
                      struct net_server **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int net_server_port(const struct net_server *s);
-/** Sets the idle timeout of its connections (0: 60 s): a
- * connection must complete a request within this time of its accept or of
- * its previous request, or it is closed. */
+/** Sets the idle timeout of its connections (0: 60 s): an idle keep-alive
+ * connection, or one whose answer is not being read, closes after it. */
 void net_server_set_idle_timeout(struct net_server *s, uint64_t ms);
+/** Sets the header timeout (0: 10 s): a request must be received whole
+ * within this time of its first byte (or of the accept). */
+void net_server_set_header_timeout(struct net_server *s, uint64_t ms);
+/** The web configuration of a status server (--web.config.file, in
+ * exporter-toolkit's format): TLS and basic-auth users. Immutable,
+ * reference counted. */
+struct net_web;
+/** Loads and checks a web configuration file: builds the TLS context
+ * (certificate, key, client CA, client_auth_type, min_version) and checks
+ * that every password is a bcrypt hash. 0 or a negative errno with
+ * "FILE:LINE:COL: ..." or the TLS error in `err`. */
+int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen);
+/** Takes a reference (NULL is fine); returns `w`. */
+struct net_web *net_web_ref(struct net_web *w);
+/** Drops a reference (NULL is fine). */
+void net_web_unref(struct net_web *w);
+/** Whether it asks for TLS / for basic auth. */
+bool net_web_tls(const struct net_web *w);
+bool net_web_auth(const struct net_web *w);
+/** Applies a web configuration to connections accepted from now on (takes
+ * a reference; NULL: plain HTTP, no auth). With basic-auth users every
+ * request needs valid credentials (else 401); passwords are checked off
+ * the loop, one at a time, and a verified (user, password) is remembered. */
+void net_server_set_web(struct net_server *s, struct net_web *w);
 /** Closes the listener and every connection; `cb` runs when all are closed. */
 void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud);
 

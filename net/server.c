@@ -1,17 +1,26 @@
 /* The status HTTP/1.1 server: sockets, connections and responses.
  *
  * Purpose. Serves /metrics and friends on the loop. Parsing is in
- * server_parse.c (http-parser); this file accepts connections, feeds them
- * to the parser one request at a time, calls the handler synchronously and
- * writes the answer (head and body as two buffers, the body not copied).
+ * server_parse.c (http-parser); this file accepts connections, parses their
+ * input one request at a time, calls the handler and writes the answer
+ * (head and body as separate buffers, the body not copied), or streams it
+ * part by part from a producer (chunked transfer encoding).
  *
- * Limits. At most NET__MAX_CONNS open connections (more are accepted and
- * closed at once, so they do not sit in the backlog); each must complete a
- * request within NET__IDLE_MS of the previous one (or of its accept), which
- * also bounds slow-loris heads. While more than OUT_HIGH bytes of answers
- * wait to be written the connection stops reading, and the unparsed rest of
- * the last read (at most one read buffer) waits with it: a pipelining
- * client that never reads cannot make us queue without bound.
+ * Turns. Nothing is served from a read callback: a read marks its
+ * connection runnable and stops reading it; an idle handle then serves the
+ * runnable connections round robin, one request or one stream part each,
+ * for at most TURN_NS before the loop goes back to its timers and sockets.
+ * However many clients pipeline, a scrape tick waits at most one turn.
+ *
+ * Limits. At most max_conns connections; at the limit a new one evicts the
+ * oldest that is idle or still sending its head (slow-loris heads cannot
+ * lock out a health probe), else one whose answer has made no progress for
+ * the header timeout, else it is closed at once. A request must arrive whole
+ * within header_ms of its first byte; an idle keep-alive connection, or one
+ * whose answer is not read, closes after idle_ms. While more than OUT_HIGH
+ * bytes of answers wait to be written a connection is neither read nor
+ * served: a client that never reads holds at most OUT_HIGH plus one answer
+ * (or one stream part) plus one read buffer.
  *
  * Errors. A request the parser rejects gets 400/413/431 with "Connection:
  * close"; we then shut down our side and discard input for a short linger
@@ -19,25 +28,38 @@
  *
  * Threading and ownership. Loop thread only. The server owns its
  * connections; a connection is freed when both its handles have closed, and
- * the server when its listener and every connection are gone. The handler
- * may call net_server_close(); each step re-checks for that. */
+ * the server when its listener, its idle handle and every connection are
+ * gone. A stream's state is freed when the stream ends or its connection
+ * starts closing. The handler may call net_server_close(); each step
+ * re-checks for that. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/sha.h>
+#include <openssl/ssl.h>
+
 #include "net/net.h"
 #include "common/macros.h"
 #include "net/internal.h"
 
-#define READ_BUF (64 * 1024)
-#define OUT_HIGH (1024 * 1024)
+#define READ_BUF (16 * 1024)
+#define OUT_HIGH (64 * 1024)
+#define SNDBUF (64 * 1024)
+#define STREAM_CHUNK (32 * 1024)
+#define STREAM_MAX (1024 * 1024)
+#define TURN_NS (2 * 1000 * 1000)
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
-
+#define AUTH_CACHE 32
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */
@@ -48,60 +70,106 @@ enum conn_state {
 
 struct conn {
     uv_tcp_t tcp;
-    uv_timer_t timer; /* idle timeout, then linger timeout */
+    uv_timer_t timer; /* header, idle, then linger timeout */
     uv_shutdown_t shut;
     struct net_server *s;
-    struct conn *prev, *next;
+    struct conn *prev, *next; /* every connection, newest first */
+    struct conn *run_next;    /* the run queue */
+    bool queued;
     struct net__req req;
     struct buf path;
-    char *stash; /* unparsed input held back while answers drain */
-    size_t stash_len;
+    char *in; /* the last read (READ_BUF), parsed in turns; NULL once used */
+    size_t in_off, in_len;
     size_t out_pending;
     unsigned writes;
     size_t discarded;
+    uint64_t active_ms; /* accept, last answer or write progress: eviction order */
+    bool in_request;    /* part of a request has been parsed */
+    struct {
+        net_stream_fn fn;
+        void *state;
+        void (*free)(void *state);
+        bool chunked;
+        bool close;
+    } stream;
     int handles; /* open uv handles */
     enum conn_state state;
     bool reading;
     bool peer_eof; /* the client shut down its side; answer what we have */
+    /* TLS through memory BIOs: ciphertext read into `tin` goes to rbio;
+     * whatever OpenSSL puts in wbio is written to the socket. */
+    SSL *ssl;
+    BIO *rbio, *wbio;
+    char *tin;
+    bool tls_closed; /* close_notify sent */
+    /* Basic auth: a password being checked off the loop. */
+    struct net_web *web; /* the web config of its accept (a reference) */
+    bool auth_wait;      /* the parsed request waits for the check */
+    bool work_pending;   /* a pool job refers to the connection */
+    struct conn *auth_next;
+    char *auth_user, *auth_pass, *auth_hash;
+    bool auth_ok;
+    uv_work_t work;
 };
 
 struct write_req {
     uv_write_t w;
     struct conn *c;
-    char *head;
-    char *body;
+    char *own[3];
     size_t len;
+};
+
+struct cq {
+    struct conn *head, *tail;
+    size_t link; /* offset of the queue's `next` member in struct conn */
 };
 
 struct net_server {
     uv_loop_t *loop;
     uv_tcp_t listener;
+    uv_idle_t idle; /* runs turns while the run queue is not empty */
     net_handler handler;
     void *ud;
     struct conn *conns;
+    struct cq run;  /* connections with work for a turn */
     size_t n_open;
+    size_t max_conns;
     int port;
     uint64_t idle_ms;
-    bool listener_open;
+    uint64_t header_ms;
+    int handles; /* listener and idle handle */
+    struct net_web *web;
+    struct cq auth; /* waiting for the one password check in flight */
+    bool auth_busy;
+    unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
+    unsigned auth_cache_next, auth_cached;
     bool closing;
     void (*close_cb)(void *ud);
     void *close_ud;
-    char rbuf[READ_BUF]; /* shared: each read is parsed before the next */
 };
 
 static void conn_close(struct conn *c);
-static void conn_process(struct conn *c, const char *p, size_t n);
+static void conn_kick(struct conn *c);
 static void stop_reading(struct conn *c);
+static void server_turn(uv_idle_t *h);
+static int tls_pull(struct conn *c);
+static void write_cb(uv_write_t *w, int status);
+static int tls_flush(struct conn *c);
+static void auth_remove(struct conn *c);
+static void auth_refuse(struct conn *c);
+static void dispatch(struct conn *c);
+static void conn_handle_closed(uv_handle_t *h);
 
 static void server_maybe_free(struct net_server *s)
 {
     void (*cb)(void *);
     void *ud;
 
-    if (!s->closing || s->listener_open || s->conns)
+    if (!s->closing || s->handles > 0 || s->conns)
         return;
     cb = s->close_cb;
     ud = s->close_ud;
+    net_web_unref(s->web);
     free(s);
     if (cb)
         cb(ud);
@@ -112,7 +180,7 @@ static void conn_handle_closed(uv_handle_t *h)
     struct conn *c = h->data;
     struct net_server *s = c->s;
 
-    if (--c->handles > 0)
+    if (--c->handles > 0 || c->work_pending)
         return;
     if (c->prev)
         c->prev->next = c->next;
@@ -122,9 +190,105 @@ static void conn_handle_closed(uv_handle_t *h)
         c->next->prev = c->prev;
     net__req_done(&c->req);
     buf_done(&c->path);
-    free(c->stash);
+    free(c->in);
+    free(c->tin);
+    SSL_free(c->ssl); /* and its BIOs */
+    net_web_unref(c->web);
+    free(c->auth_user);
+    if (c->auth_pass)
+        OPENSSL_cleanse(c->auth_pass, strlen(c->auth_pass));
+    free(c->auth_pass);
+    free(c->auth_hash);
     free(c);
     server_maybe_free(s);
+}
+
+/* A FIFO of connections linked through the member at `link` (each queue
+ * has its own member, so a connection can wait in both). */
+#define CQ_NEXT(q, c) (*(struct conn **)((char *)(c) + (q)->link))
+
+static void cq_push(struct cq *q, struct conn *c)
+{
+    CQ_NEXT(q, c) = NULL;
+    if (q->tail)
+        CQ_NEXT(q, q->tail) = c;
+    else
+        q->head = c;
+    q->tail = c;
+}
+
+static struct conn *cq_pop(struct cq *q)
+{
+    struct conn *c = q->head;
+
+    if (!c)
+        return NULL;
+    q->head = CQ_NEXT(q, c);
+    if (!q->head)
+        q->tail = NULL;
+    CQ_NEXT(q, c) = NULL;
+    return c;
+}
+
+static void cq_remove(struct cq *q, struct conn *c)
+{
+    struct conn *prev = NULL;
+
+    for (struct conn *x = q->head; x; prev = x, x = CQ_NEXT(q, x)) {
+        if (x != c)
+            continue;
+        if (prev)
+            CQ_NEXT(q, prev) = CQ_NEXT(q, c);
+        else
+            q->head = CQ_NEXT(q, c);
+        if (q->tail == c)
+            q->tail = prev;
+        CQ_NEXT(q, c) = NULL;
+        return;
+    }
+}
+
+static void run_enqueue(struct conn *c)
+{
+    struct net_server *s = c->s;
+
+    if (c->queued)
+        return;
+    c->queued = true;
+    cq_push(&s->run, c);
+    if (!s->closing && !uv_is_active((uv_handle_t *)&s->idle))
+        uv_idle_start(&s->idle, server_turn);
+}
+
+static struct conn *run_pop(struct net_server *s)
+{
+    struct conn *c = cq_pop(&s->run);
+
+    if (c)
+        c->queued = false;
+    return c;
+}
+
+static void run_remove(struct conn *c)
+{
+    if (c->queued)
+        cq_remove(&c->s->run, c);
+    c->queued = false;
+}
+
+static void auth_remove(struct conn *c)
+{
+    cq_remove(&c->s->auth, c);
+}
+
+static void stream_end(struct conn *c)
+{
+    void (*fr)(void *) = c->stream.free;
+    void *st = c->stream.state;
+
+    memset(&c->stream, 0, sizeof(c->stream));
+    if (fr)
+        fr(st);
 }
 
 static void conn_close(struct conn *c)
@@ -133,15 +297,25 @@ static void conn_close(struct conn *c)
         return;
     c->state = CONN_CLOSING;
     c->s->n_open--;
+    run_remove(c);
+    auth_remove(c);
+    stream_end(c);
     /* Pending writes and the shutdown get their callbacks (UV_ECANCELED)
      * before the close callbacks. */
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
     uv_close((uv_handle_t *)&c->timer, conn_handle_closed);
 }
 
-static void linger_timeout(uv_timer_t *t)
+static void timeout_cb(uv_timer_t *t)
 {
     conn_close(t->data);
+}
+
+/* The idle clock: restarted on progress while no request is being read. */
+static void arm_idle(struct conn *c)
+{
+    if (c->state == CONN_OPEN && !c->in_request)
+        uv_timer_start(&c->timer, timeout_cb, c->s->idle_ms, 0);
 }
 
 static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
@@ -149,22 +323,30 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
     struct conn *c = h->data;
 
     (void)hint;
-    *b = uv_buf_init(c->s->rbuf, sizeof(c->s->rbuf));
+    if (c->ssl) { /* ciphertext, for the read BIO */
+        if (!c->tin)
+            c->tin = malloc(READ_BUF);
+        *b = uv_buf_init(c->tin, c->tin ? READ_BUF : 0);
+        return;
+    }
+    if (!c->in)
+        c->in = malloc(READ_BUF);
+    *b = uv_buf_init(c->in, c->in ? READ_BUF : 0);
 }
 
 static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
 {
     struct conn *c = st->data;
 
+    (void)b;
     if (nread == 0 || c->state == CONN_CLOSING)
         return;
     if (nread == UV_EOF && c->state != CONN_LINGER) {
         /* A half-close (e.g. "HTTP/1.0 request, then shutdown"): finish
-         * the answers already queued or stashed, then close. */
+         * the answers already queued or not yet parsed, then close. */
         c->peer_eof = true;
         stop_reading(c);
-        if (c->writes == 0 && !c->stash)
-            conn_close(c);
+        conn_kick(c);
         return;
     }
     if (nread < 0) {
@@ -177,7 +359,19 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
             conn_close(c);
         return;
     }
-    conn_process(c, b->base, (size_t)nread);
+    if (c->ssl) {
+        if (BIO_write(c->rbio, c->tin, (int)nread) != (int)nread) {
+            conn_close(c);
+            return;
+        }
+        stop_reading(c);
+        conn_kick(c); /* decrypts */
+        return;
+    }
+    c->in_off = 0;
+    c->in_len = (size_t)nread;
+    stop_reading(c);
+    conn_kick(c);
 }
 
 static void start_reading(struct conn *c)
@@ -196,6 +390,120 @@ static void stop_reading(struct conn *c)
     }
 }
 
+/* Decides what a connection waits for: room for output, a turn (input to
+ * parse or a stream to continue), or more input. */
+static void conn_kick(struct conn *c)
+{
+    if (c->state != CONN_OPEN || c->auth_wait)
+        return;
+    if (c->out_pending > OUT_HIGH) {
+        stop_reading(c);
+        return;
+    }
+    if (c->stream.fn || c->in_len > c->in_off) {
+        stop_reading(c);
+        run_enqueue(c);
+        return;
+    }
+    if (c->ssl) {
+        int n = tls_pull(c);
+
+        if (n != 0) {
+            if (n > 0) {
+                stop_reading(c);
+                run_enqueue(c);
+            }
+            return;
+        }
+    }
+    if (c->in && !c->ssl) {
+        free(c->in); /* idle connections hold no buffer */
+        c->in = NULL;
+        c->in_off = c->in_len = 0;
+    }
+    if (c->peer_eof) {
+        if (c->writes == 0)
+            conn_close(c);
+        return;
+    }
+    start_reading(c);
+}
+
+/* Writes what OpenSSL has queued in the write BIO. */
+static int tls_flush(struct conn *c)
+{
+    size_t n;
+
+    while ((n = BIO_ctrl_pending(c->wbio)) > 0) {
+        struct write_req *wr = calloc(1, sizeof(*wr));
+        char *p = malloc(n);
+        uv_buf_t b;
+        int rc;
+
+        if (!wr || !p || BIO_read(c->wbio, p, (int)n) != (int)n) {
+            free(wr);
+            free(p);
+            return -ENOMEM;
+        }
+        wr->c = c;
+        wr->own[0] = p;
+        wr->len = n;
+        b = uv_buf_init(p, (unsigned)n);
+        rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+        if (rc < 0) {
+            free(p);
+            free(wr);
+            return rc;
+        }
+        c->writes++;
+        c->out_pending += n;
+    }
+    return 0;
+}
+
+/* Decrypts what the read BIO holds into c->in. Returns >0 when plaintext
+ * is there, 0 when more ciphertext is needed, <0 when the connection is
+ * done (closed, or the peer ended the session). */
+static int tls_pull(struct conn *c)
+{
+    int n, e;
+
+    if (!c->in && !(c->in = malloc(READ_BUF))) {
+        conn_close(c);
+        return -ENOMEM;
+    }
+    ERR_clear_error();
+    n = SSL_read(c->ssl, c->in, READ_BUF);
+    e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, n);
+    if (tls_flush(c) < 0) { /* handshake messages, alerts */
+        conn_close(c);
+        return -EIO;
+    }
+    if (n > 0) {
+        c->in_off = 0;
+        c->in_len = (size_t)n;
+        return n;
+    }
+    if (e == SSL_ERROR_WANT_READ && !c->peer_eof)
+        return 0;
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_ZERO_RETURN) {
+        /* the client is done: answer what is queued, then close */
+        c->peer_eof = true;
+        stop_reading(c);
+        if (c->writes == 0)
+            conn_close(c);
+        return -EPIPE;
+    }
+    /* A failed handshake or a bad record: let the alert go out, then close. */
+    c->state = CONN_LAST_WRITE;
+    c->tls_closed = true;
+    run_remove(c);
+    stop_reading(c);
+    if (c->writes == 0)
+        conn_close(c);
+    return -EPROTO;
+}
+
 static void shutdown_cb(uv_shutdown_t *req, int status)
 {
     struct conn *c = req->data;
@@ -206,7 +514,7 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
         return;
     }
     c->state = CONN_LINGER;
-    uv_timer_start(&c->timer, linger_timeout, LINGER_MS, 0);
+    uv_timer_start(&c->timer, timeout_cb, LINGER_MS, 0);
     start_reading(c);
 }
 
@@ -214,6 +522,17 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
  * moment so the client reads our answer rather than a reset. */
 static void begin_linger(struct conn *c)
 {
+    if (c->ssl && !c->tls_closed) {
+        /* close_notify first; the shutdown follows once it is written */
+        c->tls_closed = true;
+        SSL_shutdown(c->ssl);
+        if (tls_flush(c) < 0) {
+            conn_close(c);
+            return;
+        }
+        if (c->writes > 0)
+            return;
+    }
     c->shut.data = c;
     if (uv_shutdown(&c->shut, (uv_stream_t *)&c->tcp, shutdown_cb) < 0)
         conn_close(c);
@@ -223,13 +542,11 @@ static void write_cb(uv_write_t *w, int status)
 {
     struct write_req *wr = container_of(w, struct write_req, w);
     struct conn *c = wr->c;
-    char *stash;
-    size_t len;
 
     c->out_pending -= wr->len;
     c->writes--;
-    free(wr->head);
-    free(wr->body);
+    for (size_t i = 0; i < ARRAY_SIZE(wr->own); i++)
+        free(wr->own[i]);
     free(wr);
     if (c->state == CONN_CLOSING)
         return;
@@ -237,7 +554,10 @@ static void write_cb(uv_write_t *w, int status)
         conn_close(c);
         return;
     }
+    c->active_ms = uv_now(c->s->loop);
     if (c->state == CONN_LAST_WRITE) {
+        if (c->writes > 0)
+            uv_timer_start(&c->timer, timeout_cb, c->s->idle_ms, 0);
         if (c->writes == 0) {
             if (c->peer_eof)
                 conn_close(c);
@@ -246,48 +566,53 @@ static void write_cb(uv_write_t *w, int status)
         }
         return;
     }
-    if (c->out_pending > OUT_HIGH)
-        return;
-    if (c->stash) {
-        stash = c->stash;
-        len = c->stash_len;
-        c->stash = NULL;
-        c->stash_len = 0;
-        conn_process(c, stash, len);
-        free(stash);
-    }
-    if (c->state != CONN_OPEN || c->stash)
-        return;
-    if (c->peer_eof) {
-        if (c->writes == 0)
-            conn_close(c);
-    } else if (c->out_pending <= OUT_HIGH) {
-        start_reading(c);
-    }
+    arm_idle(c);
+    if (c->out_pending <= OUT_HIGH)
+        conn_kick(c);
 }
 
-/* Queues head + body (both owned, freed after the write). */
-static int conn_write(struct conn *c, char *head, size_t head_len, char *body, size_t body_len)
+/* Queues up to three pieces (each owned if `own` says so, freed after the
+ * write; NULL pieces are skipped). */
+static int conn_writev(struct conn *c, const uv_buf_t *parts, const bool *own, size_t n)
 {
     struct write_req *wr = calloc(1, sizeof(*wr));
-    uv_buf_t bufs[2];
-    int rc;
+    uv_buf_t bufs[3];
+    unsigned nb = 0;
+    int rc = 0;
 
     if (!wr) {
-        free(head);
-        free(body);
+        for (size_t i = 0; i < n; i++)
+            if (own[i])
+                free(parts[i].base);
         return -ENOMEM;
     }
     wr->c = c;
-    wr->head = head;
-    wr->body = body;
-    wr->len = head_len + body_len;
-    bufs[0] = uv_buf_init(head, (unsigned)head_len);
-    bufs[1] = uv_buf_init(body ? body : "", (unsigned)body_len);
-    rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, body_len ? 2 : 1, write_cb);
+    for (size_t i = 0; i < n && i < ARRAY_SIZE(bufs); i++) {
+        if (own[i])
+            wr->own[i] = parts[i].base;
+        if (parts[i].len) {
+            bufs[nb++] = parts[i];
+            wr->len += parts[i].len;
+        }
+    }
+    if (nb == 0) {
+        bufs[nb++] = uv_buf_init("", 0);
+    }
+    if (c->ssl) {
+        /* Encrypt now; the plaintext goes at once, the ciphertext is what
+         * waits (and counts) for the socket. */
+        for (unsigned i = 0; i < nb; i++)
+            if (bufs[i].len && SSL_write(c->ssl, bufs[i].base, (int)bufs[i].len) <= 0)
+                rc = -EPROTO;
+        for (size_t i = 0; i < ARRAY_SIZE(wr->own); i++)
+            free(wr->own[i]);
+        free(wr);
+        return rc < 0 ? rc : tls_flush(c);
+    }
+    rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, bufs, nb, write_cb);
     if (rc < 0) {
-        free(head);
-        free(body);
+        for (size_t i = 0; i < ARRAY_SIZE(wr->own); i++)
+            free(wr->own[i]);
         free(wr);
         return rc;
     }
@@ -296,8 +621,31 @@ static int conn_write(struct conn *c, char *head, size_t head_len, char *body, s
     return 0;
 }
 
+/* Queues head + body (both owned, freed after the write). */
+static int conn_write(struct conn *c, char *head, size_t head_len, char *body, size_t body_len)
+{
+    uv_buf_t parts[2] = { uv_buf_init(head, (unsigned)head_len),
+                          uv_buf_init(body, (unsigned)body_len) };
+    bool own[2] = { true, true };
+
+    return conn_writev(c, parts, own, 2);
+}
+
+/* The last answer of the connection is queued: no more requests. */
+static void last_answer(struct conn *c)
+{
+    c->state = CONN_LAST_WRITE;
+    uv_timer_stop(&c->timer);
+    run_remove(c);
+    stop_reading(c);
+    /* Make sure the linger starts even if the write completes at once. */
+    uv_timer_start(&c->timer, timeout_cb, c->s->idle_ms, 0);
+}
+
+/* Queues a head (and the body, unless head_only). `close` says
+ * "Connection: close"; `last` makes it the connection's last answer. */
 static int send_answer(struct conn *c, int status, const char *ctype, struct buf *body,
-                       bool head_only, bool close)
+                       size_t length, bool head_only, bool close, bool last)
 {
     struct buf h;
     char *hp, *bp = NULL;
@@ -306,7 +654,7 @@ static int send_answer(struct conn *c, int status, const char *ctype, struct buf
     int rc;
 
     buf_init(&h, 4096);
-    rc = net__resp_head(&h, status, ctype, body ? body->len : 0, close, ka10);
+    rc = net__resp_head(&h, status, ctype, length, close, ka10);
     if (rc < 0) {
         buf_done(&h);
         return rc;
@@ -315,10 +663,8 @@ static int send_answer(struct conn *c, int status, const char *ctype, struct buf
     if (body && !head_only && status != 204 && status != 304)
         bp = buf_steal(body, &bl);
     rc = conn_write(c, hp, hl, bp, bl);
-    if (rc == 0 && close) {
-        c->state = CONN_LAST_WRITE;
-        uv_timer_stop(&c->timer);
-    }
+    if (rc == 0 && last)
+        last_answer(c);
     return rc;
 }
 
@@ -328,14 +674,244 @@ static void send_error(struct conn *c, int status)
 
     buf_init(&body, 256);
     buf_printf(&body, "%d %s\n", status, net__reason(status));
-    if (send_answer(c, status, NULL, &body, false, true) < 0)
+    if (send_answer(c, status, NULL, &body, body.len, false, true, true) < 0)
         conn_close(c);
     buf_done(&body);
 }
 
-static void idle_timeout(uv_timer_t *t)
+/* 401 with a Basic challenge; the connection stays usable. */
+static void auth_refuse(struct conn *c)
 {
-    conn_close(t->data);
+    struct buf body;
+    bool keep = c->req.keep_alive;
+
+    buf_init(&body, 256);
+    buf_puts(&body, "401 Unauthorized\n");
+    if (send_answer(c, 401, NULL, &body, body.len, false, !keep, !keep) < 0)
+        conn_close(c);
+    buf_done(&body);
+    if (c->state == CONN_OPEN) {
+        net__req_next(&c->req);
+        arm_idle(c);
+    }
+}
+
+/* One part of a streamed answer, or its end. */
+static void stream_step(struct conn *c)
+{
+    char size[24];
+    struct buf b;
+    int rc, n = 0;
+
+    buf_init(&b, STREAM_MAX);
+    rc = c->stream.fn(&b, STREAM_CHUNK, c->stream.state);
+    if (c->state != CONN_OPEN) { /* the producer closed the server */
+        buf_done(&b);
+        return;
+    }
+    if (rc < 0) {
+        buf_done(&b);
+        conn_close(c);
+        return;
+    }
+    if (b.len) {
+        size_t len;
+        char *data;
+
+        data = buf_steal(&b, &len);
+        if (c->stream.chunked) {
+            uv_buf_t parts[3] = { uv_buf_init(size, (unsigned)n), uv_buf_init(data, (unsigned)len),
+                                  uv_buf_init("\r\n", 2) };
+            bool own[3] = { false, true, false };
+            char *sz;
+
+            /* The size line must outlive this frame. */
+            n = snprintf(size, sizeof(size), "%zx\r\n", len);
+            sz = malloc((size_t)n);
+            if (!sz) {
+                free(data);
+                conn_close(c);
+                return;
+            }
+            memcpy(sz, size, (size_t)n);
+            parts[0] = uv_buf_init(sz, (unsigned)n);
+            own[0] = true;
+            if (conn_writev(c, parts, own, 3) < 0) {
+                conn_close(c);
+                return;
+            }
+        } else if (conn_write(c, data, len, NULL, 0) < 0) {
+            conn_close(c);
+            return;
+        }
+    }
+    buf_done(&b);
+    if (rc == 0) {
+        bool close = c->stream.close;
+        bool chunked = c->stream.chunked;
+
+        stream_end(c);
+        if (chunked) {
+            uv_buf_t last = uv_buf_init("0\r\n\r\n", 5);
+            bool own = false;
+
+            if (conn_writev(c, &last, &own, 1) < 0) {
+                conn_close(c);
+                return;
+            }
+        }
+        if (close)
+            last_answer(c);
+        else
+            arm_idle(c);
+    }
+}
+
+/* ------------------------------------------------------------ basic auth */
+
+static bool cache_key(const struct conn *c, unsigned char *md)
+{
+    size_t u = strlen(c->auth_user) + 1, p = strlen(c->auth_pass) + 1, h = strlen(c->auth_hash);
+    unsigned char *all = malloc(u + p + h);
+    bool ok;
+
+    /* user NUL password NUL hash: a changed hash invalidates the entry */
+    if (!all)
+        return false;
+    memcpy(all, c->auth_user, u);
+    memcpy(all + u, c->auth_pass, p);
+    memcpy(all + u + p, c->auth_hash, h);
+    ok = EVP_Digest(all, u + p + h, md, NULL, EVP_sha256(), NULL) == 1;
+    OPENSSL_cleanse(all, u + p + h);
+    free(all);
+    return ok;
+}
+
+static void auth_forget(struct conn *c)
+{
+    if (c->auth_pass)
+        OPENSSL_cleanse(c->auth_pass, strlen(c->auth_pass));
+    free(c->auth_pass);
+    free(c->auth_hash);
+    c->auth_pass = c->auth_hash = NULL;
+}
+
+/* "Basic base64(user:password)" -> c->auth_user/pass/hash. 0 or -1. */
+static int auth_parse(struct conn *c)
+{
+    const char *h = c->req.authorization, *colon;
+    unsigned char dec[sizeof(c->req.authorization)];
+    size_t len;
+    int n;
+
+    free(c->auth_user);
+    c->auth_user = NULL;
+    auth_forget(c);
+    if (c->req.authorization_long || strncasecmp(h, "Basic ", 6) != 0)
+        return -1;
+    h += 6;
+    while (*h == ' ')
+        h++;
+    len = strlen(h);
+    if (len == 0 || len % 4 != 0)
+        return -1;
+    n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
+    if (n < 0)
+        return -1;
+    n -= (h[len - 1] == '=') + (len > 1 && h[len - 2] == '=');
+    dec[n] = '\0';
+    if (memchr(dec, '\0', (size_t)n) || !(colon = strchr((char *)dec, ':')))
+        return -1;
+    c->auth_user = strndup((char *)dec, (size_t)(colon - (char *)dec));
+    c->auth_pass = strdup(colon + 1);
+    OPENSSL_cleanse(dec, sizeof(dec));
+    if (!c->auth_user || !c->auth_pass)
+        return -1;
+    return 0;
+}
+
+static void auth_work(uv_work_t *w)
+{
+    struct conn *c = container_of(w, struct conn, work);
+
+    c->auth_ok = net__web_verify(c->auth_pass, c->auth_hash);
+}
+
+static void auth_start_next(struct net_server *s);
+
+static void auth_done(uv_work_t *w, int status)
+{
+    struct conn *c = container_of(w, struct conn, work);
+    struct net_server *s = c->s;
+
+    c->work_pending = false;
+    s->auth_busy = false;
+    if (status < 0)
+        c->auth_ok = false;
+    if (c->state == CONN_CLOSING) {
+        if (c->handles == 0) { /* its handles closed meanwhile */
+            c->handles = 1;
+            conn_handle_closed((uv_handle_t *)&c->tcp);
+        }
+    } else {
+        if (c->auth_ok && cache_key(c, s->auth_cache[s->auth_cache_next])) {
+            s->auth_cache_next = (s->auth_cache_next + 1) % AUTH_CACHE;
+            if (s->auth_cached < AUTH_CACHE)
+                s->auth_cached++;
+        }
+        auth_forget(c);
+        c->auth_wait = false;
+        if (!c->auth_ok) {
+            auth_refuse(c);
+        } else {
+            dispatch(c);
+            if (c->state == CONN_OPEN)
+                net__req_next(&c->req);
+        }
+        conn_kick(c);
+    }
+    auth_start_next(s);
+}
+
+static void auth_start_next(struct net_server *s)
+{
+    struct conn *c;
+
+    while (!s->auth_busy && !s->closing && (c = cq_pop(&s->auth)) != NULL) {
+        if (uv_queue_work(s->loop, &c->work, auth_work, auth_done) == 0) {
+            s->auth_busy = true;
+            c->work_pending = true;
+        } else {
+            c->auth_wait = false;
+            auth_refuse(c);
+        }
+    }
+}
+
+/* Checks the credentials of the parsed request: 0 when they are known
+ * good, -1 when they are bad, 1 when the check runs off the loop. */
+static int auth_begin(struct conn *c)
+{
+    struct net_server *s = c->s;
+    unsigned char md[SHA256_DIGEST_LENGTH];
+    const char *hash;
+    bool have;
+
+    if (auth_parse(c) < 0 || !(hash = net__web_hash(c->web, c->auth_user)))
+        return -1;
+    if (!(c->auth_hash = strdup(hash)))
+        return -1;
+    have = cache_key(c, md);
+    for (unsigned i = 0; have && i < s->auth_cached; i++) {
+        if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
+            auth_forget(c);
+            return 0;
+        }
+    }
+    c->auth_wait = true;
+    cq_push(&s->auth, c);
+    auth_start_next(s);
+    return 1;
 }
 
 /* One complete request: call the handler and queue its answer. */
@@ -346,12 +922,34 @@ static void dispatch(struct conn *c)
     struct net_http_response resp;
     bool head_only = net__req_is_head(&c->req);
     bool keep = c->req.keep_alive;
+    bool http10 = c->req.parser.http_major == 1 && c->req.parser.http_minor == 0;
+    size_t length;
     int rc;
 
+    c->in_request = false;
+    c->active_ms = uv_now(s->loop);
     memset(&hr, 0, sizeof(hr));
     if (net__req_get(&c->req, &hr, &c->path) != 0) {
         send_error(c, 400);
         return;
+    }
+    if (net__req_cross_origin(&c->req)) {
+        send_error(c, 403);
+        return;
+    }
+    if (c->web && net_web_auth(c->web)) {
+        if (!c->auth_ok) {
+            int a = auth_begin(c);
+
+            if (a > 0) /* being checked; dispatch_authed() continues */
+                return;
+            if (a < 0) {
+                auth_refuse(c);
+                return;
+            }
+        }
+        c->auth_ok = false; /* each request proves itself */
+        hr.user = c->auth_user;
     }
     memset(&resp, 0, sizeof(resp));
     resp.status = 200;
@@ -359,44 +957,71 @@ static void dispatch(struct conn *c)
     s->handler(&hr, &resp, s->ud);
     if (c->state != CONN_OPEN) { /* the handler closed the server */
         buf_done(&resp.body);
+        if (resp.stream_free)
+            resp.stream_free(resp.stream_state);
         return;
     }
     if (resp.status < 200 || resp.status > 999) {
         resp.status = 500;
         buf_reset(&resp.body);
+        if (resp.stream_free)
+            resp.stream_free(resp.stream_state);
+        resp.stream = NULL;
     }
-    rc = send_answer(c, resp.status, resp.content_type, &resp.body, head_only, !keep);
+    length = resp.body.len;
+    if (resp.stream) {
+        c->stream.fn = resp.stream;
+        c->stream.state = resp.stream_state;
+        c->stream.free = resp.stream_free;
+        /* HTTP/1.0 has no chunks: the body ends with the connection. */
+        c->stream.chunked = !http10;
+        c->stream.close = http10 || !keep;
+        length = http10 ? NET__LEN_UNTIL_CLOSE : NET__LEN_CHUNKED;
+        if (http10)
+            keep = false;
+        if (head_only || resp.status == 204 || resp.status == 304)
+            stream_end(c);
+    }
+    rc = send_answer(c, resp.status, resp.content_type, &resp.body, length, head_only, !keep,
+                     !keep && !c->stream.fn);
     buf_done(&resp.body);
     if (rc < 0) {
         conn_close(c);
         return;
     }
-    if (keep)
-        uv_timer_start(&c->timer, idle_timeout, s->idle_ms, 0);
+    if (c->state == CONN_OPEN)
+        arm_idle(c);
 }
 
 static void send_continue(struct conn *c)
 {
     static const char msg[] = "HTTP/1.1 100 Continue\r\n\r\n";
-    char *p = malloc(sizeof(msg) - 1);
+    uv_buf_t b = uv_buf_init((char *)msg, sizeof(msg) - 1);
+    bool own = false;
 
-    if (p)
-        memcpy(p, msg, sizeof(msg) - 1);
-    if (!p || conn_write(c, p, sizeof(msg) - 1, NULL, 0) < 0)
+    if (conn_writev(c, &b, &own, 1) < 0)
         conn_close(c);
 }
 
-/* Parses and answers requests in p[0..n) until input runs out, the
- * connection stops being open, or answers pile up (then the rest waits in
- * c->stash and reading stops). */
-static void conn_process(struct conn *c, const char *p, size_t n)
+/* One turn of a connection: one stream part, or parsing up to the end of
+ * one request and answering it. */
+static void conn_turn(struct conn *c)
 {
-    while (n > 0 && c->state == CONN_OPEN) {
+    if (c->stream.fn) {
+        stream_step(c);
+        return;
+    }
+    while (c->in_off < c->in_len && c->state == CONN_OPEN) {
         bool had_headers = c->req.headers_done;
-        size_t used = net__req_feed(&c->req, p, n);
+        size_t used;
 
-        p += used;
-        n -= used;
+        if (!c->in_request) {
+            /* The header deadline runs from a request's first byte. */
+            c->in_request = true;
+            uv_timer_start(&c->timer, timeout_cb, c->s->header_ms, 0);
+        }
+        used = net__req_feed(&c->req, c->in + c->in_off, c->in_len - c->in_off);
+        c->in_off += used;
         if (c->req.error) {
             send_error(c, c->req.error);
             return;
@@ -406,23 +1031,52 @@ static void conn_process(struct conn *c, const char *p, size_t n)
         if (!c->req.complete)
             continue;
         dispatch(c);
-        if (c->state != CONN_OPEN)
-            return;
-        net__req_next(&c->req);
-        if (c->out_pending > OUT_HIGH && n > 0) {
-            c->stash = malloc(n);
-            if (!c->stash) {
-                conn_close(c);
-                return;
-            }
-            memcpy(c->stash, p, n);
-            c->stash_len = n;
-            stop_reading(c);
-            return;
+        if (c->state == CONN_OPEN && !c->auth_wait) /* else auth_done() goes on */
+            net__req_next(&c->req);
+        return;
+    }
+}
+
+static void server_turn(uv_idle_t *h)
+{
+    struct net_server *s = h->data;
+    uint64_t t0 = uv_hrtime();
+    struct conn *c;
+
+    /* One request or stream part per connection in its turn, round robin,
+     * until the queue is empty or the turn's time is used up. */
+    while (!s->closing && uv_hrtime() - t0 < TURN_NS && (c = run_pop(s)) != NULL) {
+        conn_turn(c);
+        conn_kick(c);
+    }
+    if (!s->run.head || s->closing)
+        uv_idle_stop(&s->idle);
+}
+
+/* A connection to close for a new one, or NULL: the oldest that is idle,
+ * lingering or still sending its request; else the oldest whose answer has
+ * been stuck for the header timeout. */
+static struct conn *pick_victim(struct net_server *s)
+{
+    uint64_t now = uv_now(s->loop);
+    struct conn *best = NULL, *stuck = NULL;
+
+    for (struct conn *c = s->conns; c; c = c->next) {
+        bool waiting = c->state == CONN_LINGER ||
+                       (c->state == CONN_OPEN && !c->stream.fn && c->out_pending == 0 &&
+                        !c->req.complete);
+
+        if (c->state == CONN_CLOSING)
+            continue;
+        if (waiting) {
+            if (!best || c->active_ms <= best->active_ms)
+                best = c;
+        } else if (now - c->active_ms >= s->header_ms) {
+            if (!stuck || c->active_ms <= stuck->active_ms)
+                stuck = c;
         }
     }
-    if (c->state == CONN_OPEN && c->out_pending > OUT_HIGH)
-        stop_reading(c);
+    return best ? best : stuck;
 }
 
 static void connection_cb(uv_stream_t *ls, int status)
@@ -432,6 +1086,12 @@ static void connection_cb(uv_stream_t *ls, int status)
 
     if (status < 0 || s->closing)
         return;
+    if (s->n_open >= s->max_conns) {
+        struct conn *v = pick_victim(s);
+
+        if (v)
+            conn_close(v);
+    }
     c = calloc(1, sizeof(*c));
     if (!c)
         return;
@@ -448,12 +1108,35 @@ static void connection_cb(uv_stream_t *ls, int status)
         s->conns->prev = c;
     s->conns = c;
     s->n_open++;
-    if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || s->n_open > NET__MAX_CONNS) {
+    c->active_ms = uv_now(s->loop);
+    if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || s->n_open > s->max_conns) {
         conn_close(c);
         return;
     }
+    if (s->web) {
+        c->web = net_web_ref(s->web);
+        if (net__web_ssl(s->web)) {
+            c->ssl = SSL_new(net__web_ssl(s->web));
+            c->rbio = BIO_new(BIO_s_mem());
+            c->wbio = BIO_new(BIO_s_mem());
+            if (!c->ssl || !c->rbio || !c->wbio) {
+                BIO_free(c->rbio);
+                BIO_free(c->wbio);
+                c->rbio = c->wbio = NULL;
+                conn_close(c);
+                return;
+            }
+            SSL_set_bio(c->ssl, c->rbio, c->wbio); /* the SSL owns them now */
+            SSL_set_accept_state(c->ssl);
+        }
+    }
     uv_tcp_nodelay(&c->tcp, 1);
-    uv_timer_start(&c->timer, idle_timeout, s->idle_ms, 0);
+    /* A small kernel send buffer: the kernel's share of a client that does
+     * not read stays small too (socket memory counts against the pod). */
+    uv_send_buffer_size((uv_handle_t *)&c->tcp, &(int){ SNDBUF });
+    /* The first request's deadline runs from the accept. */
+    c->in_request = true;
+    uv_timer_start(&c->timer, timeout_cb, s->header_ms, 0);
     start_reading(c);
 }
 
@@ -502,7 +1185,8 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, 
         return 0;
 bad:
     snprintf(err, errlen, "bad listen address \"%s\": want host:port, [v6]:port or :port "
-             "with a numeric host", addr ? addr : "(null)");
+             "with a numeric host (or localhost; no other host names) and a port in 0..65535",
+             addr ? addr : "(null)");
     return -EINVAL;
 }
 
@@ -537,8 +1221,16 @@ static void listener_closed(uv_handle_t *h)
 {
     struct net_server *s = h->data;
 
-    s->listener_open = false;
+    s->handles--;
     server_maybe_free(s);
+}
+
+int net_server_check_addr(const char *addr, char *err, size_t errlen)
+{
+    struct sockaddr_storage ss;
+    bool any;
+
+    return parse_addr(addr, &ss, &any, err, errlen) < 0 ? -EINVAL : 0;
 }
 
 int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, void *ud,
@@ -568,9 +1260,15 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     s->handler = handler;
     s->ud = ud;
     s->idle_ms = NET__IDLE_MS;
+    s->header_ms = NET__HEADER_MS;
+    s->run.link = offsetof(struct conn, run_next);
+    s->auth.link = offsetof(struct conn, auth_next);
+    s->max_conns = NET__MAX_CONNS;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
-    s->listener_open = true;
+    uv_idle_init(loop, &s->idle);
+    s->idle.data = s;
+    s->handles = 2;
     if (any && !have_ipv6()) {
         /* No IPv6 on this host: all IPv4 interfaces instead. */
         int port = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
@@ -582,6 +1280,7 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
         snprintf(err, errlen, "listen on %s: %s", addr, uv_strerror(rc));
         s->closing = true;
         uv_close((uv_handle_t *)&s->listener, listener_closed);
+        uv_close((uv_handle_t *)&s->idle, listener_closed);
         return rc;
     }
     if (uv_tcp_getsockname(&s->listener, (struct sockaddr *)&bound, &blen) == 0)
@@ -602,6 +1301,20 @@ void net_server_set_idle_timeout(struct net_server *s, uint64_t ms)
         s->idle_ms = ms ? ms : NET__IDLE_MS;
 }
 
+void net_server_set_web(struct net_server *s, struct net_web *w)
+{
+    if (!s)
+        return;
+    net_web_unref(s->web);
+    s->web = net_web_ref(w);
+}
+
+void net_server_set_header_timeout(struct net_server *s, uint64_t ms)
+{
+    if (s)
+        s->header_ms = ms ? ms : NET__HEADER_MS;
+}
+
 void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
 {
     struct conn *c;
@@ -614,4 +1327,5 @@ void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
     for (c = s->conns; c; c = c->next)
         conn_close(c);
     uv_close((uv_handle_t *)&s->listener, listener_closed);
+    uv_close((uv_handle_t *)&s->idle, listener_closed);
 }

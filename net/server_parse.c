@@ -22,6 +22,7 @@
 #include "net/internal.h"
 
 #define SHORT_FIELD 64
+#define SHORT_VALUE 1024
 
 static struct net__req *REQ(http_parser *p)
 {
@@ -44,15 +45,47 @@ static int count_head(struct net__req *q, size_t n)
     return 0;
 }
 
+/* Keeps a header value in `dst` (cut at `n`); true if it did not fit. */
+static bool keep_value(char *dst, size_t n, const struct net__req *q)
+{
+    const char *v = q->hvalue.data ? q->hvalue.data : "";
+    size_t len = q->hvalue.len;
+
+    while (len && (v[len - 1] == ' ' || v[len - 1] == '\t'))
+        len--;
+    if (q->hlong || len >= n) {
+        dst[0] = '\0';
+        return true;
+    }
+    memcpy(dst, v, len);
+    dst[len] = '\0';
+    return false;
+}
+
 /* A header ends when its value is followed by another name or by the end
- * of the head. Only Expect is looked at here (for 100-continue); keep-alive
- * and framing are http-parser's. */
+ * of the head. Expect is looked at for 100-continue, Origin, Host and
+ * Sec-Fetch-Site for the cross-origin check and Authorization for basic
+ * auth; keep-alive and framing are http-parser's. A name too long to keep
+ * is none of these. */
 static void finish_header(struct net__req *q)
 {
-    if (q->in_header && !q->hlong && q->hfield.data && q->hvalue.data &&
-        strcasecmp(q->hfield.data, "expect") == 0 &&
-        strcasecmp(q->hvalue.data, "100-continue") == 0)
-        q->expect_continue = true;
+    const char *f = q->hfield.data;
+
+    if (!q->in_header || !f) {
+        /* nothing kept */
+    } else if (strcasecmp(f, "expect") == 0) {
+        if (!q->hlong && q->hvalue.data && strcasecmp(q->hvalue.data, "100-continue") == 0)
+            q->expect_continue = true;
+    } else if (strcasecmp(f, "origin") == 0) {
+        q->has_origin = true;
+        q->origin_long = keep_value(q->origin, sizeof(q->origin), q);
+    } else if (strcasecmp(f, "host") == 0) {
+        q->host_long = keep_value(q->host, sizeof(q->host), q);
+    } else if (strcasecmp(f, "sec-fetch-site") == 0) {
+        keep_value(q->fetch_site, sizeof(q->fetch_site), q);
+    } else if (strcasecmp(f, "authorization") == 0) {
+        q->authorization_long = keep_value(q->authorization, sizeof(q->authorization), q);
+    }
     buf_reset(&q->hfield);
     buf_reset(&q->hvalue);
     q->hlong = false;
@@ -84,8 +117,10 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
     }
     if (count_head(q, n) < 0)
         return -1;
-    if (!q->hlong && buf_append(&q->hfield, at, n) < 0)
+    if (!q->hlong && buf_append(&q->hfield, at, n) < 0) {
         q->hlong = true;
+        buf_reset(&q->hfield); /* a long name is none we look at */
+    }
     return 0;
 }
 
@@ -150,7 +185,7 @@ void net__req_init(struct net__req *q)
     buf_init(&q->url, NET__MAX_HEAD);
     buf_init(&q->body, NET__MAX_BODY);
     buf_init(&q->hfield, SHORT_FIELD);
-    buf_init(&q->hvalue, SHORT_FIELD);
+    buf_init(&q->hvalue, SHORT_VALUE);
 }
 
 void net__req_done(struct net__req *q)
@@ -265,6 +300,8 @@ void net__req_next(struct net__req *q)
     q->hlong = false;
     q->last_was_value = false;
     q->expect_continue = false;
+    q->origin[0] = q->host[0] = q->fetch_site[0] = q->authorization[0] = '\0';
+    q->has_origin = q->origin_long = q->host_long = q->authorization_long = false;
     q->headers_done = false;
     q->complete = false;
     http_parser_pause(&q->parser, 0);
@@ -273,6 +310,30 @@ void net__req_next(struct net__req *q)
 bool net__req_is_head(const struct net__req *q)
 {
     return q->parser.method == HTTP_HEAD;
+}
+
+bool net__req_cross_origin(const struct net__req *q)
+{
+    const char *m = http_method_str(q->parser.method);
+    const char *auth;
+
+    if (strcmp(m, "GET") == 0 || strcmp(m, "HEAD") == 0 || strcmp(m, "OPTIONS") == 0)
+        return false;
+    if (q->fetch_site[0] && strcasecmp(q->fetch_site, "same-origin") != 0 &&
+        strcasecmp(q->fetch_site, "none") != 0)
+        return true;
+    if (!q->has_origin)
+        return false;
+    /* "null" (sandboxed frames, file: pages), or too long to compare. */
+    if (q->origin_long || q->host_long || strcasecmp(q->origin, "null") == 0)
+        return true;
+    auth = strstr(q->origin, "://");
+    if (!auth)
+        return true;
+    auth += 3;
+    /* Without a port in Host the origin must not name one either; a port
+     * that only the origin's scheme implies is compared as written. */
+    return strcasecmp(auth, q->host) != 0;
 }
 
 const char *net__reason(int status)
@@ -313,9 +374,16 @@ int net__resp_head(struct buf *out, int status, const char *content_type, size_t
 
     rc = buf_printf(out, "HTTP/1.1 %d %s\r\n", status, net__reason(status));
     if (rc == 0 && status != 204 && status != 304)
-        rc = buf_printf(out, "Content-Type: %s\r\nContent-Length: %zu\r\n",
-                        content_type ? content_type : "text/plain; charset=utf-8",
-                        content_length);
+        rc = buf_printf(out, "Content-Type: %s\r\n",
+                        content_type ? content_type : "text/plain; charset=utf-8");
+    if (rc == 0 && status != 204 && status != 304) {
+        if (content_length == NET__LEN_CHUNKED)
+            rc = buf_puts(out, "Transfer-Encoding: chunked\r\n");
+        else if (content_length != NET__LEN_UNTIL_CLOSE)
+            rc = buf_printf(out, "Content-Length: %zu\r\n", content_length);
+    }
+    if (rc == 0 && status == 401)
+        rc = buf_puts(out, "WWW-Authenticate: Basic realm=\"proflet\"\r\n");
     if (rc == 0 && close)
         rc = buf_puts(out, "Connection: close\r\n");
     else if (rc == 0 && keep_alive_10)

@@ -2,7 +2,10 @@
  * prints them (promtool's shape), /api/v1/targets (Prometheus' API shape),
  * the text table of /targets, and the scrape metrics. Loop thread only;
  * everything is read from the manager's state. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -65,102 +68,279 @@ static void ns_to_rfc3339(uint64_t ns, char *out, size_t len)
     snprintf(out, len, "%s.%03uZ", base, (unsigned)((ns / 1000000ULL) % 1000));
 }
 
-/* /api/v1/targets, shaped like Prometheus' API: one active target per
- * (target, profile type) with its last scrape; dropped targets listed
- * with their discovered labels. */
-void scrape_manager_targets_json(const struct scrape_manager *m, const char *only_job,
-                                 struct buf *out)
-{
-    json_object *root = json_object_new_object(), *data = json_object_new_object();
-    json_object *active = json_object_new_array(), *dropped = json_object_new_array();
-    json_object *counts = json_object_new_object();
+/* /api/v1/targets, shaped like Prometheus' API, in parts. The iterator
+ * walks the jobs twice (active targets, then dropped ones), then writes
+ * the dropped counts. Its position is (job ordinal and name, source slot
+ * and key, target index): all re-checked at each part, so a reload or a
+ * discovery update between parts moves it on, never through a stale
+ * pointer. */
+enum iter_phase { IT_START, IT_ACTIVE, IT_DROPPED, IT_COUNTS, IT_DONE };
 
-    for (const struct scrape_job *job = m->jobs; job; job = job->next) {
-        size_t pos = 0, listed_dropped = 0;
+struct scrape_targets_iter {
+    const struct scrape_manager *m;
+    char *only_job;
+    enum iter_phase phase;
+    size_t job_idx;        /* ordinal in m->jobs */
+    char *job_name;        /* the job at job_idx when last seen, or NULL */
+    size_t slot;           /* sources slot of the current source */
+    uint64_t source_key;   /* its key, 0 before the first */
+    size_t target;         /* next target of the source */
+    size_t listed_dropped; /* dropped targets listed for the job so far */
+    bool first;            /* no element written in the current array */
+};
+
+/* Appends one array element (a comma before all but the first) and
+ * frees it. */
+static int put_elem(struct buf *out, json_object *o, bool *first)
+{
+    int rc = buf_puts(out, *first ? "" : ",");
+
+    *first = false;
+    if (rc == 0)
+        rc = buf_puts(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+    json_object_put(o);
+    return rc;
+}
+
+/* The active entries of one target (one per pair), or its dropped entry. */
+static int target_json(const struct scrape_manager *m, const struct scrape_job *job,
+                       struct source_entry *e, size_t i, bool active, bool *first,
+                       struct buf *out)
+{
+    struct target_result *r = &e->results[i];
+    struct labels disc = LABELS_INIT;
+    int rc = 0;
+
+    target_discovered(job->sc, &e->discovered->t[i], &disc);
+    if (!active) {
+        json_object *t = json_object_new_object();
+
+        json_object_object_add(t, "discoveredLabels", labels_json(&disc));
+        json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
+        if (r->error)
+            json_object_object_add(t, "error", json_object_new_string(r->error));
+        if (r->elsewhere) {
+            char why[300];
+
+            snprintf(why, sizeof(why), "owned by %s", r->owner ? r->owner : "no live peer yet");
+            json_object_object_add(t, "dropReason", json_object_new_string(why));
+            json_object_object_add(t, "owner", json_object_new_string(r->owner ? r->owner : ""));
+        }
+        rc = put_elem(out, t, first);
+        labels_done(&disc);
+        return rc;
+    }
+    for (size_t q = 0; rc == 0 && q < r->n_pairs; q++) {
+        const struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[q].key);
+        json_object *t;
+        char ts[64];
+
+        if (!p)
+            continue;
+        t = json_object_new_object();
+        json_object_object_add(t, "discoveredLabels", labels_json(&disc));
+        json_object_object_add(t, "labels", labels_json(&p->tp.labels));
+        json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
+        json_object_object_add(t, "scrapeUrl", json_object_new_string(p->tp.url));
+        if (r->owner)
+            json_object_object_add(t, "owner", json_object_new_string(r->owner));
+        json_object_object_add(t, "profileType", json_object_new_string(p->tp.profile->name));
+        json_object_object_add(t, "lastError",
+                               json_object_new_string(p->last_error ? p->last_error : ""));
+        ns_to_rfc3339(p->last_scrape_ns, ts, sizeof(ts));
+        json_object_object_add(t, "lastScrape", json_object_new_string(ts));
+        json_object_object_add(t, "lastScrapeDuration",
+                               json_object_new_double((double)p->last_duration_us / 1e6));
+        json_object_object_add(t, "health",
+                               json_object_new_string(!p->last_scrape_ns ? "unknown"
+                                                      : p->last_error    ? "down"
+                                                                         : "up"));
+        json_object_object_add(t, "scrapeInterval",
+                               json_object_new_int64((int64_t)p->tp.interval_ms));
+        rc = put_elem(out, t, first);
+    }
+    labels_done(&disc);
+    return rc;
+}
+
+/* The job the iterator stands at, re-found by name if jobs came or went;
+ * NULL past the last. */
+static const struct scrape_job *iter_job(struct scrape_targets_iter *it)
+{
+    const struct scrape_job *j = it->m->jobs;
+    size_t n = 0;
+
+    for (; j && n < it->job_idx; j = j->next)
+        n++;
+    if (j && it->job_name && strcmp(j->name, it->job_name) != 0) {
+        size_t k = 0;
+
+        for (const struct scrape_job *x = it->m->jobs; x; x = x->next, k++) {
+            if (strcmp(x->name, it->job_name) == 0) {
+                it->job_idx = k;
+                return x;
+            }
+        }
+        /* Gone: the job now at this place starts from its beginning. */
+        free(it->job_name);
+        it->job_name = NULL;
+        it->slot = 0;
+        it->source_key = 0;
+        it->target = 0;
+        it->listed_dropped = 0;
+    }
+    return j;
+}
+
+static int iter_next_job(struct scrape_targets_iter *it)
+{
+    free(it->job_name);
+    it->job_name = NULL;
+    it->job_idx++;
+    it->slot = 0;
+    it->source_key = 0;
+    it->target = 0;
+    it->listed_dropped = 0;
+    return 0;
+}
+
+/* Writes targets of the current phase until `chunk` bytes are out; true
+ * when the phase is over. */
+static int iter_targets(struct scrape_targets_iter *it, struct buf *out, size_t chunk,
+                        bool *over)
+{
+    bool active = it->phase == IT_ACTIVE;
+    const struct scrape_job *job;
+
+    *over = false;
+    while ((job = iter_job(it)) != NULL) {
+        size_t pos = it->slot;
         uint64_t k;
         void *v;
 
-        if (only_job && strcmp(only_job, job->name) != 0)
+        if (it->only_job && strcmp(it->only_job, job->name) != 0) {
+            iter_next_job(it);
             continue;
-        /* Prometheus' droppedTargetCounts: every dropped target counts,
-         * whether or not its labels were kept. */
-        json_object_object_add(counts, job->name, json_object_new_int64((int64_t)job->dropped));
+        }
+        if (!it->job_name && !(it->job_name = strdup(job->name)))
+            return -ENOMEM;
         while (hashmap_next(&job->sources, &pos, &k, &v)) {
             struct source_entry *e = v;
 
-            for (size_t i = 0; e->results && i < e->n; i++) {
-                struct target_result *r = &e->results[i];
-                struct labels disc = LABELS_INIT;
-
-                if ((r->dropped || r->elsewhere) && job->sc->keep_dropped_targets &&
-                    ++listed_dropped > job->sc->keep_dropped_targets)
-                    continue; /* counted in droppedTargetCounts / the cluster metrics only */
-                target_discovered(job->sc, &e->discovered->t[i], &disc);
-                if (r->dropped || r->elsewhere || (r->error && !r->n_pairs)) {
-                    json_object *t = json_object_new_object();
-
-                    json_object_object_add(t, "discoveredLabels", labels_json(&disc));
-                    json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
-                    if (r->error)
-                        json_object_object_add(t, "error", json_object_new_string(r->error));
-                    if (r->elsewhere) {
-                        char why[300];
-
-                        snprintf(why, sizeof(why), "owned by %s",
-                                 r->owner ? r->owner : "no live peer yet");
-                        json_object_object_add(t, "dropReason", json_object_new_string(why));
-                        json_object_object_add(t, "owner", json_object_new_string(
-                                                               r->owner ? r->owner : ""));
-                    }
-                    json_object_array_add(dropped, t);
-                    labels_done(&disc);
-                    continue;
-                }
-                for (size_t q = 0; q < r->n_pairs; q++) {
-                    const struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[q].key);
-                    json_object *t;
-                    char ts[64];
-
-                    if (!p)
-                        continue;
-                    t = json_object_new_object();
-                    json_object_object_add(t, "discoveredLabels", labels_json(&disc));
-                    json_object_object_add(t, "labels", labels_json(&p->tp.labels));
-                    json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
-                    json_object_object_add(t, "scrapeUrl", json_object_new_string(p->tp.url));
-                    if (r->owner)
-                        json_object_object_add(t, "owner", json_object_new_string(r->owner));
-                    json_object_object_add(t, "profileType",
-                                           json_object_new_string(p->tp.profile->name));
-                    json_object_object_add(t, "lastError",
-                                           json_object_new_string(p->last_error ? p->last_error
-                                                                                : ""));
-                    ns_to_rfc3339(p->last_scrape_ns, ts, sizeof(ts));
-                    json_object_object_add(t, "lastScrape", json_object_new_string(ts));
-                    json_object_object_add(t, "lastScrapeDuration",
-                                           json_object_new_double((double)p->last_duration_us /
-                                                                  1e6));
-                    json_object_object_add(
-                        t, "health",
-                        json_object_new_string(!p->last_scrape_ns ? "unknown"
-                                               : p->last_error    ? "down"
-                                                                  : "up"));
-                    json_object_object_add(t, "scrapeInterval",
-                                           json_object_new_int64((int64_t)p->tp.interval_ms));
-                    json_object_array_add(active, t);
-                }
-                labels_done(&disc);
+            if (k != it->source_key) { /* a new source, or ours went away */
+                it->source_key = k;
+                it->target = 0;
             }
+            it->slot = pos - 1;
+            while (e->results && it->target < e->n) {
+                struct target_result *r = &e->results[it->target];
+                bool listed_as_dropped = r->dropped || r->elsewhere || (r->error && !r->n_pairs);
+                int rc = 0;
+
+                if (active && !listed_as_dropped) {
+                    rc = target_json(it->m, job, e, it->target, true, &it->first, out);
+                } else if (!active && listed_as_dropped &&
+                           !((r->dropped || r->elsewhere) && job->sc->keep_dropped_targets &&
+                             ++it->listed_dropped > job->sc->keep_dropped_targets)) {
+                    rc = target_json(it->m, job, e, it->target, false, &it->first, out);
+                }
+                it->target++;
+                if (rc < 0)
+                    return rc;
+                if (out->len >= chunk)
+                    return 0;
+            }
+            it->target = SIZE_MAX; /* this source is done */
+        }
+        iter_next_job(it);
+    }
+    *over = true;
+    return 0;
+}
+
+struct scrape_targets_iter *scrape_targets_iter_new(const struct scrape_manager *m,
+                                                    const char *job)
+{
+    struct scrape_targets_iter *it = calloc(1, sizeof(*it));
+
+    if (!it)
+        return NULL;
+    it->m = m;
+    if (job && !(it->only_job = strdup(job))) {
+        free(it);
+        return NULL;
+    }
+    return it;
+}
+
+int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, size_t chunk)
+{
+    bool over;
+    int rc = 0;
+
+    while (rc == 0 && it->phase != IT_DONE && out->len < chunk) {
+        switch (it->phase) {
+        case IT_START:
+            rc = buf_puts(out, "{\"status\":\"success\",\"data\":{\"activeTargets\":[");
+            it->phase = IT_ACTIVE;
+            it->first = true;
+            break;
+        case IT_ACTIVE:
+        case IT_DROPPED:
+            rc = iter_targets(it, out, chunk, &over);
+            if (rc < 0 || !over)
+                break;
+            rc = buf_puts(out, it->phase == IT_ACTIVE ? "],\"droppedTargets\":["
+                                                      : "],\"droppedTargetCounts\":{");
+            it->phase = it->phase == IT_ACTIVE ? IT_DROPPED : IT_COUNTS;
+            it->first = true;
+            it->job_idx = 0;
+            break;
+        case IT_COUNTS: {
+            /* Prometheus' droppedTargetCounts: every dropped target counts,
+             * whether or not its labels were kept. */
+            json_object *counts = json_object_new_object();
+            const char *s;
+
+            for (const struct scrape_job *j = it->m->jobs; j; j = j->next)
+                if (!it->only_job || strcmp(it->only_job, j->name) == 0)
+                    json_object_object_add(counts, j->name,
+                                           json_object_new_int64((int64_t)j->dropped));
+            s = json_object_to_json_string_ext(counts, JSON_C_TO_STRING_PLAIN);
+            /* the object without its braces: they are ours */
+            rc = buf_append(out, s + 1, strlen(s) - 2);
+            json_object_put(counts);
+            if (rc == 0)
+                rc = buf_puts(out, "}}}\n");
+            it->phase = IT_DONE;
+            break;
+        }
+        case IT_DONE:
+            break;
         }
     }
-    json_object_object_add(root, "status", json_object_new_string("success"));
-    json_object_object_add(data, "activeTargets", active);
-    json_object_object_add(data, "droppedTargetCounts", counts);
-    json_object_object_add(data, "droppedTargets", dropped);
-    json_object_object_add(root, "data", data);
-    buf_puts(out, json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN));
-    buf_puts(out, "\n");
-    json_object_put(root);
+    if (rc < 0)
+        return rc == -ENOMEM ? -ENOMEM : -E2BIG;
+    return it->phase == IT_DONE ? 0 : 1;
+}
+
+void scrape_targets_iter_free(struct scrape_targets_iter *it)
+{
+    if (!it)
+        return;
+    free(it->only_job);
+    free(it->job_name);
+    free(it);
+}
+
+void scrape_manager_targets_json(const struct scrape_manager *m, const char *only_job,
+                                 struct buf *out)
+{
+    struct scrape_targets_iter *it = scrape_targets_iter_new(m, only_job);
+
+    while (it && scrape_targets_iter_next(it, out, SIZE_MAX) == 1)
+        ;
+    scrape_targets_iter_free(it);
 }
 
 /* /targets: the same for people. */

@@ -203,11 +203,28 @@ void scrape_manager_close(struct scrape_manager *m, void (*cb)(void *ud), void *
  * (JSON list of discovered and final labels), for `proflet targets`. */
 void scrape_manager_print(const struct scrape_manager *m, const char *job, bool show_dropped,
                           struct buf *out);
-/** Appends /api/v1/targets (Prometheus' API shape: one active target per
- * (target, profile type) with its last scrape; dropped ones with their
- * discovered labels). */
+/** Appends /api/v1/targets whole (see scrape_targets_iter_new); for small
+ * sets and tests: a large set should be streamed with the iterator. */
 void scrape_manager_targets_json(const struct scrape_manager *m, const char *job,
                                  struct buf *out);
+
+struct scrape_targets_iter;
+/** Starts /api/v1/targets (Prometheus' API shape: one active target per
+ * (target, profile type) with its last scrape; dropped ones with their
+ * discovered labels; the dropped counts per job), to be produced in parts.
+ * `job` (copied; NULL for all) keeps one job. The iterator holds no
+ * pointer into the manager's targets: between parts the targets may
+ * change; each target is reported consistently, and one that comes or goes
+ * meanwhile may be missed or seen twice. The manager must outlive it.
+ * NULL on OOM. */
+struct scrape_targets_iter *scrape_targets_iter_new(const struct scrape_manager *m,
+                                                    const char *job);
+/** Appends the next part: whole targets until `out` holds at least `chunk`
+ * bytes or the answer ends. Returns 1 if more follows, 0 at the end, or
+ * -ENOMEM / -E2BIG (`out` reached its cap). */
+int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, size_t chunk);
+/** Frees the iterator (NULL is fine). */
+void scrape_targets_iter_free(struct scrape_targets_iter *it);
 /** Appends the same as a text table. */
 void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out);
 /** Appends the scrape metrics in Prometheus text format. */

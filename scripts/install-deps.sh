@@ -9,11 +9,11 @@ PKGS=(
   # the libraries proflet links (see README "Dependencies")
   libuv1-dev libcurl4-openssl-dev libzstd-dev libprotobuf-c-dev
   protobuf-c-compiler libcyaml-dev libre2-dev libdeflate-dev libjson-c-dev
-  libhttp-parser-dev libxxhash-dev libssl-dev libyaml-dev zlib1g-dev
+  libhttp-parser-dev libxxhash-dev libssl-dev libcrypt-dev libyaml-dev zlib1g-dev
   # the demo app and the real Go peers used by the tests
   golang-go golang-github-google-pprof-dev golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   # test oracles and clients
-  prometheus protobuf-compiler python3 python3-yaml python3-protobuf openssl systemd
+  prometheus protobuf-compiler python3 python3-yaml python3-protobuf python3-bcrypt openssl systemd
   nghttp2-server
   python3-kubernetes curl
   # sanitizers, fuzzing, memory checks

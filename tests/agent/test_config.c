@@ -313,6 +313,25 @@ TEST(all_scrape_keys_both_spellings)
     cfg_free(c[1]);
 }
 
+TEST(listen_address_checked_at_load)
+{
+    struct cfg *c;
+
+    ERR_STARTS("server: {listen-address: ''}\n", "t.yaml:1:26: bad listen address \"\"");
+    ERR_STARTS("server: {listen-address: '999.1.1.1:99'}\n", "t.yaml:1:26: bad listen address");
+    ERR_STARTS("server: {listen-address: '127.0.0.1:99999'}\n", "t.yaml:1:26: bad listen address");
+    ERR_STARTS("server: {listen-address: 'example.com:4100'}\n",
+               "t.yaml:1:26: bad listen address");
+    ERR_STARTS("server: {header-timeout: 0s}\n", "t.yaml:1:");
+    c = LOAD_OK("server: {listen-address: '[::1]:0', header-timeout: 3s}\n");
+    ASSERT_STR_EQ(c->listen_address, "[::1]:0");
+    ASSERT_EQ(c->header_timeout_ms, 3000);
+    cfg_free(c);
+    c = LOAD_OK("server: {listen-address: 'localhost:4100'}\n");
+    ASSERT_EQ(c->header_timeout_ms, 10000);
+    cfg_free(c);
+}
+
 TEST(top_level_keys)
 {
     struct cfg *c = LOAD_OK("log_level: debug\n"

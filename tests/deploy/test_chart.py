@@ -264,6 +264,24 @@ def test_secrets_are_mounted_files():
     os.unlink(vf)
 
 
+def test_web_config_is_a_mounted_secret():
+    vf = values_file("web", {"webConfig": {"secretName": "proflet-web"}})
+    docs = render("-f", vf)
+    valid(docs, "web", external_secrets=("proflet-web",))
+    c = container(docs, "DaemonSet")
+    i = c["args"].index("--web.config.file")
+    check(c["args"][i + 1] == "/etc/proflet/web/web.yml", f"args: {c['args']}")
+    mounts = {m["name"]: m for m in c["volumeMounts"]}
+    check(mounts["web-config"]["mountPath"] == "/etc/proflet/web" and mounts["web-config"]["readOnly"] is True,
+          "web config mount")
+    vols = {v["name"]: v for v in one(docs, "DaemonSet")["spec"]["template"]["spec"]["volumes"]}
+    check(vols["web-config"]["secret"]["secretName"] == "proflet-web", "web config secret volume")
+    check("--web.config.file" not in container(render(), "DaemonSet")["args"], "off by default")
+    check("--web.enable-lifecycle" not in container(render(), "DaemonSet")["args"],
+          "the chart does not open the reload endpoint")
+    os.unlink(vf)
+
+
 def test_options_validate():
     vf = values_file("opts", {
         "attachMetadata": {"node": True, "namespace": True},

@@ -166,6 +166,33 @@ def metric_value(text, name, **labels):
     return total if found else None
 
 
+def peak_rss(pid):
+    """The peak resident set (VmHWM) of a process, in bytes."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    raise TestFailure(f"no VmHWM in /proc/{pid}/status")
+
+
+def unread_request(port, data):
+    """A connection that sends `data` and will never read: a 4 KiB receive
+    buffer, so the server cannot push much into the kernel either."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    s.settimeout(5)
+    s.connect(("127.0.0.1", port))
+    s.sendall(data)
+    return s
+
+
+def late_ticks(text):
+    """(scrape ticks that started more than 100 ms late, all ticks) from /metrics text."""
+    total = metric_value(text, "proflet_scrape_start_lateness_seconds_count") or 0
+    on_time = metric_value(text, "proflet_scrape_start_lateness_seconds_bucket", le="0.1") or 0
+    return total - on_time, total
+
+
 def stop(proc, timeout=20):
     """SIGTERM, and the exit status (proflet exits 0 only if uv_loop_close succeeded)."""
     proc.send_signal(signal.SIGTERM)

@@ -34,7 +34,8 @@ def main():
         port = start_demoapp(tmp, procs)
         sport = free_port()
         sink = os.path.join(tmp, "sink")
-        p = start_proflet(tmp, procs, CONFIG.format(sport=sport, port=port, env="a", sink=sink))
+        p = start_proflet(tmp, procs, CONFIG.format(sport=sport, port=port, env="a", sink=sink),
+                          extra=("--web.enable-lifecycle",))
         wait_ready(sport)
         m = metrics(sport)
         check(metric_value(m, "proflet_scrape_pairs") == 2, "expected 2 pairs")

@@ -330,6 +330,11 @@ spec:
         - /etc/proflet/proflet.yaml
         # The config takes the node and pod names from the environment.
         - --config.expand-env
+        {{- with .Values.webConfig.secretName }}
+        # TLS and basic auth of the status server (exporter-toolkit format).
+        - --web.config.file
+        - /etc/proflet/web/{{ $.Values.webConfig.key }}
+        {{- end }}
         {{- with .Values.extraArgs }}
         {{- toYaml . | nindent 8 }}
         {{- end }}
@@ -386,6 +391,11 @@ spec:
         - name: spool
           mountPath: /var/lib/proflet/spool
         {{- end }}
+        {{- if .Values.webConfig.secretName }}
+        - name: web-config
+          mountPath: /etc/proflet/web
+          readOnly: true
+        {{- end }}
         {{- range $i, $r := .Values.remoteWrite }}
         {{- if $r.basicAuth }}
         - name: remote-{{ $i }}-basic-auth
@@ -421,6 +431,12 @@ spec:
         path: {{ .Values.spool.hostPath.path }}
         type: Directory
     {{- end }}
+    {{- end }}
+    {{- with .Values.webConfig.secretName }}
+    - name: web-config
+      secret:
+        secretName: {{ . }}
+        defaultMode: 0440
     {{- end }}
     {{- range $i, $r := .Values.remoteWrite }}
     {{- with $r.basicAuth }}

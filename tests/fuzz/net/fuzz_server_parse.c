@@ -47,6 +47,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             if (st == 0 && strlen(hr.path) != path.len) /* no NUL inside */
                 abort();
+            /* The kept headers are terminated and within their arrays. */
+            if (strlen(q.origin) >= sizeof(q.origin) || strlen(q.host) >= sizeof(q.host) ||
+                strlen(q.fetch_site) >= sizeof(q.fetch_site) ||
+                strlen(q.authorization) >= sizeof(q.authorization))
+                abort();
+            (void)net__req_cross_origin(&q);
             buf_reset(&out);
             net__resp_head(&out, st ? st : 200, NULL, st ? 0 : path.len, !q.keep_alive,
                            false);
