@@ -272,6 +272,36 @@ static const cyaml_schema_value_t duration_shape = {
     CYAML_VALUE_UINT(CYAML_FLAG_DEFAULT, uint64_t),
 };
 
+static const cyaml_schema_field_t sampling_fields[] = {
+    CYAML_FIELD_SEQUENCE_COUNT("group-by", OPT | PTR, struct scrape_sampling_cfg, group_by,
+                               n_group_by, &conf_string_entry, 0, UNL),
+    CYAML_FIELD_UINT("max-per-group", OPT, struct scrape_sampling_cfg, max_per_group),
+    CYAML_FIELD_END,
+};
+
+/* The mapping exists in every job (for its defaults); sampling is on when
+ * the user gave it, and then needs both keys. */
+static int sampling_post(struct conf_load *ld, struct conf_node *n)
+{
+    struct conf_node *by = conf_get(n, "group-by"), *max = conf_get(n, "max-per-group");
+
+    if (!by && !max)
+        return 0;
+    if (!by || conf_len(by) == 0)
+        return conf_fail(ld, by ? by : n, "target-sampling needs a non-empty group-by");
+    if (!max)
+        return conf_fail(ld, n, "target-sampling needs max-per-group");
+    if (conf_uint(max) == 0)
+        return conf_fail(ld, max, "max-per-group must be at least 1");
+    return 0;
+}
+
+static const struct conf_section sampling_section = {
+    .name = "target sampling",
+    .fields = sampling_fields,
+    .post = sampling_post,
+};
+
 static const cyaml_schema_field_t job_fields[] = {
     CYAML_FIELD_STRING_PTR("job-name", CYAML_FLAG_DEFAULT, struct scrape_job_cfg, job_name, 0,
                            UNL),
@@ -296,6 +326,8 @@ static const cyaml_schema_field_t job_fields[] = {
     NET_HTTP_CFG_FIELDS(struct scrape_job_cfg, http),
     CYAML_FIELD_UINT("body-size-limit", OPT, struct scrape_job_cfg, body_size_limit),
     CYAML_FIELD_UINT("keep-dropped-targets", OPT, struct scrape_job_cfg, keep_dropped_targets),
+    CYAML_FIELD_UINT("target-limit", OPT, struct scrape_job_cfg, target_limit),
+    CYAML_FIELD_MAPPING("target-sampling", OPT, struct scrape_job_cfg, sampling, sampling_fields),
     CYAML_FIELD_END,
 };
 const cyaml_schema_value_t scrape_job_cfg_entry = {
@@ -536,5 +568,5 @@ int scrape_cfg_check_jobs(struct conf_load *ld, struct conf_node *jobs, const ch
 }
 
 const struct conf_section *const scrape_cfg_sections[] = {
-    &job_section, &profile_section, &relabel_cfg_section, NULL,
+    &job_section, &profile_section, &sampling_section, &relabel_cfg_section, NULL,
 };

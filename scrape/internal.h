@@ -52,6 +52,12 @@ struct target_result {
     struct target_pair *pairs;
     size_t n_pairs;
     size_t pairs_dropped;     /* profile types profile-relabel-configs dropped */
+    /* Jobs with target-sampling or a target-limit only: */
+    bool eligible;            /* built without error and kept by the rules */
+    bool sampled_out;         /* not among its group's chosen targets */
+    bool over_limit;          /* its job has more targets than its target-limit */
+    uint64_t id;              /* labels_hash() of its final labels */
+    uint64_t group;           /* scrape__sample_group() */
 };
 
 /* build_pair()'s result for a pair the profile rules dropped. */
@@ -129,6 +135,11 @@ struct scrape_job {
     size_t pairs_dropped;              /* pairs its profile rules dropped */
     size_t kept;                       /* valid targets with pairs here */
     size_t elsewhere;                  /* valid targets owned by another process */
+    size_t sampled_out;                /* valid targets target-sampling left out */
+    struct hashmap chosen;             /* target-sampling: ids chosen (sticky) */
+    size_t selected;                   /* targets after sampling, for target-limit */
+    bool over_limit;                   /* more than target-limit: none is scraped */
+    uint64_t limit_exceeded;           /* times it went over its target-limit */
     struct pprof_limits limits;        /* caps of its deltas */
     struct scrape_job *next;
 };
@@ -209,5 +220,21 @@ void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p);
 struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
                                        const char *type);
 extern const char *const scrape__fail_names[FAIL_N];
+
+/* sample.c: stable target sampling (pure). */
+struct scrape_sample_cand {
+    uint64_t group;   /* scrape__sample_group() of the target */
+    uint64_t id;      /* its identity: labels_hash() of its final labels */
+    bool was_chosen;  /* chosen by the previous pass */
+    bool chosen;      /* out */
+};
+/* The group of a target: a hash of the values of `s->group_by`, each read
+ * from the final labels, else from the discovered ones (so __meta_* labels
+ * can group). */
+uint64_t scrape__sample_group(const struct scrape_sampling_cfg *s, const struct labels *final,
+                              const struct labels *discovered);
+/* Sets c[i].chosen: per group, up to `max_per_group`, those chosen before
+ * first, then by identity hash, highest first. -1 on OOM. */
+int scrape__sample_choose(struct scrape_sample_cand *c, size_t n, unsigned max_per_group);
 
 #endif

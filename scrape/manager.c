@@ -56,6 +56,34 @@ static void apply_owner(struct scrape_manager *m, struct target_result *r)
     }
 }
 
+/* ------------------------------------------------ sampling and limit
+ * target-sampling and target-limit look at all of a job's targets at once:
+ * a build asks the job's current choice (apply_selection), and after
+ * discovery changes the job chooses again (job_reselect) and rebuilds the
+ * sources whose targets changed side. */
+
+static void job_reselect(struct scrape_manager *m, struct scrape_job *job);
+
+static bool job_selects(const struct scrape_job *job)
+{
+    return job->sc->sampling.max_per_group || job->sc->target_limit;
+}
+
+static void apply_selection(struct scrape_job *job, struct target_result *r)
+{
+    r->eligible = true;
+    r->id = labels_hash(&r->labels);
+    if (job->sc->sampling.max_per_group) {
+        r->group = scrape__sample_group(&job->sc->sampling, &r->labels, &r->discovered);
+        r->sampled_out = !hashmap_get(&job->chosen, r->id);
+    }
+    r->over_limit = !r->sampled_out && job->over_limit;
+    if (r->sampled_out || r->over_limit) {
+        r->pairs_dropped = 0;
+        target_pairs_clear(r);
+    }
+}
+
 /* Builds the targets of `e` under `job` and takes a reference on every pair
  * they yield, creating or updating pairs as needed. Outside a dry run the
  * labels a result was built with are not kept: the pairs hold what is sent,
@@ -70,6 +98,8 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
 
         if (target_build(job->sc, &e->discovered->t[i], r) < 0 || r->error)
             m->target_errors++;
+        if (!m->dry_run && job_selects(job) && !r->dropped && !r->error)
+            apply_selection(job, r);
         if (m->owner && r->n_pairs && !r->dropped && !r->error)
             apply_owner(m, r);
         /* A dry run only reports what the rules built: no pair, so no
@@ -81,6 +111,7 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
         job->dropped += r->dropped;
         job->pairs_dropped += r->pairs_dropped;
         job->elsewhere += r->elsewhere;
+        job->sampled_out += r->sampled_out;
         job->kept += r->n_pairs > 0;
         for (size_t k = 0; k < r->n_pairs; k++) {
             struct target_pair *tp = &r->pairs[k];
@@ -118,6 +149,7 @@ static void entry_release(struct scrape_manager *m, struct scrape_job *job,
             job->dropped -= r->dropped;
             job->pairs_dropped -= r->pairs_dropped;
             job->elsewhere -= r->elsewhere;
+            job->sampled_out -= r->sampled_out;
             job->kept -= r->n_pairs > 0;
         }
         for (size_t k = 0; k < r->n_pairs; k++) {
@@ -148,6 +180,7 @@ static void job_free(struct scrape_job *job)
     while (hashmap_next(&job->sources, &pos, &k, &v))
         entry_free(v);
     hashmap_done(&job->sources);
+    hashmap_done(&job->chosen);
     conf_doc_unref(job->doc);
     net_secret_free(job->bearer);
     net_secret_free(job->password);
@@ -176,6 +209,7 @@ static struct scrape_job *job_new(struct scrape_manager *m, struct conf_doc *doc
         return NULL;
     }
     hashmap_init(&job->sources);
+    hashmap_init(&job->chosen);
     job->doc = conf_doc_ref(doc);
     job->sc = sc;
     job->max_body = sc->body_size_limit ? sc->body_size_limit : s->max_body_bytes;
@@ -217,6 +251,15 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
         old = job_find(m->jobs, job->name);
         if (!old)
             continue;
+        /* The choice survives a reload: the chosen stay chosen. */
+        {
+            struct hashmap chosen = job->chosen;
+
+            job->chosen = old->chosen;
+            old->chosen = chosen;
+        }
+        job->over_limit = old->over_limit;
+        job->limit_exceeded = old->limit_exceeded;
         while (hashmap_next(&old->sources, &pos, &k, &v)) {
             struct source_entry *oe = v, *ne = calloc(1, sizeof(*ne));
 
@@ -243,7 +286,60 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
     m->jobs = jobs;
     conf_doc_unref(m->doc);
     m->doc = conf_doc_ref(doc);
+    for (struct scrape_job *job = m->jobs; job; job = job->next)
+        job_reselect(m, job);
     return 0;
+}
+
+/* Builds every source of `job` again (pairs that stay are found by key and
+ * kept), then lets go of what the old builds held; counts the targets whose
+ * owner answer flipped. The caller has bumped m->gen. */
+static void rebuild_job(struct scrape_manager *m, struct scrape_job *job)
+{
+    struct source_entry **olds = calloc(job->sources.n ? job->sources.n : 1, sizeof(*olds));
+    size_t n = 0, pos = 0;
+    uint64_t k;
+    void *v;
+
+    if (!olds)
+        return;
+    while (hashmap_next(&job->sources, &pos, &k, &v))
+        olds[n++] = v;
+    for (size_t i = 0; i < n; i++) {
+        struct source_entry *oe = olds[i], *ne = calloc(1, sizeof(*ne));
+
+        if (!ne || !(ne->source = strdup(oe->source))) {
+            free(ne);
+            olds[i] = NULL; /* keep the old build in place */
+            continue;
+        }
+        ne->discovered = disc_targets_ref(oe->discovered);
+        ne->n = oe->n;
+        entry_build(m, job, ne);
+        if (hashmap_put(&job->sources, source_key(ne->source), ne) < 0) {
+            entry_release(m, job, ne);
+            entry_free(ne);
+            olds[i] = NULL;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct source_entry *ne = olds[i] ? hashmap_get(&job->sources,
+                                                        source_key(olds[i]->source)) : NULL;
+
+        /* The same discovered sets in the same order: result k of the new
+         * build is target k of the old one. */
+        for (size_t t = 0; ne && ne->results && olds[i]->results && t < ne->n; t++) {
+            bool was = olds[i]->results[t].elsewhere, is = ne->results[t].elsewhere;
+
+            m->owner_gained += was && !is && ne->results[t].n_pairs;
+            m->owner_lost += !was && is && olds[i]->results[t].n_pairs;
+        }
+        if (olds[i]) {
+            entry_release(m, job, olds[i]);
+            entry_free(olds[i]);
+        }
+    }
+    free(olds);
 }
 
 void scrape_manager_refilter(struct scrape_manager *m)
@@ -251,54 +347,79 @@ void scrape_manager_refilter(struct scrape_manager *m)
     if (m->stopping || m->closing)
         return;
     m->gen++;
-    for (struct scrape_job *job = m->jobs; job; job = job->next) {
-        struct source_entry **olds = calloc(job->sources.n ? job->sources.n : 1, sizeof(*olds));
-        size_t n = 0, pos = 0;
-        uint64_t k;
-        void *v;
+    for (struct scrape_job *job = m->jobs; job; job = job->next)
+        rebuild_job(m, job);
+}
 
-        if (!olds)
-            continue;
-        while (hashmap_next(&job->sources, &pos, &k, &v))
-            olds[n++] = v;
-        /* Build every source again (pairs that stay are found by key and
-         * kept), then let go of what the old builds held. */
-        for (size_t i = 0; i < n; i++) {
-            struct source_entry *oe = olds[i], *ne = calloc(1, sizeof(*ne));
+/* Chooses the job's targets again (target-sampling, then target-limit) over
+ * every source, and rebuilds the job when a target changed side. */
+static void job_reselect(struct scrape_manager *m, struct scrape_job *job)
+{
+    struct scrape_sample_cand *c;
+    struct hashmap chosen;
+    size_t n = 0, pos = 0, selected = 0;
+    bool changed, over;
+    uint64_t k;
+    void *v;
 
-            if (!ne || !(ne->source = strdup(oe->source))) {
-                free(ne);
-                olds[i] = NULL; /* keep the old build in place */
-                continue;
-            }
-            ne->discovered = disc_targets_ref(oe->discovered);
-            ne->n = oe->n;
-            entry_build(m, job, ne);
-            if (hashmap_put(&job->sources, source_key(ne->source), ne) < 0) {
-                entry_release(m, job, ne);
-                entry_free(ne);
-                olds[i] = NULL;
-            }
-        }
-        for (size_t i = 0; i < n; i++) {
-            struct source_entry *ne = olds[i] ? hashmap_get(&job->sources,
-                                                            source_key(olds[i]->source)) : NULL;
+    if (!job_selects(job) || m->dry_run)
+        return;
+    while (hashmap_next(&job->sources, &pos, &k, &v)) {
+        struct source_entry *e = v;
 
-            /* The same discovered sets in the same order: result k of the
-             * new build is target k of the old one. */
-            for (size_t t = 0; ne && ne->results && olds[i]->results && t < ne->n; t++) {
-                bool was = olds[i]->results[t].elsewhere, is = ne->results[t].elsewhere;
-
-                m->owner_gained += was && !is && ne->results[t].n_pairs;
-                m->owner_lost += !was && is && olds[i]->results[t].n_pairs;
-            }
-            if (olds[i]) {
-                entry_release(m, job, olds[i]);
-                entry_free(olds[i]);
-            }
-        }
-        free(olds);
+        for (size_t i = 0; e->results && i < e->n; i++)
+            n += e->results[i].eligible;
     }
+    if (!(c = calloc(n ? n : 1, sizeof(*c))))
+        return;
+    n = 0;
+    pos = 0;
+    while (hashmap_next(&job->sources, &pos, &k, &v)) {
+        struct source_entry *e = v;
+
+        for (size_t i = 0; e->results && i < e->n; i++) {
+            const struct target_result *r = &e->results[i];
+
+            if (!r->eligible)
+                continue;
+            c[n].group = r->group;
+            c[n].id = r->id;
+            c[n].was_chosen = hashmap_get(&job->chosen, r->id) != NULL;
+            c[n++].chosen = true;
+        }
+    }
+    if (job->sc->sampling.max_per_group &&
+        scrape__sample_choose(c, n, job->sc->sampling.max_per_group) < 0) {
+        free(c);
+        return;
+    }
+    hashmap_init(&chosen);
+    for (size_t i = 0; i < n; i++) {
+        if (!c[i].chosen)
+            continue;
+        selected++;
+        if (job->sc->sampling.max_per_group && hashmap_put(&chosen, c[i].id, (void *)1) < 0) {
+            hashmap_done(&chosen);
+            free(c);
+            return;
+        }
+    }
+    over = job->sc->target_limit && selected > job->sc->target_limit;
+    changed = over != job->over_limit || chosen.n != job->chosen.n;
+    for (size_t i = 0; !changed && job->sc->sampling.max_per_group && i < n; i++)
+        changed = c[i].chosen != c[i].was_chosen;
+    free(c);
+    job->selected = selected;
+    if (!changed) {
+        hashmap_done(&chosen);
+        return;
+    }
+    hashmap_done(&job->chosen);
+    job->chosen = chosen;
+    job->limit_exceeded += over && !job->over_limit;
+    job->over_limit = over;
+    m->gen++;
+    rebuild_job(m, job);
 }
 
 void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
@@ -349,6 +470,7 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
             entry_free(old);
         }
     }
+    job_reselect(m, job);
     for (int i = 0; i < SCRAPE_CLIENTS; i++) {
         if (m->clients[i])
             net_client_set_max_connects(m->clients[i], m->pairs.n / SCRAPE_CLIENTS * 2 + 64);

@@ -125,6 +125,18 @@ static int target_json(const struct scrape_manager *m, const struct scrape_job *
             snprintf(why, sizeof(why), "owned by %s", r->owner ? r->owner : "no live peer yet");
             json_object_object_add(t, "dropReason", json_object_new_string(why));
             json_object_object_add(t, "owner", json_object_new_string(r->owner ? r->owner : ""));
+        } else if (r->sampled_out) {
+            char why[120];
+
+            snprintf(why, sizeof(why), "not sampled: %u targets of its group are scraped",
+                     job->sc->sampling.max_per_group);
+            json_object_object_add(t, "dropReason", json_object_new_string(why));
+        } else if (r->over_limit) {
+            char why[160];
+
+            snprintf(why, sizeof(why), "target-limit exceeded: %zu targets, limit %u",
+                     job->selected, job->sc->target_limit);
+            json_object_object_add(t, "dropReason", json_object_new_string(why));
         }
         rc = put_elem(out, t, first);
         labels_done(&disc);
@@ -234,13 +246,15 @@ static int iter_targets(struct scrape_targets_iter *it, struct buf *out, size_t 
             it->slot = pos - 1;
             while (e->results && it->target < e->n) {
                 struct target_result *r = &e->results[it->target];
-                bool listed_as_dropped = r->dropped || r->elsewhere || (r->error && !r->n_pairs);
+                bool listed_as_dropped = r->dropped || r->elsewhere || r->sampled_out ||
+                                         r->over_limit || (r->error && !r->n_pairs);
                 int rc = 0;
 
                 if (active && !listed_as_dropped) {
                     rc = target_json(it->m, job, e, it->target, true, &it->first, out);
                 } else if (!active && listed_as_dropped &&
-                           !((r->dropped || r->elsewhere) && job->sc->keep_dropped_targets &&
+                           !((r->dropped || r->elsewhere || r->sampled_out) &&
+                             job->sc->keep_dropped_targets &&
                              ++it->listed_dropped > job->sc->keep_dropped_targets)) {
                     rc = target_json(it->m, job, e, it->target, false, &it->first, out);
                 }
@@ -444,6 +458,21 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
     for (const struct scrape_job *j = m->jobs; j; j = j->next)
         prom_u64(b, "proflet_scrape_dropped_targets",
                  (const char *const[]){ "job", j->name, NULL }, j->dropped);
+    prom_head(b, "proflet_scrape_sampled_out_targets", "gauge",
+              "Targets target-sampling leaves out (listed as dropped).");
+    for (const struct scrape_job *j = m->jobs; j; j = j->next)
+        prom_u64(b, "proflet_scrape_sampled_out_targets",
+                 (const char *const[]){ "job", j->name, NULL }, j->sampled_out);
+    prom_head(b, "proflet_scrape_target_limit_exceeded", "gauge",
+              "1 while a job has more targets than its target-limit: none is scraped.");
+    for (const struct scrape_job *j = m->jobs; j; j = j->next)
+        prom_u64(b, "proflet_scrape_target_limit_exceeded",
+                 (const char *const[]){ "job", j->name, NULL }, j->over_limit);
+    prom_head(b, "proflet_scrape_target_limit_exceeded_total", "counter",
+              "Times a job went over its target-limit.");
+    for (const struct scrape_job *j = m->jobs; j; j = j->next)
+        prom_u64(b, "proflet_scrape_target_limit_exceeded_total",
+                 (const char *const[]){ "job", j->name, NULL }, j->limit_exceeded);
     prom_head(b, "proflet_scrape_dropped_pairs", "gauge",
               "(target, profile type) pairs profile-relabel-configs dropped: never scraped.");
     for (const struct scrape_job *j = m->jobs; j; j = j->next)

@@ -46,6 +46,15 @@ struct scrape_profile_cfg {
 };
 
 /** One `scrape-configs` entry. */
+/** target-sampling: at most `max_per_group` targets of each group (targets
+ * with the same values of `group_by`) are scraped; the others are listed as
+ * dropped. 0: no sampling. */
+struct scrape_sampling_cfg {
+    char **group_by;
+    unsigned n_group_by;
+    unsigned max_per_group;
+};
+
 struct scrape_job_cfg {
     char *job_name;
     uint64_t interval_ms;  /**< default 15s */
@@ -65,6 +74,9 @@ struct scrape_job_cfg {
     uint64_t body_size_limit; /**< scraped body cap, bytes; 0: limits.max-body-bytes */
     unsigned keep_dropped_targets; /**< dropped targets /api/v1/targets lists (all are
                                         counted); 0: all (Prometheus' keep_dropped_targets) */
+    unsigned target_limit;  /**< more targets than this after relabeling and sampling:
+                                 none is scraped (Prometheus' target_limit); 0: none */
+    struct scrape_sampling_cfg sampling;
     /** profile-relabel-configs: rules over the labels a profile is sent
      * with (__name__, __delta__, service_name, job, instance, the public
      * target labels; not the external labels, which are added later, as

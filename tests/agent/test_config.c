@@ -660,6 +660,29 @@ TEST(profile_relabel_configs)
            "hashmod requires non-zero modulus");
 }
 
+TEST(target_sampling_and_limit)
+{
+    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: a\n    target-limit: 500\n"
+                            "    target_sampling:\n"
+                            "      group_by: [namespace, __meta_kubernetes_pod_controller_name]\n"
+                            "      max-per-group: 3\n");
+
+    ASSERT_EQ(c->scrape[0].target_limit, 500);
+    ASSERT_EQ(c->scrape[0].sampling.max_per_group, 3);
+    ASSERT_EQ(c->scrape[0].sampling.n_group_by, 2);
+    ASSERT_STR_EQ(c->scrape[0].sampling.group_by[1], "__meta_kubernetes_pod_controller_name");
+    cfg_free(c);
+    c = LOAD_OK("scrape-configs:\n  - job-name: a\n");
+    ASSERT_EQ(c->scrape[0].target_limit, 0);
+    ASSERT_EQ(c->scrape[0].sampling.max_per_group, 0);
+    cfg_free(c);
+    ERR_IS("scrape-configs:\n  - job-name: a\n    target-sampling: {group-by: [a], "
+           "max-per-group: 0}\n",
+           "t.yaml:3:53: max-per-group must be at least 1");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    target-sampling: {max-per-group: 2}\n",
+           "t.yaml:3:22: target-sampling needs a non-empty group-by");
+}
+
 TEST(scrape_timeout_rules)
 {
     const char *over = "scrape-configs:\n  - job-name: a\n    scrape-interval: 15s\n"
