@@ -259,6 +259,7 @@ int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **ou
  * the decode tables and the re-encoded output at once (about 4x); a
  * pass-through check holds the decompressed bytes. */
 #define DELTA_COST_PER_RAW_BYTE 5
+#define DEFLATE_MAX_RATIO 1032
 #define CHECK_COST_PER_RAW_BYTE 1
 
 int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bool delta,
@@ -271,6 +272,10 @@ int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bo
         if (in_len < 18)
             return PPROF_ECORRUPT;
         *raw = le32(in + in_len - 4);
+        /* Deflate expands at most 1032:1: a larger size is no trailer (a
+         * truncated or corrupt stream), not a large profile. */
+        if (*raw / DEFLATE_MAX_RATIO > in_len)
+            return PPROF_ECORRUPT;
     }
     if (*raw > max_decompressed)
         return PPROF_ETOOLARGE;

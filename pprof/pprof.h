@@ -108,7 +108,9 @@ int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, si
  * must then be run with max_decompressed = *raw, so that a trailer that
  * understates the size (a lie, or a multi-member stream) fails as
  * PPROF_ETOOLARGE instead of overcommitting. Also PPROF_ETOOLARGE when the
- * announced size exceeds `max_decompressed`, before anything is inflated. */
+ * announced size exceeds `max_decompressed`, before anything is inflated,
+ * and PPROF_ECORRUPT when no deflate stream of this length could inflate to
+ * it (more than 1032:1: a truncated or corrupt stream). */
 int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bool delta,
                    size_t *raw, uint64_t *cost);
 

@@ -315,8 +315,9 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         if (r < 0) {
             free(j->in);
             free(j);
-            snprintf(msg, sizeof(msg), "%s", r == PPROF_ETOOLARGE ?
-                     "decompressed size announced over max-decompressed" : pprof_strerror(r));
+            snprintf(msg, sizeof(msg), "%s", r == PPROF_ETOOLARGE
+                     ? "decompressed size announced over max-decompressed"
+                     : "gzip trailer not plausible: truncated or corrupt stream");
             set_error(p, r == PPROF_ETOOLARGE ? FAIL_TOO_LARGE : FAIL_DECODE, msg);
             return;
         }

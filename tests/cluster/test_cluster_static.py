@@ -48,7 +48,7 @@ def main():
         instances = {f"127.0.0.1:{base + i}" for i in range(N)}
         sa, sb = free_port(), free_port()
         sink_a = os.path.join(tmp, "sink-a")
-        a = start_proflet(tmp, procs, config(sa, base, "a", ["a", "b"], sink_a), name="a")
+        a = start_proflet(tmp, procs, config(sa, base, "a", ["a", "b"], sink_a), name="a", extra=("--web.enable-lifecycle",))
         b = start_proflet(tmp, procs, config(sb, base, "b", ["a", "b"], os.path.join(tmp, "sink-b")), name="b")
         wait_ready(sa)
         wait_ready(sb)
