@@ -126,6 +126,39 @@ size_t pprof_delta_keys(const struct pprof_delta *d);
  * that the caller frees. Returns 0, -EINVAL for a bad level, or -ENOMEM. */
 int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
 
+/** One frame of a flame graph: a function called from its parent's. */
+struct pprof_flame_node {
+    uint32_t name;          /**< index into pprof_flame.names */
+    uint32_t parent;        /**< UINT32_MAX for the root */
+    uint32_t first_child;   /**< UINT32_MAX: none */
+    uint32_t next_sibling;  /**< UINT32_MAX: none */
+    int64_t total;          /**< value of the samples through this frame */
+    int64_t self;           /**< value of the samples that end here */
+};
+
+/** The call tree of one sample type of a profile, root ("total") first. */
+struct pprof_flame {
+    char **types;           /**< every sample type, "type/unit" */
+    size_t n_types;
+    int sample_type;        /**< the index the tree sums */
+    struct pprof_flame_node *nodes;
+    size_t n_nodes, cap_nodes;
+    char **names;           /**< function names; names[0] = "total" */
+    size_t n_names, cap_names;
+    bool truncated;         /**< max_nodes reached: deeper values stay as self */
+};
+
+/** Builds the flame graph of `in` (gzip or plain, borrowed) for the sample
+ * type named `sample_type` ("alloc_space" or "alloc_space/bytes"; NULL:
+ * the profile's default one, else its last), with at most `max_nodes`
+ * nodes, within the decode limits `lim`. Returns 0, or a negative code with
+ * a message. Free with pprof_flame_free(). */
+int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limits *lim,
+                      const char *sample_type, size_t max_nodes, struct pprof_flame **out,
+                      char *err, size_t errlen);
+/** Frees a flame graph (NULL is fine). */
+void pprof_flame_free(struct pprof_flame *f);
+
 /** Frees the calling thread's cached delta scratch memory. A thread keeps
  * up to 64 MiB of buffers (about 3x the raw size of the largest recent
  * profile) and one libdeflate compressor between pprof_delta_process()
