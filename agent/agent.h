@@ -33,6 +33,7 @@ struct agent {
     struct fwd *fwd;
     struct scrape_manager *scrape;
     struct cluster *cluster;           /**< which targets are ours (clustering) */
+    struct recent *recent;             /**< latest profile per pair, for the web UI */
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t shutdown_timer;
     bool stopping;
@@ -63,5 +64,13 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
                            void *ud);
 /** Configuration loaded and every discovery provider synced. */
 bool agent__ready(const struct agent *a);
+/** The value of `key` in a raw query string (copied, not decoded); a bare
+ * key gives "". */
+bool agent__query_get(const char *q, const char *key, char *val, size_t vlen);
+
+/* ui.c */
+/** Answers a GET for a page of the web UI; false if `req` is not one. */
+bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
+                      struct net_http_response *resp);
 
 #endif

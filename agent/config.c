@@ -76,11 +76,13 @@ static const struct conf_section limits_section = {
 static const cyaml_schema_field_t server_fields[] = {
     CYAML_FIELD_STRING_PTR("listen-address", OPT, struct agent_config, listen_address, 0, UNL),
     CYAML_FIELD_UINT("header-timeout", OPT, struct agent_config, header_timeout_ms),
+    CYAML_FIELD_UINT("recent-profiles-bytes", OPT, struct agent_config, recent_profiles_bytes),
     CYAML_FIELD_END,
 };
 static const struct conf_key server_keys[] = {
     { .key = "listen-address", .def = "127.0.0.1:4100" },
     { .key = "header-timeout", .unit = CONF_UNIT_DURATION, .def = "10s" },
+    CONF_KEY_NUM("recent-profiles-bytes", CONF_UNIT_BYTES, 32ull << 20),
     { 0 },
 };
 static const struct conf_key *const server_key_tables[] = { server_keys, NULL };

@@ -37,6 +37,7 @@ struct agent_config {
     char *log_level;            /**< debug|info|warn|error */
     char *listen_address;       /**< server.listen-address, default 127.0.0.1:4100 */
     uint64_t header_timeout_ms; /**< server.header-timeout, default 10s (read at start) */
+    uint64_t recent_profiles_bytes; /**< server.recent-profiles-bytes: the UI's store (at start) */
     struct conf_kv *external_labels;
     unsigned n_external_labels;
     struct scrape_job_cfg *scrape;

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "agent/recent.h"
 #include "cluster/cluster.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -189,6 +190,13 @@ static void on_profile(const struct labels *labels, uint8_t *data, size_t len, i
     struct labels ls = LABELS_INIT;
     struct fwd_profile *prof;
 
+    if (a->recent) {
+        char *text = labels_to_string(labels);
+
+        if (text)
+            recent_put(a->recent, labels_hash(labels), text, data, len, end_ns);
+        free(text);
+    }
     if (!a->fwd || labels_copy(&ls, labels) < 0) {
         free(data);
         labels_done(&ls);
@@ -489,6 +497,8 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     if (!targets_mode) {
         const char *addr = agent_config(a.doc)->listen_address;
 
+        a.recent = recent_new(agent_config(a.doc)->recent_profiles_bytes);
+
         if (addr && *addr) {
             r = net_server_start(&loop, addr, agent__status_handler, &a, &a.status, err,
                                  sizeof(err));
@@ -520,6 +530,7 @@ run_loop:
     uv_run(&loop, UV_RUN_DEFAULT);
     conf_doc_unref(a.doc);
     net_web_unref(web);
+    recent_free(a.recent);
     workq_free(a.work);
     r = uv_loop_close(&loop);
     if (r != 0) {

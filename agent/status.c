@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/recent.h"
 #include "cluster/cluster.h"
 #include "common/buf.h"
 #include "common/promtext.h"
@@ -32,6 +33,7 @@ bool agent__ready(const struct agent *a)
 static void metrics(struct agent *a, struct buf *b)
 {
     struct workq_stats w;
+    struct recent_stats rs;
 
     workq_get_stats(a->work, &w);
     prom_head(b, "proflet_build_info", "gauge", "Build information.");
@@ -64,6 +66,15 @@ static void metrics(struct agent *a, struct buf *b)
     prom_head(b, "proflet_worker_jobs_over_budget_total", "counter",
               "Profile jobs refused because they alone exceed the memory budget.");
     prom_u64(b, "proflet_worker_jobs_over_budget_total", NULL, w.over_budget);
+    recent_stats(a->recent, &rs);
+    prom_head(b, "proflet_ui_recent_profiles", "gauge",
+              "Latest profiles kept for the web UI (server.recent-profiles-bytes).");
+    prom_u64(b, "proflet_ui_recent_profiles", NULL, rs.profiles);
+    prom_head(b, "proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.");
+    prom_u64(b, "proflet_ui_recent_profiles_bytes", NULL, rs.bytes);
+    prom_head(b, "proflet_ui_recent_profiles_evicted_total", "counter",
+              "Kept profiles dropped to stay under the cap.");
+    prom_u64(b, "proflet_ui_recent_profiles_evicted_total", NULL, rs.evicted);
     prom_head(b, "proflet_config_reloads_total", "counter", "Configuration reloads by result.");
     prom_u64(b, "proflet_config_reloads_total", (const char *const[]){ "result", "success", NULL },
              a->reloads_ok);
@@ -82,7 +93,7 @@ static void metrics(struct agent *a, struct buf *b)
         fwd_metrics(a->fwd, b);
 }
 
-static bool query_has(const char *q, const char *key, char *val, size_t vlen)
+bool agent__query_get(const char *q, const char *key, char *val, size_t vlen)
 {
     size_t kl = strlen(key);
 
@@ -152,7 +163,7 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
         }
     } else if (strcmp(req->path, "/api/v1/targets") == 0 && get) {
         char job[256];
-        bool has_job = query_has(req->query, "job", job, sizeof(job));
+        bool has_job = agent__query_get(req->query, "job", job, sizeof(job));
 
         resp->content_type = "application/json";
         /* Streamed target by target: 10k targets are tens of MB. */
@@ -164,13 +175,10 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
             resp->status = 500;
             buf_puts(&resp->body, "out of memory\n");
         }
+    } else if (get && agent__ui_handle(a, req, resp)) {
+        /* a page of the web UI */
     } else if (strcmp(req->path, "/targets") == 0 && get) {
-        scrape_manager_targets_text(a->scrape, &resp->body);
-    } else if (strcmp(req->path, "/") == 0 && get) {
-        buf_printf(&resp->body,
-                   "proflet %s\n\n/metrics\n/targets\n/api/v1/targets\n/-/healthy\n/-/ready\n"
-                   "POST /-/reload (with --web.enable-lifecycle)\n",
-                   PROFLET_VERSION);
+        scrape_manager_targets_text(a->scrape, &resp->body); /* ?format=text */
     } else {
         resp->status = 404;
         buf_puts(&resp->body, "not found\n");

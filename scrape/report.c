@@ -102,77 +102,110 @@ static int put_elem(struct buf *out, json_object *o, bool *first)
     return rc;
 }
 
-/* The active entries of one target (one per pair), or its dropped entry. */
-static int target_json(const struct scrape_manager *m, const struct scrape_job *job,
-                       struct source_entry *e, size_t i, bool active, bool *first,
-                       struct buf *out)
+/* Calls `fn` for the views of one target: one per pair when `active`, else
+ * its one dropped view. Returns what `fn` last returned. */
+static int visit_target(const struct scrape_manager *m, const struct scrape_job *job,
+                        struct source_entry *e, size_t i, bool active, scrape_target_fn fn,
+                        void *ud)
 {
     struct target_result *r = &e->results[i];
+    struct scrape_target_view t = {0};
     struct labels disc = LABELS_INIT;
+    char why[300] = "";
     int rc = 0;
 
     target_discovered(job->sc, &e->discovered->t[i], &disc);
+    t.job = job->name;
+    t.discovered = &disc;
+    t.owner = r->owner;
     if (!active) {
-        json_object *t = json_object_new_object();
-
-        json_object_object_add(t, "discoveredLabels", labels_json(&disc));
-        json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
-        if (r->error)
-            json_object_object_add(t, "error", json_object_new_string(r->error));
-        if (r->elsewhere) {
-            char why[300];
-
+        t.error = r->error;
+        if (r->elsewhere)
             snprintf(why, sizeof(why), "owned by %s", r->owner ? r->owner : "no live peer yet");
-            json_object_object_add(t, "dropReason", json_object_new_string(why));
-            json_object_object_add(t, "owner", json_object_new_string(r->owner ? r->owner : ""));
-        } else if (r->sampled_out) {
-            char why[120];
-
+        else if (r->sampled_out)
             snprintf(why, sizeof(why), "not sampled: %u targets of its group are scraped",
                      job->sc->sampling.max_per_group);
-            json_object_object_add(t, "dropReason", json_object_new_string(why));
-        } else if (r->over_limit) {
-            char why[160];
-
+        else if (r->over_limit)
             snprintf(why, sizeof(why), "target-limit exceeded: %zu targets, limit %u",
                      job->selected, job->sc->target_limit);
-            json_object_object_add(t, "dropReason", json_object_new_string(why));
-        }
-        rc = put_elem(out, t, first);
+        else if (r->dropped)
+            snprintf(why, sizeof(why), "dropped by relabeling");
+        t.drop_reason = why[0] ? why : NULL;
+        rc = fn(&t, ud);
         labels_done(&disc);
         return rc;
     }
-    for (size_t q = 0; rc == 0 && q < r->n_pairs; q++) {
+    /* A target's views go in one part: "enough" is kept for after the last. */
+    for (size_t q = 0; rc >= 0 && q < r->n_pairs; q++) {
         const struct scrape_pair *p = hashmap_get(&m->pairs, r->pairs[q].key);
-        json_object *t;
-        char ts[64];
+        int got;
 
         if (!p)
             continue;
-        t = json_object_new_object();
-        json_object_object_add(t, "discoveredLabels", labels_json(&disc));
-        json_object_object_add(t, "labels", labels_json(&p->tp.labels));
-        json_object_object_add(t, "scrapePool", json_object_new_string(job->name));
-        json_object_object_add(t, "scrapeUrl", json_object_new_string(p->tp.url));
-        if (r->owner)
-            json_object_object_add(t, "owner", json_object_new_string(r->owner));
-        json_object_object_add(t, "profileType", json_object_new_string(p->tp.profile->name));
-        json_object_object_add(t, "lastError",
-                               json_object_new_string(p->last_error ? p->last_error : ""));
-        ns_to_rfc3339(p->last_scrape_ns, ts, sizeof(ts));
-        json_object_object_add(t, "lastScrape", json_object_new_string(ts));
-        json_object_object_add(t, "lastScrapeDuration",
-                               json_object_new_double((double)p->last_duration_us / 1e6));
-        json_object_object_add(t, "health",
-                               json_object_new_string(!p->last_scrape_ns ? "unknown"
-                                                      : p->last_error    ? "down"
-                                                                         : "up"));
-        json_object_object_add(t, "scrapeInterval",
-                               json_object_new_int64((int64_t)p->tp.interval_ms));
-        rc = put_elem(out, t, first);
+        t.labels = &p->tp.labels;
+        t.url = p->tp.url;
+        t.profile_type = p->tp.profile->name;
+        t.last_error = p->last_error;
+        t.last_scrape_ns = p->last_scrape_ns;
+        t.last_duration_us = p->last_duration_us;
+        t.interval_ms = p->tp.interval_ms;
+        t.pair_key = p->key;
+        got = fn(&t, ud);
+        rc = got < 0 ? got : rc | got;
     }
     labels_done(&disc);
     return rc;
+}
+
+/* The JSON visitor of /api/v1/targets: one array element per view. */
+struct json_out {
+    struct buf *out;
+    bool *first;
+    size_t chunk;
+};
+
+static int json_view(const struct scrape_target_view *v, void *ud)
+{
+    struct json_out *jo = ud;
+    json_object *t = json_object_new_object();
+    char ts[64];
+    int rc;
+
+    json_object_object_add(t, "discoveredLabels", labels_json(v->discovered));
+    if (v->labels)
+        json_object_object_add(t, "labels", labels_json(v->labels));
+    json_object_object_add(t, "scrapePool", json_object_new_string(v->job));
+    if (!v->labels) {
+        if (v->error)
+            json_object_object_add(t, "error", json_object_new_string(v->error));
+        if (v->drop_reason && strncmp(v->drop_reason, "dropped by", 10) != 0)
+            json_object_object_add(t, "dropReason", json_object_new_string(v->drop_reason));
+        if (v->drop_reason && strncmp(v->drop_reason, "owned by", 8) == 0)
+            json_object_object_add(t, "owner", json_object_new_string(v->owner ? v->owner : ""));
+    } else {
+        json_object_object_add(t, "scrapeUrl", json_object_new_string(v->url));
+        if (v->owner)
+            json_object_object_add(t, "owner", json_object_new_string(v->owner));
+        json_object_object_add(t, "profileType", json_object_new_string(v->profile_type));
+        json_object_object_add(t, "lastError",
+                               json_object_new_string(v->last_error ? v->last_error : ""));
+        ns_to_rfc3339(v->last_scrape_ns, ts, sizeof(ts));
+        json_object_object_add(t, "lastScrape", json_object_new_string(ts));
+        json_object_object_add(t, "lastScrapeDuration",
+                               json_object_new_double((double)v->last_duration_us / 1e6));
+        json_object_object_add(t, "health", json_object_new_string(scrape_target_health(v)));
+        json_object_object_add(t, "scrapeInterval",
+                               json_object_new_int64((int64_t)v->interval_ms));
+    }
+    rc = put_elem(jo->out, t, jo->first);
+    if (rc < 0)
+        return rc;
+    return jo->out->len >= jo->chunk;
+}
+
+const char *scrape_target_health(const struct scrape_target_view *v)
+{
+    return !v->last_scrape_ns ? "unknown" : v->last_error ? "down" : "up";
 }
 
 /* The job the iterator stands at, re-found by name if jobs came or went;
@@ -216,9 +249,9 @@ static int iter_next_job(struct scrape_targets_iter *it)
     return 0;
 }
 
-/* Writes targets of the current phase until `chunk` bytes are out; true
- * when the phase is over. */
-static int iter_targets(struct scrape_targets_iter *it, struct buf *out, size_t chunk,
+/* Visits targets of the current phase until `fn` returns 1 (enough for this
+ * part); `*over` when the phase is done. */
+static int iter_targets(struct scrape_targets_iter *it, scrape_target_fn fn, void *ud,
                         bool *over)
 {
     bool active = it->phase == IT_ACTIVE;
@@ -251,17 +284,17 @@ static int iter_targets(struct scrape_targets_iter *it, struct buf *out, size_t 
                 int rc = 0;
 
                 if (active && !listed_as_dropped) {
-                    rc = target_json(it->m, job, e, it->target, true, &it->first, out);
+                    rc = visit_target(it->m, job, e, it->target, true, fn, ud);
                 } else if (!active && listed_as_dropped &&
                            !((r->dropped || r->elsewhere || r->sampled_out) &&
                              job->sc->keep_dropped_targets &&
                              ++it->listed_dropped > job->sc->keep_dropped_targets)) {
-                    rc = target_json(it->m, job, e, it->target, false, &it->first, out);
+                    rc = visit_target(it->m, job, e, it->target, false, fn, ud);
                 }
                 it->target++;
                 if (rc < 0)
                     return rc;
-                if (out->len >= chunk)
+                if (rc > 0)
                     return 0;
             }
             it->target = SIZE_MAX; /* this source is done */
@@ -270,6 +303,24 @@ static int iter_targets(struct scrape_targets_iter *it, struct buf *out, size_t 
     }
     *over = true;
     return 0;
+}
+
+int scrape_targets_iter_visit(struct scrape_targets_iter *it, bool dropped, scrape_target_fn fn,
+                              void *ud)
+{
+    bool over = false;
+    int rc;
+
+    if (it->phase == IT_START)
+        it->phase = dropped ? IT_DROPPED : IT_ACTIVE;
+    if (it->phase == IT_DONE)
+        return 0;
+    rc = iter_targets(it, fn, ud, &over);
+    if (rc < 0)
+        return rc;
+    if (over)
+        it->phase = IT_DONE;
+    return over ? 0 : 1;
 }
 
 struct scrape_targets_iter *scrape_targets_iter_new(const struct scrape_manager *m,
@@ -300,8 +351,10 @@ int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, si
             it->first = true;
             break;
         case IT_ACTIVE:
-        case IT_DROPPED:
-            rc = iter_targets(it, out, chunk, &over);
+        case IT_DROPPED: {
+            struct json_out jo = {out, &it->first, chunk};
+
+            rc = iter_targets(it, json_view, &jo, &over);
             if (rc < 0 || !over)
                 break;
             rc = buf_puts(out, it->phase == IT_ACTIVE ? "],\"droppedTargets\":["
@@ -310,6 +363,7 @@ int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, si
             it->first = true;
             it->job_idx = 0;
             break;
+        }
         case IT_COUNTS: {
             /* Prometheus' droppedTargetCounts: every dropped target counts,
              * whether or not its labels were kept. */

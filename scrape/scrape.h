@@ -235,6 +235,30 @@ struct scrape_targets_iter *scrape_targets_iter_new(const struct scrape_manager 
  * bytes or the answer ends. Returns 1 if more follows, 0 at the end, or
  * -ENOMEM / -E2BIG (`out` reached its cap). */
 int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, size_t chunk);
+/** One target as the status pages show it; everything borrowed for the
+ * call. An active view is one (target, profile type) pair; a dropped view
+ * is a target with no pair here, and `drop_reason` says why. */
+struct scrape_target_view {
+    const char *job;
+    const struct labels *discovered; /**< with the job's defaults */
+    const struct labels *labels;     /**< sent labels; NULL for a dropped view */
+    const char *url, *profile_type;  /**< NULL for a dropped view */
+    const char *last_error;          /**< NULL: none */
+    const char *error;               /**< a dropped target's own error, or NULL */
+    const char *drop_reason;         /**< NULL for an active view */
+    const char *owner;               /**< clustering: the owner, or NULL */
+    uint64_t last_scrape_ns, last_duration_us, interval_ms;
+    uint64_t pair_key;               /**< the pair, to find its latest profile */
+};
+/** Returns 0 to go on, 1 when this part has enough, or a negative code. */
+typedef int (*scrape_target_fn)(const struct scrape_target_view *t, void *ud);
+/** "up", "down" or "unknown" (never scraped). */
+const char *scrape_target_health(const struct scrape_target_view *t);
+/** For pages of a new iterator: visits active views (or, with `dropped`,
+ * dropped ones) until `fn` returns 1; the iterator's consistency rules
+ * hold. Returns 1 if more follows, 0 at the end, or a negative code. */
+int scrape_targets_iter_visit(struct scrape_targets_iter *it, bool dropped, scrape_target_fn fn,
+                              void *ud);
 /** Frees the iterator (NULL is fine). */
 void scrape_targets_iter_free(struct scrape_targets_iter *it);
 /** Appends the same as a text table. */

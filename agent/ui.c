@@ -1,0 +1,399 @@
+/* The web UI of the status server: server-rendered HTML that reads without
+ * JavaScript (a small script only filters rows), every asset built in.
+ *
+ *   /, /targets        targets by job and profile type, streamed target by
+ *                      target (text table: /targets?format=text)
+ *   /profile?key=K     the latest profile of a pair as a flame graph and a
+ *                      table of the top functions (&type= picks the sample
+ *                      type); /profile.pb.gz?key=K downloads it
+ *
+ * Everything that comes from targets (labels, errors, function names) is
+ * escaped. Loop thread only; a streamed page holds only an iterator that
+ * tolerates changes between parts (scrape.h). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "agent/agent.h"
+#include "agent/recent.h"
+#include "common/clock.h"
+#include "common/labels.h"
+#include "net/net.h"
+#include "pprof/pprof.h"
+#include "proflet_version.h"
+#include "scrape/scrape.h"
+
+/* The flame graph: at most this many frames, and frames narrower than
+ * 1/FLAME_MIN_DIV of the whole are not drawn (their value stays in their
+ * parent's width). */
+#define FLAME_MAX_NODES 20000
+#define FLAME_MIN_DIV 400
+#define TOP_FUNCTIONS 30
+/* Decoding a large profile is work on the loop thread: above this raw size
+ * the page offers the download only. */
+#define FLAME_MAX_RAW (16u << 20)
+
+static const char page_head[] =
+    "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+    "<meta name=\"viewport\" content=\"width=device-width\"><title>%s - proflet</title><style>"
+    "body{font:14px system-ui,sans-serif;margin:0;color:#222}"
+    "header{background:#2b3a4a;color:#fff;padding:8px 16px}"
+    "header a{color:#cde;margin-right:16px;text-decoration:none}"
+    "main{padding:8px 16px}table{border-collapse:collapse;width:100%%}"
+    "td,th{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}"
+    "th{background:#f3f3f3}.up{color:#176f2c}.down{color:#b3261e}.unknown{color:#777}"
+    ".l{display:inline-block;background:#eef;border-radius:3px;padding:0 4px;margin:1px;"
+    "font-size:12px}.err{color:#b3261e;font-size:12px}.job{background:#e8eef5;font-weight:600}"
+    ".fg{font:11px monospace;width:100%%}.fn{overflow:hidden}.fn>span{display:block;"
+    "white-space:nowrap;overflow:hidden;background:#f5b26b;border:1px solid #fff;"
+    "padding:1px 2px}.fc{display:flex}"
+    "</style></head><body><header><b>proflet</b> %s &nbsp; <a href=\"/targets\">Targets</a>"
+    "<a href=\"/metrics\">Metrics</a><a href=\"/api/v1/targets\">API</a></header><main>";
+
+static const char page_tail[] = "</main></body></html>\n";
+
+/* Rows are hidden by a filter on their text and health (also taken from
+ * ?q= and ?health=, so a filtered view can be linked); the page works
+ * without it. */
+static const char filter_script[] =
+    "<script>(function(){var q=document.getElementById('q'),h=document.getElementById('h');"
+    "function f(){var t=q.value.toLowerCase(),w=h.value;"
+    "document.querySelectorAll('tr.t').forEach(function(r){"
+    "var ok=(!t||r.textContent.toLowerCase().indexOf(t)>=0)&&(!w||r.dataset.health==w);"
+    "r.style.display=ok?'':'none';});}"
+    "var u=new URLSearchParams(location.search);q.value=u.get('q')||'';h.value=u.get('health')||'';"
+    "q.addEventListener('input',f);h.addEventListener('change',f);f();})();</script>";
+
+static int esc(struct buf *b, const char *s)
+{
+    int rc = 0;
+
+    for (; s && *s && rc == 0; s++) {
+        switch (*s) {
+        case '<': rc = buf_puts(b, "&lt;"); break;
+        case '>': rc = buf_puts(b, "&gt;"); break;
+        case '&': rc = buf_puts(b, "&amp;"); break;
+        case '"': rc = buf_puts(b, "&quot;"); break;
+        case '\'': rc = buf_puts(b, "&#39;"); break;
+        default: rc = buf_append(b, s, 1);
+        }
+    }
+    return rc;
+}
+
+static void head(struct buf *b, const char *title)
+{
+    buf_printf(b, page_head, title, PROFLET_VERSION);
+}
+
+static void labels_html(struct buf *b, const struct labels *ls, bool meta)
+{
+    for (size_t i = 0; i < ls->n; i++) {
+        if (!meta && strncmp(ls->v[i].name, "__", 2) == 0 &&
+            strcmp(ls->v[i].name, "__name__") != 0)
+            continue;
+        buf_puts(b, "<span class=\"l\">");
+        esc(b, ls->v[i].name);
+        buf_puts(b, "=");
+        esc(b, ls->v[i].value);
+        buf_puts(b, "</span>");
+    }
+}
+
+static void ago(struct buf *b, uint64_t ns)
+{
+    uint64_t now = clock_wall_ns();
+
+    if (!ns)
+        buf_puts(b, "never");
+    else if (now <= ns)
+        buf_puts(b, "now");
+    else
+        buf_printf(b, "%.1fs ago", (double)(now - ns) / 1e9);
+}
+
+/* ------------------------------------------------------------- targets */
+
+struct targets_page {
+    struct agent *a;
+    struct scrape_targets_iter *it;
+    struct buf *out;
+    size_t chunk;
+    char *last_job;
+    int part; /* 0 head, 1 rows, 2 done */
+};
+
+static int target_row(const struct scrape_target_view *v, void *ud)
+{
+    struct targets_page *pg = ud;
+    struct buf *b = pg->out;
+    const char *health = scrape_target_health(v);
+    uint64_t key = labels_hash(v->labels);
+
+    if (!pg->last_job || strcmp(pg->last_job, v->job) != 0) {
+        free(pg->last_job);
+        pg->last_job = strdup(v->job);
+        buf_puts(b, "<tr class=\"job\"><td colspan=\"6\">");
+        esc(b, v->job);
+        buf_puts(b, "</td></tr>");
+    }
+    buf_printf(b, "<tr class=\"t\" data-health=\"%s\"><td>", health);
+    esc(b, v->profile_type);
+    buf_printf(b, "</td><td class=\"%s\">%s</td><td>", health, health);
+    ago(b, v->last_scrape_ns);
+    buf_printf(b, "</td><td>%.3fs</td><td>", (double)v->last_duration_us / 1e6);
+    esc(b, v->url);
+    buf_puts(b, "<br>");
+    labels_html(b, v->labels, false);
+    if (v->last_error) {
+        buf_puts(b, "<div class=\"err\">");
+        esc(b, v->last_error);
+        buf_puts(b, "</div>");
+    }
+    buf_puts(b, "<details><summary>discovered labels</summary>");
+    labels_html(b, v->discovered, true);
+    buf_puts(b, "</details></td><td>");
+    if (recent_get(pg->a->recent, key))
+        buf_printf(b, "<a href=\"/profile?key=%016" PRIx64 "\">profile</a>", key);
+    buf_puts(b, "</td></tr>");
+    return b->len >= pg->chunk;
+}
+
+static int targets_part(struct buf *out, size_t chunk, void *state)
+{
+    struct targets_page *pg = state;
+    int rc;
+
+    pg->out = out;
+    pg->chunk = chunk;
+    if (pg->part == 0) {
+        head(out, "Targets");
+        buf_puts(out, "<h2>Targets</h2><p><input id=\"q\" placeholder=\"filter by label or "
+                      "text\" size=\"40\"> <select id=\"h\"><option value=\"\">any health"
+                      "</option><option>up</option><option>down</option><option>unknown"
+                      "</option></select> &nbsp; <a href=\"/targets?format=text\">text</a></p>"
+                      "<table><tr><th>type</th><th>health</th><th>last scrape</th>"
+                      "<th>duration</th><th>endpoint and labels</th><th></th></tr>");
+        pg->part = 1;
+        return 1;
+    }
+    rc = scrape_targets_iter_visit(pg->it, false, target_row, pg);
+    if (rc < 0)
+        return rc;
+    if (rc == 1)
+        return 1;
+    buf_puts(out, "</table>");
+    buf_puts(out, filter_script);
+    buf_puts(out, page_tail);
+    return 0;
+}
+
+static void targets_free(void *state)
+{
+    struct targets_page *pg = state;
+
+    scrape_targets_iter_free(pg->it);
+    free(pg->last_job);
+    free(pg);
+}
+
+static void targets_page(struct agent *a, struct net_http_response *resp)
+{
+    struct targets_page *pg = calloc(1, sizeof(*pg));
+
+    if (!pg || !(pg->it = scrape_targets_iter_new(a->scrape, NULL))) {
+        free(pg);
+        resp->status = 500;
+        buf_puts(&resp->body, "out of memory\n");
+        return;
+    }
+    pg->a = a;
+    resp->content_type = "text/html; charset=utf-8";
+    resp->stream = targets_part;
+    resp->stream_state = pg;
+    resp->stream_free = targets_free;
+}
+
+/* ------------------------------------------------------------- profiles */
+
+static void flame_node(struct buf *b, const struct pprof_flame *f, uint32_t i, int64_t root,
+                       int depth)
+{
+    const struct pprof_flame_node *n = &f->nodes[i];
+
+    buf_printf(b, "<div class=\"fn\" style=\"flex:%" PRId64 " 0 0\" title=\"", n->total);
+    esc(b, f->names[n->name]);
+    buf_printf(b, ": %" PRId64 " (%.2f%%)\"><span>", n->total,
+               root ? 100.0 * (double)n->total / (double)root : 0);
+    esc(b, f->names[n->name]);
+    buf_puts(b, "</span>");
+    if (depth < 128) {
+        bool open = false;
+
+        for (uint32_t c = n->first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling) {
+            if (f->nodes[c].total <= 0 || f->nodes[c].total < root / FLAME_MIN_DIV)
+                continue;
+            if (!open)
+                buf_puts(b, "<div class=\"fc\">");
+            open = true;
+            flame_node(b, f, c, root, depth + 1);
+        }
+        if (open) {
+            /* the node's own and undrawn value keeps its width */
+            int64_t rest = n->total;
+
+            for (uint32_t c = n->first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling)
+                if (f->nodes[c].total > 0 && f->nodes[c].total >= root / FLAME_MIN_DIV)
+                    rest -= f->nodes[c].total;
+            if (rest > 0)
+                buf_printf(b, "<div style=\"flex:%" PRId64 " 0 0\"></div>", rest);
+            buf_puts(b, "</div>");
+        }
+    }
+    buf_puts(b, "</div>");
+}
+
+struct top_fn {
+    uint32_t name;
+    int64_t flat, cum;
+};
+
+static int top_cmp(const void *x, const void *y)
+{
+    const struct top_fn *a = x, *b = y;
+
+    return a->flat != b->flat ? (a->flat > b->flat ? -1 : 1) : (a->cum > b->cum ? -1 : 1);
+}
+
+/* Flat (self) and cumulative value per function; a frame whose function
+ * is also an ancestor's is counted once in cum (recursion). */
+static void top_table(struct buf *b, const struct pprof_flame *f)
+{
+    struct top_fn *t = calloc(f->n_names, sizeof(*t));
+    size_t shown = 0;
+
+    if (!t)
+        return;
+    for (size_t i = 0; i < f->n_names; i++)
+        t[i].name = (uint32_t)i;
+    for (size_t i = 1; i < f->n_nodes; i++) {
+        const struct pprof_flame_node *n = &f->nodes[i];
+        bool again = false;
+
+        t[n->name].flat += n->self;
+        for (uint32_t p = n->parent; p != UINT32_MAX && p != 0 && !again; p = f->nodes[p].parent)
+            again = f->nodes[p].name == n->name;
+        if (!again)
+            t[n->name].cum += n->total;
+    }
+    qsort(t, f->n_names, sizeof(*t), top_cmp);
+    buf_puts(b, "<h3>Top functions</h3><table><tr><th>flat</th><th>flat %</th><th>cum</th>"
+                "<th>cum %</th><th>function</th></tr>");
+    for (size_t i = 0; i < f->n_names && shown < TOP_FUNCTIONS; i++) {
+        int64_t root = f->nodes[0].total;
+
+        if (t[i].name == 0 || (!t[i].flat && !t[i].cum))
+            continue;
+        buf_printf(b, "<tr class=\"top\"><td>%" PRId64 "</td><td>%.2f%%</td><td>%" PRId64
+                      "</td><td>%.2f%%</td><td>", t[i].flat,
+                   root ? 100.0 * (double)t[i].flat / (double)root : 0, t[i].cum,
+                   root ? 100.0 * (double)t[i].cum / (double)root : 0);
+        esc(b, f->names[t[i].name]);
+        buf_puts(b, "</td></tr>");
+        shown++;
+    }
+    buf_puts(b, "</table>");
+    free(t);
+}
+
+static void profile_page(struct agent *a, const struct net_http_request *req,
+                         struct net_http_response *resp, bool download)
+{
+    const struct agent_config *c = agent_config(a->doc);
+    const struct recent_profile *p;
+    struct pprof_flame *f = NULL;
+    struct pprof_limits lim = c->limits.pprof;
+    struct buf *b = &resp->body;
+    char keytxt[32], type[128], err[256];
+    uint64_t key;
+
+    if (!agent__query_get(req->query, "key", keytxt, sizeof(keytxt)) ||
+        (key = strtoull(keytxt, NULL, 16), !(p = recent_get(a->recent, key)))) {
+        resp->status = 404;
+        resp->content_type = "text/html; charset=utf-8";
+        head(b, "Profile");
+        buf_puts(b, "<p>No recent profile of this target is kept: none was delivered yet, or "
+                    "it left the store (server.recent-profiles-bytes).</p>");
+        buf_puts(b, page_tail);
+        return;
+    }
+    if (download) {
+        resp->content_type = "application/octet-stream";
+        buf_append(b, p->data, p->len);
+        return;
+    }
+    resp->content_type = "text/html; charset=utf-8";
+    head(b, "Profile");
+    buf_puts(b, "<h2>Latest profile</h2><p>");
+    esc(b, p->labels);
+    buf_puts(b, "<br>delivered ");
+    ago(b, (uint64_t)p->end_ns);
+    buf_printf(b, ", %zu bytes &nbsp; <a href=\"/profile.pb.gz?key=%016" PRIx64
+                  "\">download</a></p>", p->len, key);
+    if (lim.max_decompressed > FLAME_MAX_RAW)
+        lim.max_decompressed = FLAME_MAX_RAW;
+    if (pprof_flame_build(p->data, p->len, &lim,
+                          agent__query_get(req->query, "type", type, sizeof(type)) ? type : NULL,
+                          FLAME_MAX_NODES, &f, err, sizeof(err)) < 0) {
+        buf_puts(b, "<p class=\"err\">Cannot draw this profile: ");
+        esc(b, err);
+        buf_puts(b, "</p>");
+        buf_puts(b, page_tail);
+        return;
+    }
+    buf_puts(b, "<form>Sample type: <input type=\"hidden\" name=\"key\" value=\"");
+    esc(b, keytxt);
+    buf_puts(b, "\"><select name=\"type\" onchange=\"this.form.submit()\">");
+    for (size_t i = 0; i < f->n_types; i++) {
+        buf_printf(b, "<option%s>", (int)i == f->sample_type ? " selected" : "");
+        esc(b, f->types[i]);
+        buf_puts(b, "</option>");
+    }
+    buf_puts(b, "</select> <noscript><button>show</button></noscript></form>");
+    if (f->truncated)
+        buf_printf(b, "<p>Only the first %d frames are drawn.</p>", FLAME_MAX_NODES);
+    buf_printf(b, "<h3>Flame graph (%" PRId64 " ", f->nodes[0].total);
+    esc(b, f->types[f->sample_type]);
+    buf_puts(b, ")</h3><div class=\"fg\">");
+    flame_node(b, f, 0, f->nodes[0].total, 0);
+    buf_puts(b, "</div>");
+    top_table(b, f);
+    buf_puts(b, page_tail);
+    pprof_flame_free(f);
+}
+
+/* -------------------------------------------------------------- routing */
+
+bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
+                      struct net_http_response *resp)
+{
+    char fmt[16];
+
+    if (strcmp(req->path, "/") == 0 ||
+        (strcmp(req->path, "/targets") == 0 &&
+         !(agent__query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
+        targets_page(a, resp);
+        return true;
+    }
+    if (strcmp(req->path, "/profile") == 0) {
+        profile_page(a, req, resp, false);
+        return true;
+    }
+    if (strcmp(req->path, "/profile.pb.gz") == 0) {
+        profile_page(a, req, resp, true);
+        return true;
+    }
+    return false;
+}
