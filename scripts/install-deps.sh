@@ -16,6 +16,8 @@ PKGS=(
   prometheus protobuf-compiler python3 python3-yaml python3-protobuf python3-bcrypt openssl systemd
   nghttp2-server
   python3-kubernetes curl
+  # a real browser for the web UI tests (headless, loopback only)
+  chromium
   # sanitizers, fuzzing, memory checks
   clang libclang-rt-14-dev valgrind
 )

@@ -1,0 +1,104 @@
+"""The web UI in a real browser (Debian's chromium, headless, reaching
+nothing but loopback): the targets page lists the demo service's targets as
+up and loads without console errors; ?q= filtering hides the other rows; a
+label and an error message carrying HTML (a hostile target's labels) are
+shown as text, never run; the latest CPU profile's page draws a flame graph
+in which the demo's hottest function appears, and its top-functions table
+names it. Screenshots of each page go to the build directory (not
+committed)."""
+import json
+import os
+import re
+import subprocess
+
+from lib import *
+
+CHROMIUM = ["chromium", "--headless", "--disable-gpu", "--no-sandbox",
+            "--proxy-server=http://127.0.0.1:9", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run", "--enable-logging=stderr", "--v=0"]
+EVIL = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+
+
+def browse(tmp, url, shot=None):
+    """The DOM after load (scripts run), and the console lines chromium logged."""
+    profile = os.path.join(tmp, "chromium-profile")
+    args = CHROMIUM + [f"--user-data-dir={profile}", "--virtual-time-budget=3000"]
+    if shot:
+        args += ["--window-size=1280,900", f"--screenshot={shot}"]
+    else:
+        args += ["--dump-dom"]
+    r = subprocess.run(args + [url], capture_output=True, text=True, timeout=90)
+    check(r.returncode == 0, f"chromium failed on {url}: {r.stderr[-2000:]}")
+    console = [l for l in r.stderr.splitlines() if "CONSOLE" in l or "Uncaught" in l]
+    return r.stdout, console
+
+
+def main():
+    with environment() as (tmp, procs):
+        port = start_demoapp(tmp, procs)
+        sport = free_port()
+        sink = os.path.join(tmp, "sink")
+        shots = os.path.join(BUILD, "ui-screenshots")
+        os.makedirs(shots, exist_ok=True)
+        p = start_proflet(tmp, procs, f"""
+server:
+  listen-address: 127.0.0.1:{sport}
+scrape-configs:
+  - job-name: demo
+    scrape-interval: 3s
+    enabled-profiles: [cpu, goroutine]
+    static-configs:
+      - application: demo
+        targets: [127.0.0.1:{port}]
+  - job-name: hostile
+    scrape-interval: 3s
+    enabled-profiles: [goroutine]
+    static-configs:
+      - application: hostile
+        targets: [127.0.0.1:1]
+        labels:
+          evil: {json.dumps(EVIL)}
+remote-write:
+  - url: file://{sink}
+""")
+        wait_ready(sport)
+        wait_for("a CPU profile delivered", lambda: any(
+            labels_of(m).get("__name__") == "process_cpu" for _, m in sink_profiles(sink)), timeout=40)
+        base = f"http://127.0.0.1:{sport}"
+
+        dom, console = browse(tmp, base + "/")
+        check(not console, f"console messages on the targets page: {console}")
+        rows = re.findall(r'<tr class="t" data-health="(\w+)"[^>]*>(.*?)</tr>', dom, re.S)
+        demo = [h for h, r in rows if f"127.0.0.1:{port}" in r]
+        check(len(demo) == 2 and set(demo) == {"up"}, f"the demo's two targets up: {demo}")
+        check(not re.search(r"<body[^>]*data-pwned", dom), "a label's HTML ran in the page")
+        check("<img" not in dom, "a label's HTML became an element")
+        check("&lt;img src=x onerror=" in dom, "the hostile label is shown as text")
+        hostile = [r for h, r in rows if "127.0.0.1:1/" in r]
+        check(hostile and 'class="err"' in hostile[0], "the hostile target's error is shown")
+
+        dom, _ = browse(tmp, base + "/targets?q=goroutine")
+        shown = [r for r in re.findall(r'<tr class="t"([^>]*)>', dom) if "display: none" not in r]
+        check(len(shown) == 2, f"filtering by 'goroutine' leaves its 2 rows, got {len(shown)}")
+
+        links = re.findall(r'href="(/profile\?key=[0-9a-f]+)"', browse(tmp, base + "/")[0])
+        cpu = None
+        for link in links:
+            d, console = browse(tmp, base + link)
+            if "cpu/nanoseconds" in d:
+                cpu = d
+                check(not console, f"console messages on the profile page: {console}")
+                browse(tmp, base + link, shot=os.path.join(shots, "profile.png"))
+                break
+        check(cpu, f"no profile page shows a CPU profile ({len(links)} links)")
+        flame = cpu.split('class="fg"', 1)[1].split("Top functions", 1)[0]
+        check("main.burnCPU" in flame, "the demo's hottest function is in the flame graph")
+        top = re.findall(r'<tr class="top">(.*?)</tr>', cpu, re.S)
+        check(any("main.burnCPU" in t for t in top), "and in the top functions")
+        browse(tmp, base + "/", shot=os.path.join(shots, "targets.png"))
+        check(os.path.getsize(os.path.join(shots, "targets.png")) > 1000, "a screenshot of the targets page")
+        code = stop(p)
+        check(code == 0, f"exit status {code}")
+
+
+run_test(main)
