@@ -294,8 +294,9 @@ int net_tls_version(const char *v);
  * there is no valid token wait for it (never the loop). Loop thread only. */
 
 /** Creates the runtime side of `h`, which is borrowed: it must outlive the
- * object (requests waiting for a token do not need it). Reads the files now.
- * Returns NULL on OOM. */
+ * owner's hold (requests waiting for a token do not need it). Reads the
+ * files now, re-reads them through `q` (NULL: libuv's pool). Returns NULL
+ * on OOM. */
 struct net_auth *net_auth_new(uv_loop_t *loop, struct workq *q, const struct net_http_cfg *h);
 /** Releases the owner's hold: a token request in flight or requests waiting
  * for a token keep the object until they are done (NULL is fine). */
@@ -322,7 +323,8 @@ int net_url_check(const char *url, char *host, size_t hostlen, char *err, size_t
 struct net_secret;
 
 /** Creates a secret from an inline `value` (used as is) or a `file`
- * (`value` NULL), re-read every `refresh_ms` (0: a minute) through `q`.
+ * (`value` NULL), re-read every `refresh_ms` (0: a minute) through `q`
+ * (NULL: libuv's pool of `loop`).
  * Reads the file now; a failed read is kept as the secret's error (the
  * secret then has no value until a later read succeeds). Returns NULL on
  * OOM, or when both `value` and `file` are NULL. */

@@ -115,6 +115,7 @@ struct scrape_job {
     struct hashmap sources;            /* xxhash(source) -> struct source_entry */
     struct net_secret *bearer;         /* bearer-token(-file), or NULL */
     struct net_secret *password;       /* basic-auth password(-file), or NULL */
+    struct net_auth *auth;             /* authorization, http-headers, oauth2 */
     uint64_t max_body;                 /* body cap */
     size_t dropped;                    /* targets its rules dropped */
     struct pprof_limits limits;        /* caps of its deltas */
