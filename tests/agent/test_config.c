@@ -1461,7 +1461,7 @@ TEST(docs_examples_load)
         found++;
         p = end + 1;
     }
-    ASSERT_EQ(found, 3);
+    ASSERT_EQ(found, 4);
     free(doc);
 }
 
