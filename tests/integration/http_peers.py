@@ -84,19 +84,19 @@ def tls_context(crt, key, min_version=None, max_version=None, client_ca=None):
 
 class TokenEndpoint:
     """An OAuth2 token endpoint (client credentials grant) on 127.0.0.1/token.
-    It checks the client's Basic credentials, the grant type, the scope and
-    the extra parameters, and mints random bearer tokens that live
-    `expires_in` seconds. `valid(token)` says whether a token was minted
-    here and has not expired; `fetches` counts the tokens minted, `refused`
-    the requests it turned down."""
+    It checks the client's Basic credentials (`clients`: id -> secret), the
+    grant type, the scope and the extra parameters, and mints random bearer
+    tokens that live `expires_in` seconds. `valid(token)` says whether a
+    token was minted here and has not expired; `fetches[id]` counts the
+    tokens minted for a client, `refused` the requests it turned down."""
 
-    def __init__(self, client_id, client_secret, expires_in, scope=None, params=None):
+    def __init__(self, clients, expires_in, scope=None, params=None):
         self.lock = threading.Lock()
         self.tokens = {}  # token -> expiry (monotonic)
-        self.fetches = 0
+        self.fetches = {c: 0 for c in clients}
         self.refused = 0
         self.fail = False  # answer 503 to every request
-        self.delay = 0.0   # seconds before each answer
+        self.first_delay = 0.0  # seconds before the first answer
         self.minted = set()
         me = self
 
@@ -115,13 +115,19 @@ class TokenEndpoint:
                 self.wfile.write(body)
 
             def do_POST(self):
-                time.sleep(me.delay)  # a slow endpoint: requests must wait, not fail
+                with me.lock:
+                    delay, me.first_delay = me.first_delay, 0.0
+                time.sleep(delay)  # a slow first answer: requests must wait, not fail
                 n = int(self.headers.get("Content-Length") or 0)
                 form = urllib.parse.parse_qs(self.rfile.read(n).decode(), keep_blank_values=True)
-                want = "Basic " + base64.b64encode(
-                    f"{urllib.parse.quote(client_id)}:{urllib.parse.quote(client_secret)}".encode()).decode()
-                ok = (self.path == "/token" and not me.fail
-                      and self.headers.get("Authorization") == want
+                got = self.headers.get("Authorization") or ""
+                try:
+                    cid, _, sec = base64.b64decode(got[6:]).decode().partition(":")
+                    cid, sec = urllib.parse.unquote(cid), urllib.parse.unquote(sec)
+                except Exception:
+                    cid = sec = None
+                ok = (self.path == "/token" and not me.fail and got.startswith("Basic ")
+                      and cid in clients and clients[cid] == sec
                       and form.get("grant_type") == ["client_credentials"]
                       and (scope is None or form.get("scope") == [scope])
                       and all(form.get(k) == [v] for k, v in (params or {}).items()))
@@ -134,7 +140,7 @@ class TokenEndpoint:
                 with me.lock:
                     me.tokens[tok] = time.monotonic() + expires_in
                     me.minted.add(tok)
-                    me.fetches += 1
+                    me.fetches[cid] += 1
                 self.answer(200, {"access_token": tok, "token_type": "bearer", "expires_in": expires_in})
 
         self.srv = _Server(("127.0.0.1", 0), H)
@@ -149,7 +155,7 @@ class TokenEndpoint:
 
     def count(self):
         with self.lock:
-            return self.fetches, self.refused
+            return dict(self.fetches), self.refused
 
     def close(self):
         self.srv.shutdown()
