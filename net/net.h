@@ -289,9 +289,11 @@ int net_tls_version(const char *v);
  * `http-headers` (values, secrets, files) and the `oauth2` token. Files are
  * secrets (re-read off the loop through the workq). The oauth2 token is
  * fetched with a request of its own on the client of the first request that
- * needs it, cached until shortly before it expires and refreshed in the
- * background halfway through the last minute of its life; requests made while
- * there is no valid token wait for it (never the loop). Loop thread only. */
+ * needs it, used until shortly before it expires (a quarter of its life,
+ * at most 10 s) and refreshed in the background from half its life, at most
+ * 60 s, before that; requests made while there is no valid token wait for
+ * it (never the loop) and fail with NET_EAUTH if it cannot be had. Loop
+ * thread only. */
 
 /** Creates the runtime side of `h`, which is borrowed: it must outlive the
  * owner's hold (requests waiting for a token do not need it). Reads the

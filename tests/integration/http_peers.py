@@ -86,11 +86,12 @@ class TokenEndpoint:
     """An OAuth2 token endpoint (client credentials grant) on 127.0.0.1/token.
     It checks the client's Basic credentials (`clients`: id -> secret), the
     grant type, the scope and the extra parameters, and mints random bearer
-    tokens that live `expires_in` seconds. `valid(token)` says whether a
+    tokens that live `expires_in` seconds (or always `fixed`, for a peer
+    that accepts one token only). `valid(token)` says whether a
     token was minted here and has not expired; `fetches[id]` counts the
     tokens minted for a client, `refused` the requests it turned down."""
 
-    def __init__(self, clients, expires_in, scope=None, params=None):
+    def __init__(self, clients, expires_in, scope=None, params=None, fixed=None):
         self.lock = threading.Lock()
         self.tokens = {}  # token -> expiry (monotonic)
         self.fetches = {c: 0 for c in clients}
@@ -136,7 +137,7 @@ class TokenEndpoint:
                         me.refused += 1
                     self.answer(503 if me.fail else 401, {"error": "invalid_client"})
                     return
-                tok = secrets.token_hex(16)
+                tok = fixed or secrets.token_hex(16)
                 with me.lock:
                     me.tokens[tok] = time.monotonic() + expires_in
                     me.minted.add(tok)
