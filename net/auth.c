@@ -32,7 +32,7 @@
 #include "net/internal.h"
 #include "net/net.h"
 
-#define TOKEN_TIMEOUT_MS 30000
+#define TOKEN_TIMEOUT_MS 10000
 #define TOKEN_MAX_RESPONSE (64 * 1024)
 #define TOKEN_RETRY_MS 1000
 

@@ -1014,6 +1014,14 @@ static void resume(struct net_request *r, const char *auth_line, const char *err
     struct net_client *c = r->c;
 
     r->park_pending = false;
+    if (r->doomed) {
+        /* rebuild() is failing this client's requests (the token request
+         * among them): fail it here, as rebuild() would. */
+        req_unlink(c, r);
+        snprintf(r->errbuf, sizeof(r->errbuf), "multi handle failed");
+        complete(r, NET_EIO, CURLE_OK);
+        return;
+    }
     if (!auth_line) {
         req_unlink(c, r);
         snprintf(r->errbuf, sizeof(r->errbuf), "%s", err ? err : "no credentials");

@@ -862,6 +862,38 @@ TEST(oauth2_cancel_free_and_close_while_waiting)
     result_done(&res[1]);
 }
 
+/* A failed multi fails the token request and the requests waiting for it,
+ * each once; the auth then fetches again. */
+TEST(oauth2_waiting_requests_and_multi_rebuild)
+{
+    uv_loop_t loop;
+    struct net_client *c = client_new(&loop);
+    struct result res[3] = {{0}};
+    struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=1000");
+    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_auth *a = net_auth_new(&loop, NULL, &h);
+    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
+    run_for(&loop, 100);
+    net__client_fail_next_action(c);
+    for (int i = 0; i < 2; i++) {
+        ASSERT(run_until(&loop, &res[i].done, 1, 5000));
+        ASSERT(res[i].result == NET_EIO || res[i].result == NET_EAUTH);
+    }
+    ASSERT_EQ(net_client_inflight(c), 0);
+    o2.token_url = (char *)url("/token?expires=3600");
+    fetch(&loop, c, &o, &res[2]);
+    ASSERT_EQ(res[2].result, 0);
+    ASSERT_NOT_NULL(strstr(res[2].body, "\nAuthorization: Bearer tok-"));
+    ASSERT_EQ(res[0].done + res[1].done, 2);
+    for (int i = 0; i < 3; i++)
+        result_done(&res[i]);
+    net_auth_free(a);
+    client_close(&loop, c);
+}
+
 TEST(error_strings)
 {
     ASSERT_STR_EQ(net_strerror(NET_ETOOLARGE), "response body too large");
