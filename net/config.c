@@ -465,7 +465,10 @@ static int oauth2_copy(struct net_oauth2_cfg **dp, const struct net_oauth2_cfg *
         return 0;
     if (!(d = *dp = calloc(1, sizeof(*d))))
         return -ENOMEM;
-    *d = *s;
+    d->n_scopes = s->n_scopes;
+    d->n_endpoint_params = s->n_endpoint_params;
+    d->n_proxy_connect_header = s->n_proxy_connect_header;
+    d->proxy_from_environment = s->proxy_from_environment;
     rc = dup_str(&d->client_id, s->client_id) | dup_str(&d->client_secret, s->client_secret) |
          dup_str(&d->client_secret_file, s->client_secret_file) |
          dup_str(&d->token_url, s->token_url) |
@@ -505,13 +508,18 @@ static void oauth2_free(struct net_oauth2_cfg *o)
 
 int net_http_cfg_copy(struct net_http_cfg *d, const struct net_http_cfg *s)
 {
-    int rc = 0;
+    int rc;
 
-    *d = *s;
-    d->basic_auth = NULL;
-    d->authorization = NULL;
-    d->oauth2 = NULL;
-    d->http_headers = NULL;
+    /* Every pointer is NULL or owned from here on, so a failure part way
+     * leaves something net_http_cfg_done can free. */
+    memset(d, 0, sizeof(*d));
+    d->proxy_from_environment = s->proxy_from_environment;
+    d->enable_http2 = s->enable_http2;
+    d->follow_redirects = s->follow_redirects;
+    rc = dup_str(&d->bearer_token, s->bearer_token) |
+         dup_str(&d->bearer_token_file, s->bearer_token_file) | tls_copy(&d->tls, &s->tls) |
+         COPY_PROXY(d, s);
+    d->n_proxy_connect_header = d->proxy_connect_header ? s->n_proxy_connect_header : 0;
     if (s->basic_auth) {
         if (!(d->basic_auth = calloc(1, sizeof(*d->basic_auth))))
             return -ENOMEM;
@@ -528,10 +536,9 @@ int net_http_cfg_copy(struct net_http_cfg *d, const struct net_http_cfg *s)
     }
     rc |= oauth2_copy(&d->oauth2, s->oauth2);
     if (s->n_http_headers) {
-        if (!(d->http_headers = calloc(s->n_http_headers, sizeof(*d->http_headers)))) {
-            d->n_http_headers = 0;
+        if (!(d->http_headers = calloc(s->n_http_headers, sizeof(*d->http_headers))))
             return -ENOMEM;
-        }
+        d->n_http_headers = s->n_http_headers;
         for (unsigned i = 0; i < s->n_http_headers; i++) {
             const struct net_header_cfg *sh = &s->http_headers[i];
             struct net_header_cfg *dh = &d->http_headers[i];
@@ -543,9 +550,6 @@ int net_http_cfg_copy(struct net_http_cfg *d, const struct net_http_cfg *s)
                   dup_strv(&dh->files, (const char *const *)sh->files, sh->n_files);
         }
     }
-    rc |= dup_str(&d->bearer_token, s->bearer_token) |
-          dup_str(&d->bearer_token_file, s->bearer_token_file) | tls_copy(&d->tls, &s->tls) |
-          COPY_PROXY(d, s);
     return rc ? -ENOMEM : 0;
 }
 
