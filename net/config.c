@@ -350,6 +350,43 @@ const struct conf_section *const net_cfg_sections[] = {
     &header_section, NULL,
 };
 
+/* Alloy writes http_headers as name -> list of secrets; Prometheus as
+ * name -> {values, secrets, files}. The Alloy form becomes the second with
+ * the list as `secrets`. */
+static int alloy_headers(struct conf_load *ld, struct conf_node *hdrs)
+{
+    const char *names[64];
+    size_t n = 0;
+
+    if (!conf_is_map(hdrs))
+        return 0; /* the walk reports the shape */
+    for (size_t i = 0; i + 1 < conf_len(hdrs) && n < 64; i += 2) {
+        struct conf_node *v = conf_at(hdrs, i + 1);
+
+        if (!conf_is_map(v) && !conf_null(v))
+            names[n++] = conf_str(conf_at(hdrs, i));
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct conf_node *v = conf_get(hdrs, names[i]), *m = conf_new_map(ld, v), *l = v;
+
+        if (!m)
+            return conf_oom(ld);
+        if (!conf_is_seq(v) && (!(l = conf_new_seq(ld, v)) || conf_append(ld, l, v) < 0))
+            return conf_oom(ld);
+        if (conf_set_node(ld, m, "secrets", l) < 0)
+            return -1;
+        conf_replace_value(hdrs, names[i], m);
+    }
+    return 0;
+}
+
+int net_http_cfg_pre(struct conf_load *ld, struct conf_node *map)
+{
+    int rc = alloy_headers(ld, conf_get(map, "http-headers"));
+
+    return rc < 0 ? rc : alloy_headers(ld, conf_get(map, "http_headers"));
+}
+
 int net_http_cfg_check(struct conf_load *ld, struct conf_node *map, const char *what)
 {
     static const char *const auth[] = { "basic-auth", "bearer-token", "bearer-token-file",

@@ -143,6 +143,10 @@ extern const struct conf_section *const net_cfg_sections[];
 extern const struct conf_section net_tls_cfg_section, net_basic_auth_cfg_section;
 /** The HTTP keys a user wrote in `map`, NULL-terminated in `keys` order. */
 extern const char *const net_http_cfg_key_names[];
+/** Accepts Alloy's form of http_headers (name -> list of secrets) besides
+ * Prometheus' (name -> {values, secrets, files}). For the owner section's
+ * pre hook. */
+int net_http_cfg_pre(struct conf_load *ld, struct conf_node *map);
 /** Cross-field rules of the HTTP keys in `map`, as Prometheus makes them
  * (one way to authenticate, proxy combinations, reserved headers, no CR
  * or LF in a header value); `what` names the owner in messages, which

@@ -873,6 +873,8 @@ TEST(conflicting_auth)
            "t.yaml:4:18: basic-auth takes password or password-file, not both");
 }
 
+#define JOB0 "scrape-configs:\n  - job-name: a\n"
+
 /* Prometheus' common HTTP client settings, in every place a client is
  * configured, with Prometheus' snake_case spellings. */
 TEST(http_client_settings)
@@ -948,6 +950,27 @@ TEST(http_client_settings)
                 "        authorization: {type: Token, credentials: abc}\n"
                 "        tls-config: {min-version: TLS13}\n");
     ASSERT_STR_EQ(c->scrape[0].sd.k8s_sd[0].http.authorization->type, "Token");
+
+    /* Alloy's form: name -> list of secrets (or one). */
+    c = LOAD_OK("remote-write:\n  - url: http://127.0.0.1:4040\n"
+                "    http_headers: {X-A: [a, b], X-B: c, X-C: {values: [d]}}\n");
+    h = &c->remote[0].http;
+    ASSERT_EQ(h->n_http_headers, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        const struct net_header_cfg *e = &h->http_headers[i];
+
+        if (strcmp(e->name, "X-A") == 0) {
+            ASSERT_EQ(e->n_secrets, 2);
+            ASSERT_STR_EQ(e->secrets[1], "b");
+        } else if (strcmp(e->name, "X-B") == 0) {
+            ASSERT_EQ(e->n_secrets, 1);
+            ASSERT_STR_EQ(e->secrets[0], "c");
+        } else {
+            ASSERT_STR_EQ(e->name, "X-C");
+            ASSERT_STR_EQ(e->values[0], "d");
+        }
+    }
+    ERR_IS(JOB0 "    http-headers: {Host: [x]}\n", "t.yaml:3:20: setting header \"Host\" is not allowed");
 }
 
 TEST(http_client_settings_refused)
