@@ -26,7 +26,6 @@
 #include <strings.h>
 
 #include <curl/curl.h>
-#include <json-c/json.h>
 
 #include "common/clock.h"
 #include "net/internal.h"
@@ -172,57 +171,21 @@ static void set_error(struct net_auth *a, const char *fmt, const char *arg)
     snprintf(a->error, sizeof(a->error), fmt, arg);
 }
 
-/* Go's oauth2 spelling of a token type ("bearer" -> "Bearer"). */
-static const char *token_type(const char *t)
-{
-    if (!t || !*t || strcasecmp(t, "bearer") == 0)
-        return "Bearer";
-    if (strcasecmp(t, "mac") == 0)
-        return "MAC";
-    if (strcasecmp(t, "basic") == 0)
-        return "Basic";
-    return t;
-}
-
-/* Takes the token out of a JSON answer (RFC 6749 5.1). Returns 0, or -1
- * with a->error set. */
+/* Takes the token out of the answer. Returns 0, or -1 with a->error set. */
 static int take_token(struct net_auth *a, const struct net_response *resp)
 {
-    struct json_object *root, *v;
-    const char *tok = NULL, *type = NULL;
-    int64_t expires_in = 0;
     uint64_t now = clock_mono_ms(), life;
-    char *line = NULL;
+    int64_t expires_in;
+    char *line;
 
-    root = json_tokener_parse(resp->body.data ? resp->body.data : "");
-    if (!root || !json_object_is_type(root, json_type_object)) {
-        json_object_put(root);
-        set_error(a, "oauth2: the token endpoint's answer is not a JSON object%s", "");
-        return -1;
-    }
-    if (json_object_object_get_ex(root, "access_token", &v) &&
-        json_object_is_type(v, json_type_string))
-        tok = json_object_get_string(v);
-    if (json_object_object_get_ex(root, "token_type", &v) &&
-        json_object_is_type(v, json_type_string))
-        type = json_object_get_string(v);
-    if (json_object_object_get_ex(root, "expires_in", &v))
-        expires_in = json_object_get_int64(v);
-    if (!tok || !*tok || strpbrk(tok, "\r\n") || (type && strpbrk(type, "\r\n :"))) {
-        json_object_put(root);
+    if (net__oauth2_token_parse(resp->body.data, resp->body.len, &line, &expires_in) < 0) {
         set_error(a, "oauth2: the token endpoint's answer has no usable access_token%s", "");
         return -1;
     }
-    if (asprintf(&line, "Authorization: %s %s", token_type(type), tok) < 0) {
-        json_object_put(root);
-        set_error(a, "oauth2: %s", "out of memory");
-        return -1;
-    }
-    json_object_put(root);
     free(a->token_line);
     a->token_line = line;
     a->error[0] = '\0';
-    if (expires_in > 0) {
+    if (expires_in > 0 && expires_in < INT32_MAX) {
         life = (uint64_t)expires_in * 1000;
         a->valid_until_ms = now + life - (life / 4 < 10000 ? life / 4 : 10000);
         a->refresh_at_ms = now + life - (life / 2 < 60000 ? life / 2 : 60000);

@@ -10,6 +10,7 @@
 #include <http_parser.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/buf.h"
 #include "net/net.h"
@@ -104,6 +105,12 @@ static inline const struct net__auth_ops *net__auth_ops(const struct net_auth *a
 {
     return *(const struct net__auth_ops *const *)a;
 }
+
+/* Parses a token endpoint's JSON answer (`len` bytes, RFC 6749 5.1):
+ * 0 with `*line` = "Authorization: TYPE TOKEN" (owned by the caller) and
+ * `*expires_in` (seconds, 0 if absent), or -EINVAL (no usable token) or
+ * -ENOMEM. oauth2_token.c; pure. */
+int net__oauth2_token_parse(const char *body, size_t len, char **line, int64_t *expires_in);
 
 /* Test hook: makes the next curl_multi_socket_action() call of `c` behave as
  * if it had failed, to exercise the multi-handle rebuild. */
