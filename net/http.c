@@ -24,6 +24,13 @@
  * close socket callbacks also retire any poll still registered on an fd.
  * There is never more than one live uv_poll_t per fd.
  *
+ * Waiting for credentials. A request whose settings (net_auth, auth.c) have
+ * no oauth2 token yet is set up in full but parked: linked and counted, not
+ * in the multi. auth.c releases the parked requests from the token
+ * request's done callback (so from drain()): each gets its Authorization
+ * line and joins the multi, or completes with NET_EAUTH. Cancel, close and
+ * rebuild treat a parked request like any other.
+ *
  * Ownership. The client owns its requests (freed after their callback, or
  * on cancel) and its poll contexts (freed in their close callbacks). It
  * frees itself when its last close callback has run (two-phase teardown).
@@ -479,10 +486,10 @@ static void req_free(struct net_request *r)
     park_unlink(r);
     if (r->token_for && !r->completing)
         net__auth_ops(r->token_for)->fetch_gone(r->token_for);
-    curl_slist_free_all(r->proxy_headers);
     if (r->easy)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
+    curl_slist_free_all(r->proxy_headers);
     curl_slist_free_all(r->connect_to);
     buf_done(&r->body);
     free(r);
