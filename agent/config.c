@@ -192,12 +192,11 @@ static const struct conf_section top_section = {
 };
 
 static const struct conf_section *const own_sections[] = {
-    &top_section,       &server_section,      &limits_section,
-    &discovery_section, &net_tls_cfg_section, &net_basic_auth_cfg_section, NULL,
+    &top_section, &server_section, &limits_section, &discovery_section, NULL,
 };
 
 static const struct conf_section *const *const all_sections[] = {
-    own_sections, scrape_cfg_sections, disc_cfg_sections, fwd_cfg_sections,
+    own_sections, net_cfg_sections, scrape_cfg_sections, disc_cfg_sections, fwd_cfg_sections,
     cluster_cfg_sections, NULL,
 };
 

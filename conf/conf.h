@@ -179,6 +179,9 @@ int conf_set(struct conf_load *ld, struct conf_node *map, const char *key, const
 /** Sets `key` of a mapping to `value` (a node of this load). */
 int conf_set_node(struct conf_load *ld, struct conf_node *map, const char *key,
                   struct conf_node *value);
+/** Replaces the value of `key` in a mapping, keeping the key where the
+ * user wrote it (messages about the entry point there). -ENOENT if absent. */
+int conf_replace_value(struct conf_node *map, const char *key, struct conf_node *value);
 /** Removes `key` from a mapping. */
 void conf_del(struct conf_node *map, const char *key);
 /** New nodes made by the loader, positioned at `at`. */

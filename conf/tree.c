@@ -165,6 +165,16 @@ struct conf_node *conf_user_key(const struct conf_node *m, const char *key)
     return i < 0 || m->kids[i + 1]->synth ? NULL : m->kids[i];
 }
 
+int conf_replace_value(struct conf_node *map, const char *key, struct conf_node *value)
+{
+    int i = conf__map_idx(map, key);
+
+    if (i < 0)
+        return -ENOENT;
+    map->kids[i + 1] = value;
+    return 0;
+}
+
 int conf_set_node(struct conf_load *ld, struct conf_node *map, const char *key,
                   struct conf_node *value)
 {

@@ -323,6 +323,7 @@ static int convert_map(struct conf_load *ld, struct conf_node **slot, enum conf_
 
     if (!seq)
         return conf_oom(ld);
+    seq->synth = false; /* still what the user wrote: conf_user_key() finds it */
     if (m->n / 2 > CONF__MAX_MAP)
         return conf_fail(ld, m, "more than %d entries in one mapping", CONF__MAX_MAP);
     for (unsigned i = 0; i + 1 < m->n; i += 2) {

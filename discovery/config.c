@@ -397,6 +397,7 @@ static const struct conf_section k8s_section = {
     .name = "kubernetes-sd config",
     .fields = k8s_fields,
     .keys = k8s_key_tables,
+    .pre = net_http_cfg_pre,
     .post = k8s_post,
 };
 

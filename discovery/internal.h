@@ -222,6 +222,8 @@ struct k8s_conn {
     char *server_name;
     bool insecure;
     char *proxy_url;
+    struct net_http_cfg http; /**< api-server's client settings (copy), else zero */
+    struct net_auth *auth;    /**< their authorization, http-headers, oauth2 */
     char *own_namespace; /**< from the service account dir, untrimmed; NULL if unknown */
     char *tmp_files[3];  /**< files written from kubeconfig *-data, removed on done */
     struct net_tls tls;  /**< points into the fields above */

@@ -384,6 +384,12 @@ static void fill_opts(struct informer *inf, struct net_request_opts *o)
     o->password = net_secret_get(c->pass);
     o->tls = &c->tls;
     o->proxy_url = c->proxy_url;
+    o->no_proxy = c->http.no_proxy;
+    /* kubeconfig and in-cluster access honour the environment, as client-go */
+    o->proxy_from_environment = c->auth ? c->http.proxy_from_environment : true;
+    o->proxy_headers = c->http.proxy_connect_header;
+    o->n_proxy_headers = c->http.n_proxy_connect_header;
+    o->auth = c->auth;
 }
 
 /* After a 401 the token is re-read before the next request; a token file
@@ -392,8 +398,10 @@ static void refresh_token(struct informer *inf, bool force)
 {
     const char *err = net_secret_error(inf->kp->conn.bearer);
 
-    if (force)
+    if (force) {
         net_secret_expire(inf->kp->conn.bearer);
+        net_auth_expire(inf->kp->conn.auth);
+    }
     if (force && err)
         disc__error(&inf->kp->base, DISC_ERR_AUTH, "kubernetes: %s", err);
 }

@@ -230,7 +230,7 @@ out:
     return rc;
 }
 
-static void from_http(struct k8s_conn *c, const struct net_http_cfg *h)
+static int from_http(struct k8s_conn *c, const struct net_http_cfg *h)
 {
     c->token = xstrdup(h->bearer_token);
     c->token_file = xstrdup(h->bearer_token_file);
@@ -245,6 +245,7 @@ static void from_http(struct k8s_conn *c, const struct net_http_cfg *h)
     c->server_name = xstrdup(h->tls.server_name);
     c->insecure = h->tls.insecure_skip_verify;
     c->proxy_url = xstrdup(h->proxy_url);
+    return net_http_cfg_copy(&c->http, h);
 }
 
 int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
@@ -259,9 +260,7 @@ int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
     memset(c, 0, sizeof(*c));
     if (sd->api_server) {
         c->server = strdup(sd->api_server);
-        if (c->server)
-            from_http(c, &sd->http);
-        rc = c->server ? 0 : -ENOMEM;
+        rc = c->server && from_http(c, &sd->http) == 0 ? 0 : -ENOMEM;
     } else if (sd->kubeconfig_file) {
         rc = load_kubeconfig(c, sd->kubeconfig_file, err, errlen);
     } else {
@@ -319,6 +318,13 @@ int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
     c->tls.key_file = c->key_file;
     c->tls.server_name = c->server_name;
     c->tls.insecure_skip_verify = c->insecure;
+    c->tls.ca_pem = c->http.tls.ca;
+    c->tls.cert_pem = c->http.tls.cert;
+    c->tls.key_pem = c->http.tls.key;
+    c->tls.min_version = net_tls_version(c->http.tls.min_version);
+    c->tls.max_version = net_tls_version(c->http.tls.max_version);
+    if (sd->api_server && !(c->auth = net_auth_new(loop, work, &c->http)))
+        goto oom;
     return 0;
 oom:
     snprintf(err, errlen, "out of memory");
@@ -349,6 +355,8 @@ void disc__k8s_conn_done(struct k8s_conn *c)
     free(c->key_file);
     free(c->server_name);
     free(c->proxy_url);
+    net_auth_free(c->auth);
+    net_http_cfg_done(&c->http);
     free(c->own_namespace);
     memset(c, 0, sizeof(*c));
 }

@@ -151,6 +151,7 @@ static const struct conf_section remote_section = {
     .name = "remote-write",
     .fields = remote_fields,
     .keys = remote_key_tables,
+    .pre = net_http_cfg_pre,
     .post = remote_post,
 };
 

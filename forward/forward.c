@@ -88,19 +88,7 @@ static void remote_cfg_done(struct cfg_remote *c)
     free(c->url);
     kv_free(c->headers, c->n_headers);
     free(c->tenant_id);
-    if (c->http.basic_auth) {
-        free(c->http.basic_auth->username);
-        free(c->http.basic_auth->password);
-        free(c->http.basic_auth->password_file);
-        free(c->http.basic_auth);
-    }
-    free(c->http.bearer_token);
-    free(c->http.bearer_token_file);
-    free(c->http.tls.ca_file);
-    free(c->http.tls.cert_file);
-    free(c->http.tls.key_file);
-    free(c->http.tls.server_name);
-    free(c->http.proxy_url);
+    net_http_cfg_done(&c->http);
     kv_free(c->external_labels, c->n_external_labels);
     memset(c, 0, sizeof(*c));
 }
@@ -116,22 +104,8 @@ static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
     d->url = xstrdup(s->url);
     d->headers = kv_dup(s->headers, s->n_headers);
     d->tenant_id = xstrdup(s->tenant_id);
-    d->http.basic_auth = NULL;
-    if (s->http.basic_auth) {
-        d->http.basic_auth = calloc(1, sizeof(*d->http.basic_auth));
-        if (d->http.basic_auth) {
-            d->http.basic_auth->username = xstrdup(s->http.basic_auth->username);
-            d->http.basic_auth->password = xstrdup(s->http.basic_auth->password);
-            d->http.basic_auth->password_file = xstrdup(s->http.basic_auth->password_file);
-        }
-    }
-    d->http.bearer_token = xstrdup(s->http.bearer_token);
-    d->http.bearer_token_file = xstrdup(s->http.bearer_token_file);
-    d->http.tls.ca_file = xstrdup(s->http.tls.ca_file);
-    d->http.tls.cert_file = xstrdup(s->http.tls.cert_file);
-    d->http.tls.key_file = xstrdup(s->http.tls.key_file);
-    d->http.tls.server_name = xstrdup(s->http.tls.server_name);
-    d->http.proxy_url = xstrdup(s->http.proxy_url);
+    if (net_http_cfg_copy(&d->http, &s->http) < 0)
+        return -ENOMEM;
     d->external_labels = calloc(s->n_external_labels + n_ext_global + 1,
                                 sizeof(*d->external_labels));
     if (d->external_labels) {
@@ -145,8 +119,7 @@ static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
         }
     }
     d->n_external_labels = n_ext;
-    if (!d->url || !d->headers || !d->external_labels ||
-        (s->http.basic_auth && !d->http.basic_auth))
+    if (!d->url || !d->headers || !d->external_labels)
         return -ENOMEM;
     return 0;
 }

@@ -82,6 +82,7 @@ struct remote {
     char **hdr;
     size_t n_hdr;
     char *password, *bearer;
+    struct net_auth *auth; /* authorization, http-headers, oauth2 */
     struct net_tls tls;
     /* queue */
     struct qent *head, *tail;
@@ -466,6 +467,11 @@ static void send_req(struct remote *rm, struct req *q)
     }
     o.tls = &rm->tls;
     o.proxy_url = ep->cfg.http.proxy_url;
+    o.no_proxy = ep->cfg.http.no_proxy;
+    o.proxy_from_environment = ep->cfg.http.proxy_from_environment;
+    o.proxy_headers = ep->cfg.http.proxy_connect_header;
+    o.n_proxy_headers = ep->cfg.http.n_proxy_connect_header;
+    o.auth = rm->auth;
     o.http2 = ep->cfg.http.enable_http2;
     ep->st.requests++;
     r = net_request_start(rm->http, &o, on_done, q, &q->nr);
@@ -807,11 +813,9 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     }
     if (c->tenant_id && *c->tenant_id && add_hdr(rm, "X-Scope-OrgID", c->tenant_id) < 0)
         goto oom;
-    rm->tls.ca_file = c->http.tls.ca_file;
-    rm->tls.cert_file = c->http.tls.cert_file;
-    rm->tls.key_file = c->http.tls.key_file;
-    rm->tls.server_name = c->http.tls.server_name;
-    rm->tls.insecure_skip_verify = c->http.tls.insecure_skip_verify;
+    net_tls_from_cfg(&rm->tls, &c->http.tls);
+    if (!(rm->auth = net_auth_new(ep->loop, NULL, &c->http)))
+        goto oom;
     if (c->http.bearer_token)
         rm->bearer = strdup(c->http.bearer_token);
     if (c->http.basic_auth && c->http.basic_auth->password)
@@ -998,6 +1002,7 @@ static void remote_free(struct fwd_ep *ep)
     free(rm->inflight);
     free(rm->password);
     free(rm->bearer);
+    net_auth_free(rm->auth);
     free(rm);
     ep->sink = NULL;
 }

@@ -24,6 +24,13 @@
  * close socket callbacks also retire any poll still registered on an fd.
  * There is never more than one live uv_poll_t per fd.
  *
+ * Waiting for credentials. A request whose settings (net_auth, auth.c) have
+ * no oauth2 token yet is set up in full but parked: linked and counted, not
+ * in the multi. auth.c releases the parked requests from the token
+ * request's done callback (so from drain()): each gets its Authorization
+ * line and joins the multi, or completes with NET_EAUTH. Cancel, close and
+ * rebuild treat a parked request like any other.
+ *
  * Ownership. The client owns its requests (freed after their callback, or
  * on cancel) and its poll contexts (freed in their close callbacks). It
  * frees itself when its last close callback has run (two-phase teardown).
@@ -68,8 +75,16 @@ struct net_request {
     char failmsg[128]; /* its message (libcurl overwrites errbuf after us) */
     bool completing; /* its done callback is running */
     bool doomed;     /* the multi failed under it; completes with NET_EIO */
+    bool park_pending; /* setup_easy parked it: not added to the multi */
     struct curl_slist *headers;
     struct curl_slist *connect_to;
+    struct curl_slist *proxy_headers;
+    /* Waiting for an oauth2 token: on `park` (holding a reference on
+     * park_auth), not yet in the multi. */
+    struct net__park *park;
+    struct net_auth *park_auth;
+    struct net_request *park_prev, *park_next;
+    struct net_auth *token_for; /* this is that auth's token request */
     uint64_t start_ns;
     char errbuf[CURL_ERROR_SIZE];
 };
@@ -111,6 +126,8 @@ const char *net_strerror(int err)
         return "transfer failed";
     case NET_ECANCELED:
         return "canceled";
+    case NET_EAUTH:
+        return "no credentials";
     default:
         return err < 0 && err > -4096 ? strerror(-err) : "unknown error";
     }
@@ -442,14 +459,37 @@ static void req_unlink(struct net_client *c, struct net_request *r)
     c->inflight--;
 }
 
+static void park_unlink(struct net_request *r)
+{
+    struct net_auth *a = r->park_auth;
+
+    if (!r->park)
+        return;
+    if (r->park_prev)
+        r->park_prev->park_next = r->park_next;
+    else
+        r->park->head = r->park_next;
+    if (r->park_next)
+        r->park_next->park_prev = r->park_prev;
+    r->park = NULL;
+    r->park_auth = NULL;
+    r->park_prev = r->park_next = NULL;
+    if (a)
+        net__auth_ops(a)->unref(a);
+}
+
 /* The easy handle must already be out of any multi. */
 static void req_free(struct net_request *r)
 {
     if (!r)
         return;
+    park_unlink(r);
+    if (r->token_for && !r->completing)
+        net__auth_ops(r->token_for)->fetch_gone(r->token_for);
     if (r->easy)
         curl_easy_cleanup(r->easy);
     curl_slist_free_all(r->headers);
+    curl_slist_free_all(r->proxy_headers);
     curl_slist_free_all(r->connect_to);
     buf_done(&r->body);
     free(r);
@@ -614,17 +654,96 @@ static bool has_crlf(const char *s)
     return s && strpbrk(s, "\r\n") != NULL;
 }
 
-static int add_header(struct net_request *r, const char *h)
+static int slist_add(struct curl_slist **l, const char *h)
 {
     struct curl_slist *n;
 
     if (has_crlf(h))
         return -EINVAL;
-    n = curl_slist_append(r->headers, h);
+    n = curl_slist_append(*l, h);
     if (!n)
         return -ENOMEM;
-    r->headers = n;
+    *l = n;
     return 0;
+}
+
+static int add_header(struct net_request *r, const char *h)
+{
+    return slist_add(&r->headers, h);
+}
+
+int net__request_add_header(struct net_request *r, const char *line)
+{
+    return add_header(r, line);
+}
+
+struct net_client *net__request_client(const struct net_request *r)
+{
+    return r->c;
+}
+
+void net__request_set_token_for(struct net_request *r, struct net_auth *a)
+{
+    r->token_for = a;
+}
+
+/* A list of "Name: value" lines for the proxy, from `name: [values]`. */
+static int proxy_header_list(struct net_request *r, const struct conf_param *p, size_t n)
+{
+    struct buf b;
+    int rc = 0;
+
+    buf_init(&b, 64 * 1024);
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        for (unsigned v = 0; v < p[i].n_values && rc == 0; v++) {
+            buf_reset(&b);
+            rc = buf_printf(&b, "%s: %s", p[i].key, p[i].values[v]);
+            if (rc == 0)
+                rc = slist_add(&r->proxy_headers, b.data);
+        }
+    }
+    buf_done(&b);
+    return rc == -E2BIG ? -EINVAL : rc;
+}
+
+static long tls_version(int v)
+{
+    switch (v) {
+    case NET_TLS10:
+        return CURL_SSLVERSION_TLSv1_0;
+    case NET_TLS11:
+        return CURL_SSLVERSION_TLSv1_1;
+    case NET_TLS12:
+        return CURL_SSLVERSION_TLSv1_2;
+    case NET_TLS13:
+        return CURL_SSLVERSION_TLSv1_3;
+    default:
+        return CURL_SSLVERSION_DEFAULT;
+    }
+}
+
+static long tls_max_version(int v)
+{
+    switch (v) {
+    case NET_TLS10:
+        return CURL_SSLVERSION_MAX_TLSv1_0;
+    case NET_TLS11:
+        return CURL_SSLVERSION_MAX_TLSv1_1;
+    case NET_TLS12:
+        return CURL_SSLVERSION_MAX_TLSv1_2;
+    case NET_TLS13:
+        return CURL_SSLVERSION_MAX_TLSv1_3;
+    default:
+        return CURL_SSLVERSION_MAX_DEFAULT;
+    }
+}
+
+/* Inline PEM: libcurl copies the blob (CURL_BLOB_COPY). */
+static int set_blob(CURL *e, CURLoption opt, const char *pem)
+{
+    struct curl_blob b = { .data = (void *)pem, .len = strlen(pem), .flags = CURL_BLOB_COPY };
+
+    return curl_easy_setopt(e, opt, &b) == CURLE_OK ? 0 : -EINVAL;
 }
 
 /* tls.server_name: curl 7.88 has no option that sets SNI apart from the URL
@@ -783,6 +902,17 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
             SET(CURLOPT_SSLCERT, tls->cert_file);
         if (tls->key_file)
             SET(CURLOPT_SSLKEY, tls->key_file);
+        if ((tls->ca_pem && set_blob(e, CURLOPT_CAINFO_BLOB, tls->ca_pem) < 0) ||
+            (tls->cert_pem && set_blob(e, CURLOPT_SSLCERT_BLOB, tls->cert_pem) < 0) ||
+            (tls->key_pem && set_blob(e, CURLOPT_SSLKEY_BLOB, tls->key_pem) < 0))
+            return -EINVAL;
+        if (tls->cert_pem || tls->key_pem) {
+            SET(CURLOPT_SSLCERTTYPE, "PEM");
+            SET(CURLOPT_SSLKEYTYPE, "PEM");
+        }
+        if (tls->min_version || tls->max_version)
+            SET(CURLOPT_SSLVERSION,
+                tls_version(tls->min_version) | tls_max_version(tls->max_version));
         if (tls->insecure_skip_verify) {
             SET(CURLOPT_SSL_VERIFYPEER, 0L);
             SET(CURLOPT_SSL_VERIFYHOST, 0L);
@@ -793,8 +923,27 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
                 return rc;
         }
     }
-    if (o->proxy_url)
+    if (o->proxy_url) {
         SET(CURLOPT_PROXY, o->proxy_url);
+        if (o->no_proxy)
+            SET(CURLOPT_NOPROXY, o->no_proxy);
+    } else if (!o->proxy_from_environment) {
+        SET(CURLOPT_PROXY, ""); /* libcurl would read http_proxy & co. */
+    }
+    if (o->n_proxy_headers) {
+        rc = proxy_header_list(r, o->proxy_headers, o->n_proxy_headers);
+        if (rc < 0)
+            return rc;
+        SET(CURLOPT_PROXYHEADER, r->proxy_headers);
+        SET(CURLOPT_HEADEROPT, (long)CURLHEADER_SEPARATE);
+    }
+    if (o->auth) {
+        rc = net__auth_ops(o->auth)->apply(o->auth, r);
+        if (rc < 0)
+            return rc;
+        if (rc == 1)
+            r->park_pending = true;
+    }
     if (r->headers)
         SET(CURLOPT_HTTPHEADER, r->headers);
 #undef SET
@@ -834,6 +983,8 @@ int net_request_start(struct net_client *c, const struct net_request_opts *o, ne
         goto fail;
     r->start_ns = uv_hrtime();
     req_link(c, r);
+    if (r->park_pending)
+        goto parked;
     /* Fires the timer function (0 ms -> 1 ms), which starts the transfer
      * from the loop; never a socket_action from here. */
     if (curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
@@ -841,12 +992,76 @@ int net_request_start(struct net_client *c, const struct net_request_opts *o, ne
         rc = -EIO;
         goto fail;
     }
+parked:
     if (out)
         *out = r;
     return 0;
 fail:
     req_free(r);
     return rc;
+}
+
+/* ------------------------------------------------------------- parking */
+
+void net__park_add(struct net__park *p, struct net_request *r, struct net_auth *a)
+{
+    r->park = p;
+    r->park_auth = a;
+    r->park_prev = NULL;
+    r->park_next = p->head;
+    if (p->head)
+        p->head->park_prev = r;
+    p->head = r;
+}
+
+/* A parked request gets its token (or fails): called with the request
+ * unparked, from a done callback of another request. */
+static void resume(struct net_request *r, const char *auth_line, const char *err)
+{
+    struct net_client *c = r->c;
+
+    r->park_pending = false;
+    if (r->doomed) {
+        /* rebuild() is failing this client's requests (the token request
+         * among them): fail it here, as rebuild() would. */
+        req_unlink(c, r);
+        snprintf(r->errbuf, sizeof(r->errbuf), "multi handle failed");
+        complete(r, NET_EIO, CURLE_OK);
+        return;
+    }
+    if (!auth_line) {
+        req_unlink(c, r);
+        snprintf(r->errbuf, sizeof(r->errbuf), "%s", err ? err : "no credentials");
+        complete(r, NET_EAUTH, CURLE_OK);
+        return;
+    }
+    if (add_header(r, auth_line) < 0 ||
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers) != CURLE_OK ||
+        !c->multi || curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
+        req_unlink(c, r);
+        snprintf(r->errbuf, sizeof(r->errbuf), "could not start the request with its token");
+        complete(r, NET_EIO, CURLE_OK);
+    }
+}
+
+void net__park_release(struct net__park *p, const char *auth_line, const char *err)
+{
+    struct net__park mine = { p->head };
+    struct net_request *r;
+
+    /* Move them out first: a done callback may start requests that park
+     * again (on `p`) or cancel ones still waiting here (on `mine`). */
+    p->head = NULL;
+    for (r = mine.head; r; r = r->park_next)
+        r->park = &mine;
+    while ((r = mine.head) != NULL) {
+        struct net_auth *a = r->park_auth;
+
+        r->park_auth = NULL; /* keep the auth alive until the request is on its way */
+        park_unlink(r);
+        resume(r, auth_line, err);
+        net__auth_ops(a)->unref(a);
+    }
 }
 
 void net_request_cancel(struct net_request *r)

@@ -1,7 +1,8 @@
 /* Credentials from files, refreshed off the loop thread (see net.h).
  *
- * The loop thread owns a secret. A re-read is a workq job that owns a copy
- * of the path and returns the text; the secret is freed only once no
+ * The loop thread owns a secret. A re-read is a workq job (or, for owners
+ * without a workq, a uv_queue_work job) that owns a copy of the path and
+ * returns the text; the secret is freed only once no
  * re-read is in flight, so a job never outlives what it reports to. */
 #include <errno.h>
 #include <stdio.h>
@@ -16,7 +17,8 @@
 #define DEFAULT_REFRESH_MS 60000
 
 struct net_secret {
-    struct workq *q;
+    uv_loop_t *loop;
+    struct workq *q;    /* NULL: uv_queue_work on loop */
     char *value;         /* current value, or NULL */
     char *file;          /* NULL: inline value, never refreshed */
     char *error;
@@ -27,6 +29,7 @@ struct net_secret {
 };
 
 struct reread {
+    uv_work_t req; /* without a workq */
     struct net_secret *s;
     char *path;
     char *text;
@@ -99,6 +102,24 @@ static void reread_after(void *arg, int status)
     free(r);
 }
 
+static void uv_reread_work(uv_work_t *w)
+{
+    reread_work(w->data);
+}
+
+static void uv_reread_after(uv_work_t *w, int status)
+{
+    reread_after(w->data, status);
+}
+
+static int submit(struct net_secret *s, struct reread *r)
+{
+    if (s->q)
+        return workq_submit(s->q, 0, reread_work, reread_after, r);
+    r->req.data = r;
+    return uv_queue_work(s->loop, &r->req, uv_reread_work, uv_reread_after);
+}
+
 struct net_secret *net_secret_new(uv_loop_t *loop, struct workq *q, const char *value,
                                   const char *file, uint64_t refresh_ms)
 {
@@ -106,11 +127,11 @@ struct net_secret *net_secret_new(uv_loop_t *loop, struct workq *q, const char *
     char *text = NULL;
     int rc;
 
-    (void)loop;
     if (!value && !file)
         return NULL;
     if (!(s = calloc(1, sizeof(*s))))
         return NULL;
+    s->loop = loop;
     s->q = q;
     s->refresh_ms = refresh_ms ? refresh_ms : DEFAULT_REFRESH_MS;
     if (value) {
@@ -144,7 +165,7 @@ const char *net_secret_get(struct net_secret *s)
         return s->value;
     }
     r->s = s;
-    if (workq_submit(s->q, 0, reread_work, reread_after, r) < 0) {
+    if (submit(s, r) < 0) {
         free(r->path);
         free(r);
         return s->value;

@@ -543,6 +543,7 @@ static const struct conf_section job_section = {
     .name = "scrape config",
     .fields = job_fields,
     .keys = job_key_tables,
+    .pre = net_http_cfg_pre,
     .post = job_post,
     .finish = job_finish,
     .release = job_release,

@@ -130,6 +130,7 @@ struct scrape_job {
     struct hashmap sources;            /* xxhash(source) -> struct source_entry */
     struct net_secret *bearer;         /* bearer-token(-file), or NULL */
     struct net_secret *password;       /* basic-auth password(-file), or NULL */
+    struct net_auth *auth;             /* authorization, http-headers, oauth2 */
     uint64_t max_body;                 /* body cap */
     size_t dropped;                    /* targets its rules dropped */
     size_t pairs_dropped;              /* pairs its profile rules dropped */

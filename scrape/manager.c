@@ -184,6 +184,7 @@ static void job_free(struct scrape_job *job)
     conf_doc_unref(job->doc);
     net_secret_free(job->bearer);
     net_secret_free(job->password);
+    net_auth_free(job->auth);
     free(job->name);
     free(job);
 }
@@ -220,6 +221,10 @@ static struct scrape_job *job_new(struct scrape_manager *m, struct conf_doc *doc
         (h->basic_auth->password || h->basic_auth->password_file))
         job->password = net_secret_new(m->loop, m->work, h->basic_auth->password,
                                        h->basic_auth->password_file, 0);
+    if (!m->dry_run && !(job->auth = net_auth_new(m->loop, m->work, h))) {
+        job_free(job);
+        return NULL;
+    }
     return job;
 }
 

@@ -350,6 +350,7 @@ static void start_scrape(struct scrape_manager *m, struct scrape_pair *p)
     memset(&o, 0, sizeof(o));
     net_request_opts_from_cfg(&o, &tls, &job->sc->http, net_secret_get(job->bearer),
                               net_secret_get(job->password));
+    o.auth = job->auth;
     o.url = p->tp.url;
     o.timeout_ms = p->tp.timeout_ms;
     o.max_response = job->max_body;

@@ -14,7 +14,7 @@ PKGS=(
   golang-go golang-github-google-pprof-dev golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   # test oracles and clients
   prometheus protobuf-compiler python3 python3-yaml python3-protobuf python3-bcrypt openssl systemd
-  nghttp2-server
+  nghttp2-server tinyproxy
   python3-kubernetes curl
   # a real browser for the web UI tests (headless, loopback only)
   chromium

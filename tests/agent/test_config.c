@@ -522,8 +522,8 @@ TEST(unknown_keys)
     ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      - targets: []\n"
            "        lables: {a: b}\n",
            "t.yaml:5:9: unknown key \"lables\" in static config");
-    ERR_IS("remote-write:\n  - url: http://a\n    tls-config: {ca: x}\n",
-           "t.yaml:3:18: unknown key \"ca\" in tls-config");
+    ERR_IS("remote-write:\n  - url: http://a\n    tls-config: {cafile: x}\n",
+           "t.yaml:3:18: unknown key \"cafile\" in tls-config");
     ERR_IS("spool: {dirr: /x}\n", "t.yaml:1:9: unknown key \"dirr\" in spool");
     /* Internal keys of the schema are not user keys. */
     ERR_IS("scrape-configs:\n  - job-name: a\n    profiles: {cpu: {.kind: gauge}}\n",
@@ -935,14 +935,195 @@ TEST(conflicting_auth)
 {
     ERR_IS("scrape-configs:\n  - job-name: a\n    basic-auth: {username: u}\n"
            "    bearer-token: t\n",
-           "t.yaml:4:5: at most one of basic-auth, bearer-token and bearer-token-file may be "
-           "given in scrape config (\"bearer-token\" conflicts with \"basic-auth\")");
+           "t.yaml:4:5: at most one of basic-auth, bearer-token, bearer-token-file, "
+           "authorization and oauth2 may be given in scrape config (\"bearer-token\" conflicts "
+           "with \"basic-auth\")");
     ERR_IS("remote-write:\n  - url: http://a\n    bearer_token: t\n    bearer-token-file: /f\n",
-           "t.yaml:4:5: at most one of basic-auth, bearer-token and bearer-token-file may be "
-           "given in remote-write (\"bearer-token-file\" conflicts with \"bearer-token\")");
+           "t.yaml:4:5: at most one of basic-auth, bearer-token, bearer-token-file, "
+           "authorization and oauth2 may be given in remote-write (\"bearer-token-file\" "
+           "conflicts with \"bearer-token\")");
     ERR_IS("remote-write:\n  - url: http://a\n    basic-auth: {username: u, password: p,\n"
            "                 password-file: /f}\n",
            "t.yaml:4:18: basic-auth takes password or password-file, not both");
+}
+
+#define JOB0 "scrape-configs:\n  - job-name: a\n"
+
+/* Prometheus' common HTTP client settings, in every place a client is
+ * configured, with Prometheus' snake_case spellings. */
+TEST(http_client_settings)
+{
+    struct cfg *c = LOAD_OK(
+        "scrape-configs:\n"
+        "  - job-name: a\n"
+        "    static-configs: [{targets: [h:6060]}]\n"
+        "    authorization: {credentials-file: /cred}\n"
+        "    http_headers:\n"
+        "      X-One: {values: [a, b], secrets: [s], files: [/f]}\n"
+        "      X-Two: {values: [c]}\n"
+        "    proxy_url: http://127.0.0.1:3128\n"
+        "    no_proxy: 127.0.0.2,localhost\n"
+        "    proxy_connect_header: {Proxy-Authorization: [Basic eDp5]}\n"
+        "    tls_config: {ca: PEMCA, cert: PEMCERT, key: PEMKEY, min_version: TLS12,\n"
+        "                 max_version: TLS13}\n"
+        "remote-write:\n"
+        "  - url: https://127.0.0.1:4040\n"
+        "    oauth2:\n"
+        "      client_id: id\n"
+        "      client_secret_file: /secret\n"
+        "      token_url: http://127.0.0.1:9/token\n"
+        "      scopes: [a, b]\n"
+        "      endpoint_params: {audience: x}\n"
+        "      tls_config: {insecure_skip_verify: true}\n"
+        "      proxy_from_environment: true\n"
+        "    proxy-from-environment: true\n");
+    const struct net_http_cfg *h = &c->scrape[0].http, *r = &c->remote[0].http;
+    struct net_http_cfg copy;
+
+    ASSERT_STR_EQ(h->authorization->type, "Bearer");
+    ASSERT_STR_EQ(h->authorization->credentials_file, "/cred");
+    ASSERT_EQ(h->n_http_headers, 2);
+    ASSERT_STR_EQ(h->http_headers[0].name, "X-One");
+    ASSERT_EQ(h->http_headers[0].n_values, 2);
+    ASSERT_STR_EQ(h->http_headers[0].values[1], "b");
+    ASSERT_STR_EQ(h->http_headers[0].secrets[0], "s");
+    ASSERT_STR_EQ(h->http_headers[0].files[0], "/f");
+    ASSERT_STR_EQ(h->http_headers[1].values[0], "c");
+    ASSERT_STR_EQ(h->no_proxy, "127.0.0.2,localhost");
+    ASSERT_EQ(h->n_proxy_connect_header, 1);
+    ASSERT_STR_EQ(h->proxy_connect_header[0].key, "Proxy-Authorization");
+    ASSERT_STR_EQ(h->proxy_connect_header[0].values[0], "Basic eDp5");
+    ASSERT_STR_EQ(h->tls.ca, "PEMCA");
+    ASSERT_STR_EQ(h->tls.key, "PEMKEY");
+    ASSERT_EQ(net_tls_version(h->tls.min_version), NET_TLS12);
+    ASSERT_EQ(net_tls_version(h->tls.max_version), NET_TLS13);
+    ASSERT_TRUE(r->proxy_from_environment);
+    ASSERT_STR_EQ(r->oauth2->client_id, "id");
+    ASSERT_STR_EQ(r->oauth2->client_secret_file, "/secret");
+    ASSERT_STR_EQ(r->oauth2->token_url, "http://127.0.0.1:9/token");
+    ASSERT_EQ(r->oauth2->n_scopes, 2);
+    ASSERT_STR_EQ(r->oauth2->endpoint_params[0].key, "audience");
+    ASSERT_TRUE(r->oauth2->tls.insecure_skip_verify);
+    ASSERT_TRUE(r->oauth2->proxy_from_environment);
+
+    /* The deep copy owners keep past the document. */
+    ASSERT_EQ(net_http_cfg_copy(&copy, h), 0);
+    ASSERT_TRUE(copy.http_headers[0].values[1] != h->http_headers[0].values[1]);
+    ASSERT_STR_EQ(copy.http_headers[0].values[1], "b");
+    ASSERT_STR_EQ(copy.proxy_connect_header[0].values[0], "Basic eDp5");
+    ASSERT_STR_EQ(copy.tls.key, "PEMKEY");
+    ASSERT_STR_EQ(copy.authorization->credentials_file, "/cred");
+    net_http_cfg_done(&copy);
+    ASSERT_EQ(net_http_cfg_copy(&copy, r), 0);
+    ASSERT_STR_EQ(copy.oauth2->endpoint_params[0].value, "x");
+    ASSERT_STR_EQ(copy.oauth2->scopes[1], "b");
+    net_http_cfg_done(&copy);
+
+    c = LOAD_OK("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+                "      - api-server: https://127.0.0.1:6443\n"
+                "        authorization: {type: Token, credentials: abc}\n"
+                "        tls-config: {min-version: TLS13}\n");
+    ASSERT_STR_EQ(c->scrape[0].sd.k8s_sd[0].http.authorization->type, "Token");
+
+    /* Alloy's form: name -> list of secrets (or one). */
+    c = LOAD_OK("remote-write:\n  - url: http://127.0.0.1:4040\n"
+                "    http_headers: {X-A: [a, b], X-B: c, X-C: {values: [d]}}\n");
+    h = &c->remote[0].http;
+    ASSERT_EQ(h->n_http_headers, 3);
+    for (unsigned i = 0; i < 3; i++) {
+        const struct net_header_cfg *e = &h->http_headers[i];
+
+        if (strcmp(e->name, "X-A") == 0) {
+            ASSERT_EQ(e->n_secrets, 2);
+            ASSERT_STR_EQ(e->secrets[1], "b");
+        } else if (strcmp(e->name, "X-B") == 0) {
+            ASSERT_EQ(e->n_secrets, 1);
+            ASSERT_STR_EQ(e->secrets[0], "c");
+        } else {
+            ASSERT_STR_EQ(e->name, "X-C");
+            ASSERT_STR_EQ(e->values[0], "d");
+        }
+    }
+    ERR_IS(JOB0 "    http-headers: {Host: [x]}\n", "t.yaml:3:20: setting header \"Host\" is not allowed");
+}
+
+TEST(http_client_settings_refused)
+{
+#define JOB "scrape-configs:\n  - job-name: a\n"
+    /* One way to authenticate, as Prometheus. */
+    ERR_IS(JOB "    authorization: {credentials: x}\n    bearer-token: y\n",
+           "t.yaml:3:5: at most one of basic-auth, bearer-token, bearer-token-file, "
+           "authorization and oauth2 may be given in scrape config (\"authorization\" "
+           "conflicts with \"bearer-token\")");
+    ERR_IS(JOB "    basic-auth: {username: u}\n    oauth2: {client-id: i, token-url: "
+               "http://127.0.0.1/t}\n",
+           "t.yaml:4:5: at most one of basic-auth, bearer-token, bearer-token-file, "
+           "authorization and oauth2 may be given in scrape config (\"oauth2\" conflicts with "
+           "\"basic-auth\")");
+    ERR_IS(JOB "    authorization: {type: basic, credentials: x}\n",
+           "t.yaml:3:27: authorization type cannot be \"Basic\": use basic-auth instead");
+    ERR_IS(JOB "    authorization: {credentials: x, credentials_file: /f}\n",
+           "t.yaml:3:37: at most one of credentials and credentials-file may be given in "
+           "authorization");
+    /* CR or LF would end the header line: refused, and the value not quoted. */
+    ERR_IS(JOB "    authorization: {credentials: \"sec\\r\\nX: y\"}\n",
+           "t.yaml:3:34: credentials in authorization must not contain CR or LF");
+    ERR_IS(JOB "    bearer-token: \"sec\\nret\"\n",
+           "t.yaml:3:19: bearer-token in scrape config must not contain CR or LF");
+    ERR_IS(JOB "    http-headers: {X-A: {secrets: [\"sec\\nret\"]}}\n",
+           "t.yaml:3:36: secrets of header \"X-A\" must not contain CR or LF");
+    ERR_IS("remote-write:\n  - url: http://a\n    http_headers: {X-A: {values: [\"a\\rb\"]}}\n",
+           "t.yaml:3:35: values of header \"X-A\" must not contain CR or LF");
+    /* Reserved headers, whatever their case. */
+    ERR_IS(JOB "    http-headers: {authorization: {values: [x]}}\n",
+           "t.yaml:3:20: setting header \"authorization\" is not allowed");
+    ERR_IS(JOB "    http-headers: {User-Agent: {values: [x]}}\n",
+           "t.yaml:3:20: setting header \"User-Agent\" is not allowed");
+    ERR_IS(JOB "    http-headers: {\"X A\": {values: [x]}}\n",
+           "t.yaml:3:20: \"X A\" is not a valid header name");
+    /* Proxy combinations, as Prometheus. */
+    ERR_IS(JOB "    proxy-url: http://127.0.0.1:3128\n    proxy-from-environment: true\n",
+           "t.yaml:4:5: proxy-from-environment and proxy-url cannot both be given in scrape "
+           "config");
+    ERR_IS(JOB "    no-proxy: localhost\n",
+           "t.yaml:3:5: no-proxy needs proxy-url in scrape config");
+    ERR_IS(JOB "    proxy-from-environment: true\n    no-proxy: localhost\n",
+           "t.yaml:4:5: no-proxy cannot be given with proxy-from-environment in scrape config "
+           "(the environment's NO_PROXY applies)");
+    ERR_IS(JOB "    proxy-connect-header: {X-A: b}\n",
+           "t.yaml:3:5: proxy-connect-header needs proxy-url or proxy-from-environment in "
+           "scrape config");
+    ERR_IS(JOB "    proxy-url: \"http://[::1\"\n",
+           "t.yaml:3:16: invalid proxy-url in scrape config: Bad IPv6 address");
+    /* TLS pairs and versions. */
+    ERR_IS(JOB "    tls-config: {ca: x, ca-file: /f}\n",
+           "t.yaml:3:25: at most one of ca and ca-file may be given in tls-config");
+    ERR_IS(JOB "    tls-config: {cert: x}\n",
+           "t.yaml:3:18: a client certificate needs key or key-file in tls-config");
+    ERR_IS(JOB "    tls-config: {key-file: /k}\n",
+           "t.yaml:3:18: a client key needs cert or cert-file in tls-config");
+    ERR_IS(JOB "    tls-config: {min-version: TLS13, max-version: TLS12}\n",
+           "t.yaml:3:51: max-version (TLS12) must not be lower than min-version (TLS13) in "
+           "tls-config");
+    ERR_STARTS(JOB "    tls-config: {min-version: TLS14}\n", "t.yaml:3:31: ");
+    /* oauth2. */
+    ERR_IS(JOB "    oauth2: {client-id: i}\n", "t.yaml:3:13: oauth2 needs token-url");
+    ERR_IS(JOB "    oauth2: {token-url: http://127.0.0.1/t}\n",
+           "t.yaml:3:13: oauth2 needs client-id");
+    ERR_IS(JOB "    oauth2: {client-id: i, token-url: \"ftp://x\"}\n",
+           "t.yaml:3:39: invalid token-url in oauth2: the scheme must be http or https");
+    ERR_IS(JOB "    oauth2: {client-id: i, token-url: http://h/t, client-secret: s,\n"
+               "             client-secret-file: /f}\n",
+           "t.yaml:4:14: at most one of client-secret and client-secret-file may be given in "
+           "oauth2");
+    ERR_IS(JOB "    oauth2: {client-id: i, token-url: http://h/t, no-proxy: x}\n",
+           "t.yaml:3:51: no-proxy needs proxy-url in oauth2");
+    /* The Kubernetes API connection takes them with api-server only. */
+    ERR_IS("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+           "      - kubeconfig-file: /k\n        http-headers: {X-A: {values: [b]}}\n",
+           "t.yaml:5:9: \"http-headers\" cannot be combined with kubeconfig-file (the "
+           "kubeconfig holds the client settings)");
+#undef JOB
 }
 
 TEST(kubernetes_sd)
@@ -1377,7 +1558,7 @@ TEST(docs_examples_load)
         found++;
         p = end + 1;
     }
-    ASSERT_EQ(found, 3);
+    ASSERT_EQ(found, 4);
     free(doc);
 }
 

@@ -14,6 +14,10 @@ Paths (any method):
   /gzip?n=N             N bytes of 'a', Content-Encoding: gzip
   /bomb                 10 MiB of zeros, gzip-encoded (about 10 KiB on the wire)
   /redirect             302 to /bytes?n=5
+  /token?expires=S[&ms=M]  an OAuth2 token answer {"access_token": "tok-<k>",
+                        "token_type": "bearer", "expires_in": S} after M ms,
+                        k counting the tokens minted; its request (the
+                        Authorization header and the form body) goes to /lasttoken
 An absolute request target (a proxy request) is served as its path, and the
 echo then starts with "PROXY ".
 
@@ -27,6 +31,7 @@ running, it would hold the test runner's stderr open until its timeout.
 import ctypes
 import gzip
 import http.server
+import json
 import os
 import signal
 import ssl
@@ -36,6 +41,8 @@ import time
 import urllib.parse
 
 conns = 0
+tokens = 0
+last_token_request = b""
 conns_lock = threading.Lock()
 tls_ctx = None
 PATTERN = b"0123456789abcdef" * 4096
@@ -134,6 +141,19 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send(200, gzip.compress(b"a" * n), extra=[("Content-Encoding", "gzip")])
         elif path == "/bomb":
             self.send(200, BOMB, extra=[("Content-Encoding", "gzip")])
+        elif path == "/token":
+            global tokens, last_token_request
+            time.sleep(int(q.get("ms", ["0"])[0]) / 1000.0)
+            with conns_lock:
+                tokens += 1
+                k = tokens
+                last_token_request = (self.headers.get("Authorization", "") + "\n").encode() + body
+            self.send(200, json.dumps({"access_token": "tok-%d" % k, "token_type": "bearer",
+                                       "expires_in": int(q.get("expires", ["3600"])[0])}).encode(),
+                      "application/json")
+        elif path == "/lasttoken":
+            with conns_lock:
+                self.send(200, last_token_request)
         elif path == "/redirect":
             self.send(302, b"moved", extra=[("Location", "/bytes?n=5")])
         else:

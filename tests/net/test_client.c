@@ -716,6 +716,184 @@ TEST(proxy)
     client_close(&loop, c);
 }
 
+/* ----------------------------------------------- auth: headers and oauth2 */
+
+static struct net_oauth2_cfg oauth2_cfg(const char *token_path)
+{
+    struct net_oauth2_cfg o = {.client_id = "my id", .client_secret = "s3cret&x",
+                               .token_url = (char *)url(token_path)};
+
+    return o;
+}
+
+TEST(authorization_and_http_headers)
+{
+    uv_loop_t loop;
+    struct net_client *c = client_new(&loop);
+    struct result res = {0};
+    char *vals[] = {"v1", "v2"}, *secs[] = {"hidden"};
+    struct net_header_cfg hdr = {.name = "X-Multi", .values = vals, .n_values = 2,
+                                 .secrets = secs, .n_secrets = 1};
+    struct net_authorization_cfg az = {.type = "Token", .credentials = "abc"};
+    struct net_http_cfg h = {.authorization = &az, .http_headers = &hdr, .n_http_headers = 1};
+    struct net_auth *a = net_auth_new(&loop, NULL, &h);
+    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+
+    ASSERT_NOT_NULL(a);
+    fetch(&loop, c, &o, &res);
+    ASSERT_EQ(res.result, 0);
+    ASSERT_NOT_NULL(strstr(res.body, "\nAuthorization: Token abc\n"));
+    ASSERT_NOT_NULL(strstr(res.body, "\nX-Multi: v1\nX-Multi: v2\nX-Multi: hidden\n"));
+    ASSERT_NULL(net_auth_error(a));
+    net_auth_free(a);
+    result_done(&res);
+    client_close(&loop, c);
+}
+
+TEST(oauth2_requests_wait_for_one_cached_token)
+{
+    uv_loop_t loop;
+    struct net_client *c = client_new(&loop);
+    struct result res[4] = {{0}}, last = {0};
+    char *scopes[] = {"a", "b c"};
+    struct conf_kv params[] = {{.key = "audience", .value = "x y"}};
+    struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=300");
+    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_auth *a;
+    struct net_request_opts o = {.url = url("/echo")};
+    int done = 0;
+    char *tok = NULL;
+
+    o2.scopes = scopes;
+    o2.n_scopes = 2;
+    o2.endpoint_params = params;
+    o2.n_endpoint_params = 1;
+    ASSERT_NOT_NULL(a = net_auth_new(&loop, NULL, &h));
+    o.auth = a;
+    /* Three requests before any token: they wait for the same one. */
+    for (int i = 0; i < 3; i++)
+        ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
+    for (int i = 0; i < 3; i++) {
+        ASSERT(run_until(&loop, &res[i].done, 1, 15000));
+        done++;
+    }
+    for (int i = 0; i < 3; i++) {
+        char *t;
+
+        ASSERT_EQ(res[i].result, 0);
+        ASSERT_NOT_NULL(t = strstr(res[i].body, "\nAuthorization: Bearer tok-"));
+        *strchr(t + 1, '\n') = '\0';
+        if (!tok)
+            tok = strdup(t);
+        ASSERT_STR_EQ(t, tok);
+    }
+    /* A later request uses the cached token. */
+    fetch(&loop, c, &o, &res[3]);
+    ASSERT_NOT_NULL(strstr(res[3].body, tok + 1));
+    /* The token request: client authentication and form. */
+    o.url = url("/lasttoken");
+    o.auth = NULL;
+    fetch(&loop, c, &o, &last);
+    ASSERT_STR_EQ(last.body, "Basic bXklMjBpZDpzM2NyZXQlMjZ4\n" /* my%20id:s3cret%26x */
+                  "grant_type=client_credentials&scope=a%20b%20c&audience=x%20y");
+    free(tok);
+    for (int i = 0; i < 4; i++)
+        result_done(&res[i]);
+    result_done(&last);
+    net_auth_free(a);
+    client_close(&loop, c);
+}
+
+TEST(oauth2_failure_fails_waiting_requests_without_the_secret)
+{
+    uv_loop_t loop;
+    struct net_client *c = client_new(&loop);
+    struct result res[2] = {{0}};
+    struct net_oauth2_cfg o2 = oauth2_cfg("/status?code=401");
+    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_auth *a = net_auth_new(&loop, NULL, &h);
+    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
+    for (int i = 0; i < 2; i++) {
+        ASSERT(run_until(&loop, &res[i].done, 1, 15000));
+        ASSERT_EQ(res[i].result, NET_EAUTH);
+        ASSERT_STR_EQ(res[i].error, "oauth2: the token endpoint answered HTTP 401");
+    }
+    ASSERT_STR_EQ(net_auth_error(a), "oauth2: the token endpoint answered HTTP 401");
+    ASSERT_NULL(strstr(net_auth_error(a), "s3cret"));
+    for (int i = 0; i < 2; i++)
+        result_done(&res[i]);
+    net_auth_free(a);
+    client_close(&loop, c);
+}
+
+/* Waiting requests survive their owner letting go of the auth; a cancelled
+ * one never calls back; closing the client with requests and the token
+ * request in flight frees everything (the sanitizer build checks). */
+TEST(oauth2_cancel_free_and_close_while_waiting)
+{
+    uv_loop_t loop;
+    struct net_client *c = client_new(&loop);
+    struct result res[3] = {{0}};
+    struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=300");
+    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_auth *a = net_auth_new(&loop, NULL, &h);
+    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+    struct net_request *r0;
+
+    ASSERT_EQ(net_request_start(c, &o, on_done, &res[0], &r0), 0);
+    ASSERT_EQ(net_request_start(c, &o, on_done, &res[1], NULL), 0);
+    ASSERT_EQ(net_client_inflight(c), 3); /* two waiting, one token request */
+    net_request_cancel(r0);
+    net_auth_free(a);
+    ASSERT(run_until(&loop, &res[1].done, 1, 15000));
+    ASSERT_EQ(res[1].result, 0);
+    ASSERT_NOT_NULL(strstr(res[1].body, "\nAuthorization: Bearer tok-"));
+    ASSERT_EQ(res[0].done, 0);
+
+    a = net_auth_new(&loop, NULL, &h);
+    o.auth = a;
+    ASSERT_EQ(net_request_start(c, &o, on_done, &res[2], NULL), 0);
+    net_auth_free(a);
+    client_close(&loop, c); /* asserts uv_loop_close() == 0 */
+    ASSERT_EQ(res[2].done, 0);
+    result_done(&res[1]);
+}
+
+/* A failed multi fails the token request and the requests waiting for it,
+ * each once; the auth then fetches again. */
+TEST(oauth2_waiting_requests_and_multi_rebuild)
+{
+    uv_loop_t loop;
+    struct net_client *c = client_new(&loop);
+    struct result res[3] = {{0}};
+    struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=1000");
+    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_auth *a = net_auth_new(&loop, NULL, &h);
+    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
+    run_for(&loop, 100);
+    net__client_fail_next_action(c);
+    for (int i = 0; i < 2; i++) {
+        ASSERT(run_until(&loop, &res[i].done, 1, 5000));
+        ASSERT(res[i].result == NET_EIO || res[i].result == NET_EAUTH);
+    }
+    ASSERT_EQ(net_client_inflight(c), 0);
+    o2.token_url = (char *)url("/token?expires=3600");
+    fetch(&loop, c, &o, &res[2]);
+    ASSERT_EQ(res[2].result, 0);
+    ASSERT_NOT_NULL(strstr(res[2].body, "\nAuthorization: Bearer tok-"));
+    ASSERT_EQ(res[0].done + res[1].done, 2);
+    for (int i = 0; i < 3; i++)
+        result_done(&res[i]);
+    net_auth_free(a);
+    client_close(&loop, c);
+}
+
 TEST(error_strings)
 {
     ASSERT_STR_EQ(net_strerror(NET_ETOOLARGE), "response body too large");
