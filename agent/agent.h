@@ -64,9 +64,6 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
                            void *ud);
 /** Configuration loaded and every discovery provider synced. */
 bool agent__ready(const struct agent *a);
-/** The value of `key` in a raw query string (copied, not decoded); a bare
- * key gives "". */
-bool agent__query_get(const char *q, const char *key, char *val, size_t vlen);
 
 /* ui.c */
 /** Answers a GET for a page of the web UI; false if `req` is not one. */

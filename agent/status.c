@@ -93,28 +93,6 @@ static void metrics(struct agent *a, struct buf *b)
         fwd_metrics(a->fwd, b);
 }
 
-bool agent__query_get(const char *q, const char *key, char *val, size_t vlen)
-{
-    size_t kl = strlen(key);
-
-    while (q && *q) {
-        const char *amp = strchr(q, '&');
-        size_t n = amp ? (size_t)(amp - q) : strlen(q);
-
-        if (n > kl && strncmp(q, key, kl) == 0 && q[kl] == '=') {
-            snprintf(val, vlen, "%.*s", (int)(n - kl - 1), q + kl + 1);
-            return true;
-        }
-        if (n == kl && strncmp(q, key, kl) == 0) {
-            if (vlen)
-                val[0] = '\0';
-            return true;
-        }
-        q = amp ? amp + 1 : NULL;
-    }
-    return false;
-}
-
 static int targets_part(struct buf *out, size_t chunk, void *state)
 {
     return scrape_targets_iter_next(state, out, chunk);
@@ -163,7 +141,7 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
         }
     } else if (strcmp(req->path, "/api/v1/targets") == 0 && get) {
         char job[256];
-        bool has_job = agent__query_get(req->query, "job", job, sizeof(job));
+        bool has_job = net_query_get(req->query, "job", job, sizeof(job));
 
         resp->content_type = "application/json";
         /* Streamed target by target: 10k targets are tens of MB. */

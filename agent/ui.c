@@ -319,7 +319,7 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
     char keytxt[32], type[128], err[256];
     uint64_t key;
 
-    if (!agent__query_get(req->query, "key", keytxt, sizeof(keytxt)) ||
+    if (!net_query_get(req->query, "key", keytxt, sizeof(keytxt)) ||
         (key = strtoull(keytxt, NULL, 16), !(p = recent_get(a->recent, key)))) {
         resp->status = 404;
         resp->content_type = "text/html; charset=utf-8";
@@ -345,7 +345,7 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
     if (lim.max_decompressed > FLAME_MAX_RAW)
         lim.max_decompressed = FLAME_MAX_RAW;
     if (pprof_flame_build(p->data, p->len, &lim,
-                          agent__query_get(req->query, "type", type, sizeof(type)) ? type : NULL,
+                          net_query_get(req->query, "type", type, sizeof(type)) ? type : NULL,
                           FLAME_MAX_NODES, &f, err, sizeof(err)) < 0) {
         buf_puts(b, "<p class=\"err\">Cannot draw this profile: ");
         esc(b, err);
@@ -383,7 +383,7 @@ bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
 
     if (strcmp(req->path, "/") == 0 ||
         (strcmp(req->path, "/targets") == 0 &&
-         !(agent__query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
+         !(net_query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
         return true;
     }

@@ -381,6 +381,10 @@ struct net_http_response {
     void (*stream_free)(void *state);
 };
 
+/** The value of `key` in a raw query string (copied, not decoded; a bare
+ * key gives ""). False if absent. */
+bool net_query_get(const char *query, const char *key, char *val, size_t vlen);
+
 /** Called once per request on the loop thread; answers synchronously. */
 typedef void (*net_handler)(const struct net_http_request *req, struct net_http_response *resp,
                             void *ud);

@@ -1329,3 +1329,25 @@ void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
     uv_close((uv_handle_t *)&s->listener, listener_closed);
     uv_close((uv_handle_t *)&s->idle, listener_closed);
 }
+
+bool net_query_get(const char *q, const char *key, char *val, size_t vlen)
+{
+    size_t kl = strlen(key);
+
+    while (q && *q) {
+        const char *amp = strchr(q, '&');
+        size_t n = amp ? (size_t)(amp - q) : strlen(q);
+
+        if (n > kl && strncmp(q, key, kl) == 0 && q[kl] == '=') {
+            snprintf(val, vlen, "%.*s", (int)(n - kl - 1), q + kl + 1);
+            return true;
+        }
+        if (n == kl && strncmp(q, key, kl) == 0) {
+            if (vlen)
+                val[0] = '\0';
+            return true;
+        }
+        q = amp ? amp + 1 : NULL;
+    }
+    return false;
+}
