@@ -1,7 +1,8 @@
-/* Internal interfaces of forward/: the endpoint object shared by the sinks,
- * the pure wire helpers (push/ingest encoding, error attribution, label
- * validation), and the spool. Loop thread only unless a function says
- * otherwise. */
+/* Internal interfaces of forward/, its only private header: the endpoint
+ * object shared by the sinks, the pure wire helpers (push/ingest encoding,
+ * error attribution, label validation), the remote queue and batching, and
+ * the spool's parts (record format, segment files, index, state machine).
+ * Loop thread only unless a function says otherwise. */
 #ifndef PROFLET_FORWARD_INTERNAL_H
 #define PROFLET_FORWARD_INTERNAL_H
 
@@ -175,17 +176,87 @@ enum fwd__verdict fwd__classify(int result, long status, const char *body, size_
 /* True if an HTTP status is retryable (5xx except 501, 408, 429). */
 bool fwd__status_retryable(long status);
 
-/* ------------------------------------------------------------------ spool */
+/* ---------------------------------------------- remote: queue, batching */
+
+/* A profile in a remote endpoint's memory queue (or in a request). */
+struct fwd__qent {
+    struct fwd__qent *prev, *next;
+    struct fwd_profile *p;
+    uint64_t seq;       /* submission order */
+    uint64_t series;
+    uint64_t token;     /* spool record, 0 if fresh */
+    uint64_t queued_at;
+    unsigned attempts;
+    unsigned max_batch; /* after a split: at most this many per request */
+    bool keep;          /* spill(): stays in memory */
+};
+
+/* The memory queue: submission order, kept in `st` (queue_len/bytes). */
+struct fwd__queue {
+    struct fwd__qent *head, *tail;
+    uint64_t next_seq;
+    struct fwd__stats *st;
+};
+
+void fwd__queue_append(struct fwd__queue *q, struct fwd__qent *e);
+void fwd__queue_unlink(struct fwd__queue *q, struct fwd__qent *e);
+/* Puts a refused entry back in submission order. */
+void fwd__queue_insert_sorted(struct fwd__queue *q, struct fwd__qent *e);
+/* True if `add` more bytes (one more profile) would pass the queue caps. */
+bool fwd__queue_full(const struct fwd__queue *q, const struct cfg_remote *c, size_t add);
+
+/* The entries of the next request, still linked in the queue. */
+struct fwd__batch {
+    struct fwd__qent **e; /* room for max_n */
+    size_t n;
+    uint64_t bytes;
+    bool full;            /* a limit was reached: no point in waiting */
+};
+
+/* Picks the next request from the head of the queue: at most `max_n`
+ * profiles (fewer after a split) and `max_bytes`, one profile per series,
+ * none of a series `busy()` says is in flight. */
+void fwd__queue_pick(const struct fwd__queue *q, struct fwd__batch *b, size_t max_n,
+                     uint64_t max_bytes, bool (*busy)(const void *ud, uint64_t series),
+                     const void *ud);
+/* The loop time a picked batch may leave at: now (0) if it is full, if
+ * `may_wait` is false or after a split; else when its oldest profile has
+ * waited `wait_ms`. */
+uint64_t fwd__batch_due(const struct fwd__batch *b, uint64_t wait_ms, bool may_wait);
+
+/* ------------------------------------------------- spool: record format */
+
+/* Little-endian field access for the on-disk formats. */
+static inline void fwd__put32(uint8_t *b, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void fwd__put64(uint8_t *b, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t fwd__get32(const uint8_t *b)
+{
+    return (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+}
+
+static inline uint64_t fwd__get64(const uint8_t *b)
+{
+    return (uint64_t)fwd__get32(b) | (uint64_t)fwd__get32(b + 4) << 32;
+}
 
 /* On-disk record: header (32 bytes, little-endian) then payload.
  *   u32 magic 'PRC1' | u32 payload length | u64 series hash | u64 wall ms |
  *   u64 XXH64(series hash, wall ms, payload)
  * payload = zstd( u32 version | i64 start | i64 end | 36 id | u32 nlabels |
  *                 (u32 len, name, u32 len, value)* | u32 len, data ) */
-#define FWD_SPOOL_HDR 32
-#define FWD_SPOOL_MAGIC 0x31435250u /* "PRC1" */
-#define FWD_SPOOL_MAX_RECORD (80u << 20) /* payload cap, compressed and raw */
-#define FWD_SPOOL_SEG_MAGIC "PFLSPL01"
+#define FWD_REC_HDR 32
+#define FWD_REC_MAGIC 0x31435250u /* "PRC1" */
+#define FWD_REC_MAX (80u << 20) /* payload cap, compressed and raw */
 
 struct fwd__rec_hdr {
     uint32_t len;
@@ -194,18 +265,147 @@ struct fwd__rec_hdr {
     uint64_t sum;
 };
 
-/* Encodes one record (header + zstd payload). Thread-safe. */
-int fwd__spool_encode(const struct fwd_profile *p, uint64_t wall_ms, int level,
-                      uint8_t **out, size_t *out_len);
+/* Encodes one record (header + zstd payload), malloc'd. Thread-safe. */
+int fwd__rec_encode(const struct fwd_profile *p, uint64_t wall_ms, int level, uint8_t **out,
+                    size_t *out_len);
 /* Parses a record header; returns 0, or -EINVAL if not a record. */
-int fwd__spool_hdr_parse(const uint8_t *b, struct fwd__rec_hdr *h);
-/* Verifies the checksum of a record. */
-bool fwd__spool_hdr_check(const struct fwd__rec_hdr *h, const uint8_t *payload);
+int fwd__rec_hdr_parse(const uint8_t *b, struct fwd__rec_hdr *h);
+/* Verifies the checksum of a record's payload. */
+bool fwd__rec_check(const struct fwd__rec_hdr *h, const uint8_t *payload);
 /* Decodes a record's payload (checksum already verified) into a new profile.
  * Every length is checked against the buffer; raw size is capped. */
-int fwd__spool_decode(const uint8_t *payload, size_t len, struct fwd_profile **out);
+int fwd__rec_decode(const uint8_t *payload, size_t len, struct fwd_profile **out);
 /* Hash of a series (its labels) for ordering. */
 uint64_t fwd__series_hash(const struct labels *ls);
+
+/* -------------------------------------------------- spool: segment files */
+
+/* A segment file: 16-byte header (magic, creation ms), then records. */
+#define FWD_SEG_HDR 16
+#define FWD_SEG_MAGIC "PFLSPL01"
+
+/* A profile waiting to be appended. */
+struct fwd__pend {
+    struct fwd_profile *p;
+    uint64_t series, wall_ms;
+};
+
+/* What a scan found in one segment file. */
+struct fwd__seg_scan {
+    uint64_t records, bytes, corrupt, oldest_ms, newest_ms, created_ms;
+    uint64_t *series; /* per record, when asked for */
+    size_t n_series, cap_series;
+};
+
+/* Scans a segment file: verifies every record header and checksum,
+ * truncates a torn or corrupt tail (counted in `corrupt`). Pool thread. */
+int fwd__seg_scan_fd(int fd, struct fwd__seg_scan *s, bool want_series);
+/* The same on a path, for tests, fuzzing and benchmarks. Returns records
+ * kept or a negative errno. */
+int fwd__seg_scan_file(const char *path, uint64_t *records, uint64_t *bytes_kept,
+                       uint64_t *corrupt, uint64_t *oldest_ms);
+/* The file offset after the first `n` records of a segment. Pool thread. */
+uint64_t fwd__seg_skip(const char *path, uint64_t n);
+
+/* One append job: the records of `pend` are encoded and appended. */
+struct fwd__seg_append {
+    char path[4096];
+    bool create;         /* new file: write the segment header first */
+    uint64_t created_ms;
+    int fsync_mode;      /* 0 never, 1 batch, 2 always */
+    struct fwd__pend *pend; /* borrowed */
+    size_t n;
+    uint64_t *sizes;     /* out: bytes of each record, 0 if not written */
+    uint64_t written;    /* out */
+    int err;             /* out */
+};
+
+/* Appends; pool thread. */
+void fwd__seg_append(struct fwd__seg_append *a);
+
+/* One load job: up to `max` records from `off` (below `limit`). */
+struct fwd__seg_load {
+    char path[4096];
+    uint64_t off, limit, max_bytes;
+    size_t max;
+    struct fwd_profile **out; /* out: malloc'd array of `n` owned profiles */
+    size_t n;
+    uint64_t consumed; /* out: the offset after the last record read */
+    bool corrupt;      /* out: stopped at a bad record */
+    int err;
+};
+
+/* Loads; pool thread. */
+void fwd__seg_load(struct fwd__seg_load *l);
+
+/* ------------------------------------------------------ spool: the index */
+
+/* Counts per series hash (open addressing; zero counts stay as reusable
+ * tombstones). */
+struct fwd__smap {
+    uint64_t *k;
+    uint32_t *v;
+    size_t cap, n;
+};
+
+/* Adds `d` (may be negative, floored at zero) to the count of `key`. */
+void fwd__smap_add(struct fwd__smap *m, uint64_t key, int d);
+/* The count of `key`. */
+uint32_t fwd__smap_get(const struct fwd__smap *m, uint64_t key);
+void fwd__smap_done(struct fwd__smap *m);
+
+/* One segment in the index. */
+struct fwd__seg {
+    uint64_t id;
+    uint64_t size;        /* valid bytes */
+    uint64_t records;     /* records in the file */
+    uint64_t loaded;      /* records handed out */
+    uint64_t read_off;    /* file offset of the next record to load */
+    uint64_t acked;       /* acknowledged records */
+    uint64_t created_ms, newest_ms;
+    uint8_t *ackmap;      /* bit per loaded record */
+    size_t ackmap_len;
+    uint64_t *series;     /* series hash of unloaded records, FIFO */
+    size_t series_head, series_n, series_cap;
+    bool deleted;
+};
+
+/* The loop-side index of one spool: segments oldest first, and the count of
+ * unloaded records of each series. */
+struct fwd__spool_index {
+    struct fwd__seg *segs;
+    size_t n_segs, cap_segs;
+    struct fwd__smap series;
+};
+
+/* Adds an empty segment at the end; NULL on OOM. The pointer is valid until
+ * the next add or remove. */
+struct fwd__seg *fwd__idx_seg_add(struct fwd__spool_index *x, uint64_t id);
+/* Adds a segment found by the start-up scan (oldest first), taking its
+ * series array; its first `acked` records count as loaded and acknowledged. */
+int fwd__idx_seg_insert(struct fwd__spool_index *x, const struct fwd__seg *from);
+struct fwd__seg *fwd__idx_seg_find(struct fwd__spool_index *x, uint64_t id);
+/* Removes segment `i`; returns how many of its records were never loaded. */
+uint64_t fwd__idx_seg_remove(struct fwd__spool_index *x, size_t i);
+/* Appends a written record of `series` to segment `g`. */
+int fwd__idx_rec_add(struct fwd__spool_index *x, struct fwd__seg *g, uint64_t series,
+                     uint64_t wall_ms);
+/* Marks the next `n` records of `g` as loaded; writes their tokens (a token
+ * names a record for fwd__idx_ack). Returns how many were marked. */
+size_t fwd__idx_load(struct fwd__spool_index *x, struct fwd__seg *g, size_t n, uint64_t *tokens);
+/* Acknowledges a loaded record; false if unknown or already acknowledged. */
+bool fwd__idx_ack(struct fwd__spool_index *x, uint64_t token);
+/* Forgets the unloaded records of `g` (they cannot be read); returns how
+ * many. */
+uint64_t fwd__idx_drop_unloaded(struct fwd__spool_index *x, struct fwd__seg *g);
+/* The delivered prefix: the oldest segment's id and how many of its first
+ * records are acknowledged. */
+void fwd__idx_cursor(const struct fwd__spool_index *x, uint64_t *seg, uint64_t *records);
+/* Unloaded records in all segments. */
+uint64_t fwd__idx_unloaded(const struct fwd__spool_index *x);
+void fwd__idx_done(struct fwd__spool_index *x);
+
+/* ------------------------------------------------ spool: the state machine */
 
 struct fwd__spool;
 
@@ -240,10 +440,5 @@ void fwd__spool_expire(struct fwd__spool *s);
 /* Closes: waits for running jobs, syncs, then calls `cb`. */
 void fwd__spool_close(struct fwd__spool *s, void (*cb)(void *ud), void *ud);
 void fwd__spool_free(struct fwd__spool *s);
-
-/* Synchronous helpers for tests, fuzzing and benchmarks: scans a segment
- * file, truncating a torn or corrupt tail. Returns records kept. */
-int fwd__spool_scan_file(const char *path, uint64_t *records, uint64_t *bytes_kept,
-                         uint64_t *corrupt, uint64_t *oldest_ms);
 
 #endif

@@ -181,12 +181,12 @@ TEST(spool_record_round_trip_and_corruption)
     uint8_t *rec;
     size_t len;
 
-    ASSERT_EQ(fwd__spool_encode(p, 1234, 1, &rec, &len), 0);
-    ASSERT_EQ(fwd__spool_hdr_parse(rec, &h), 0);
-    ASSERT_EQ(h.len + FWD_SPOOL_HDR, len);
+    ASSERT_EQ(fwd__rec_encode(p, 1234, 1, &rec, &len), 0);
+    ASSERT_EQ(fwd__rec_hdr_parse(rec, &h), 0);
+    ASSERT_EQ(h.len + FWD_REC_HDR, len);
     ASSERT_U64_EQ(h.wall_ms, 1234);
-    ASSERT(fwd__spool_hdr_check(&h, rec + FWD_SPOOL_HDR));
-    ASSERT_EQ(fwd__spool_decode(rec + FWD_SPOOL_HDR, h.len, &q), 0);
+    ASSERT(fwd__rec_check(&h, rec + FWD_REC_HDR));
+    ASSERT_EQ(fwd__rec_decode(rec + FWD_REC_HDR, h.len, &q), 0);
     ASSERT_STR_EQ(q->id, p->id);
     ASSERT_EQ(q->len, p->len);
     ASSERT_EQ(memcmp(q->data, p->data, p->len), 0);
@@ -194,8 +194,8 @@ TEST(spool_record_round_trip_and_corruption)
     ASSERT_EQ(q->start_ns, 11);
     ASSERT_EQ(q->end_ns, 22);
     fwd_profile_unref(q);
-    rec[FWD_SPOOL_HDR + h.len / 2] ^= 1;
-    ASSERT(!fwd__spool_hdr_check(&h, rec + FWD_SPOOL_HDR));
+    rec[FWD_REC_HDR + h.len / 2] ^= 1;
+    ASSERT(!fwd__rec_check(&h, rec + FWD_REC_HDR));
     free(rec);
     fwd_profile_unref(p);
 }
@@ -214,7 +214,7 @@ TEST(spool_scan_truncates_torn_tail)
         uint8_t *rec;
         size_t len;
 
-        ASSERT_EQ(fwd__spool_encode(p, 1000 + (uint64_t)i, 1, &rec, &len), 0);
+        ASSERT_EQ(fwd__rec_encode(p, 1000 + (uint64_t)i, 1, &rec, &len), 0);
         ASSERT_EQ(write(fd, rec, len), (ssize_t)len);
         if (i < 2)
             good += len;
@@ -224,12 +224,12 @@ TEST(spool_scan_truncates_torn_tail)
         fwd_profile_unref(p);
     }
     close(fd);
-    ASSERT_EQ(fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
+    ASSERT_EQ(fwd__seg_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
     ASSERT_U64_EQ(bytes, good);
     ASSERT_U64_EQ(corrupt, 1);
     ASSERT_U64_EQ(oldest, 1000);
     /* the file was truncated; a second scan is clean */
-    ASSERT_EQ(fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
+    ASSERT_EQ(fwd__seg_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
     ASSERT_U64_EQ(corrupt, 0);
     unlink(path);
 }

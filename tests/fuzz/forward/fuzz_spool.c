@@ -25,13 +25,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     close(fd);
-    fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest);
+    fwd__seg_scan_file(path, &recs, &bytes, &corrupt, &oldest);
     unlink(path);
     /* Record payload decoding on its own (checksum bypassed). */
-    if (size > FWD_SPOOL_HDR) {
+    if (size > FWD_REC_HDR) {
         struct fwd_profile *p = NULL;
 
-        if (fwd__spool_decode(data + FWD_SPOOL_HDR, size - FWD_SPOOL_HDR, &p) == 0)
+        if (fwd__rec_decode(data + FWD_REC_HDR, size - FWD_REC_HDR, &p) == 0)
             fwd_profile_unref(p);
     }
     return 0;
