@@ -463,7 +463,7 @@ void fwd__ep_closed(struct fwd_ep *ep)
 
 void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *ud)
 {
-    struct fwd_ep *ep;
+    struct fwd_ep *ep, *next;
 
     if (!f) {
         if (cb)
@@ -476,6 +476,12 @@ void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *
     f->close_pending = 1; /* held until every close has been started */
     for (ep = f->retired; ep; ep = ep->next)
         f->close_pending++;
+    /* Endpoints retired by a reload are closing already: by this deadline
+     * too if it comes sooner. */
+    for (ep = f->retired; ep; ep = next) {
+        next = ep->next;
+        ep->ops->close(ep, uv_now(f->loop) + deadline_ms);
+    }
     while (f->eps) {
         ep = f->eps;
         f->eps = ep->next;

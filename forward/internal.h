@@ -71,7 +71,9 @@ struct fwd__sink_ops {
     /* Takes a reference of its own when it keeps `p`. */
     void (*submit)(struct fwd_ep *ep, struct fwd_profile *p);
     /* Flushes until the absolute loop time `deadline` then calls
-     * fwd__ep_closed(ep) exactly once. */
+     * fwd__ep_closed(ep) exactly once (never from inside this call once
+     * started). May be called again while closing: an earlier deadline
+     * then wins. The deadline holds whatever the sink's timers say. */
     void (*close)(struct fwd_ep *ep, uint64_t deadline);
     /* Frees the sink's private state (after close completed). */
     void (*free)(struct fwd_ep *ep);
@@ -249,28 +251,47 @@ static inline uint64_t fwd__get64(const uint8_t *b)
     return (uint64_t)fwd__get32(b) | (uint64_t)fwd__get32(b + 4) << 32;
 }
 
-/* On-disk record: header (32 bytes, little-endian) then payload.
- *   u32 magic 'PRC1' | u32 payload length | u64 series hash | u64 wall ms |
+/* On-disk record (docs/forwarding.md): a header, then the payload.
+ *
+ * Version 2 header, 40 bytes, little-endian:
+ *   u32 magic "PRC2" | u32 payload length | u32 record number in its segment |
+ *   u64 series hash | u64 wall ms | u64 XXH64(payload) |
+ *   u32 low half of XXH64(the 36 header bytes before it)
+ * The header check lets a reader trust a header found by scanning forward
+ * after damage; the record numbers say exactly how many records the damage
+ * took.
+ *
+ * Version 1 (read only, the previous format), 32 bytes:
+ *   u32 magic "PRC1" | u32 payload length | u64 series hash | u64 wall ms |
  *   u64 XXH64(series hash, wall ms, payload)
- * payload = zstd( u32 version | i64 start | i64 end | 36 id | u32 nlabels |
+ *
+ * payload = zstd( u32 version=1 | i64 start | i64 end | 36 id | u32 nlabels |
  *                 (u32 len, name, u32 len, value)* | u32 len, data ) */
-#define FWD_REC_HDR 32
-#define FWD_REC_MAGIC 0x31435250u /* "PRC1" */
-#define FWD_REC_MAX (80u << 20) /* payload cap, compressed and raw */
+#define FWD_REC_HDR 40     /* version 2 */
+#define FWD_REC_HDR_V1 32
+#define FWD_REC_MAGIC 0x32435250u    /* "PRC2" */
+#define FWD_REC_MAGIC_V1 0x31435250u /* "PRC1" */
+#define FWD_REC_MAX (80u << 20)      /* payload cap, compressed and raw */
 
 struct fwd__rec_hdr {
-    uint32_t len;
+    unsigned version;  /* 1 or 2 */
+    uint32_t hdr_len;  /* FWD_REC_HDR or FWD_REC_HDR_V1 */
+    uint32_t len;      /* payload bytes */
+    uint32_t seq;      /* record number in the segment (version 2) */
     uint64_t series;
     uint64_t wall_ms;
     uint64_t sum;
 };
 
-/* Encodes one record (header + zstd payload), malloc'd. Thread-safe. */
-int fwd__rec_encode(const struct fwd_profile *p, uint64_t wall_ms, int level, uint8_t **out,
-                    size_t *out_len);
-/* Parses a record header; returns 0, or -EINVAL if not a record. */
-int fwd__rec_hdr_parse(const uint8_t *b, struct fwd__rec_hdr *h);
-/* Verifies the checksum of a record's payload. */
+/* Encodes one version 2 record (header + zstd payload), malloc'd, numbered
+ * `seq` in its segment. Thread-safe. */
+int fwd__rec_encode(const struct fwd_profile *p, uint64_t wall_ms, uint32_t seq, int level,
+                    uint8_t **out, size_t *out_len);
+/* Parses the record header at `b` (`n` bytes available): the magic, the
+ * length cap, and for version 2 the header check. Returns 0, or -EINVAL if
+ * no record header starts here (or it is cut short). */
+int fwd__rec_hdr_parse(const uint8_t *b, size_t n, struct fwd__rec_hdr *h);
+/* Verifies a record's payload against its header. */
 bool fwd__rec_check(const struct fwd__rec_hdr *h, const uint8_t *payload);
 /* Decodes a record's payload (checksum already verified) into a new profile.
  * Every length is checked against the buffer; raw size is capped. */
@@ -280,9 +301,11 @@ uint64_t fwd__series_hash(const struct labels *ls);
 
 /* -------------------------------------------------- spool: segment files */
 
-/* A segment file: 16-byte header (magic, creation ms), then records. */
+/* A segment file: 16-byte header (magic, creation ms), then records. Only
+ * version 2 segments are appended to; version 1 ones are read and deleted. */
 #define FWD_SEG_HDR 16
-#define FWD_SEG_MAGIC "PFLSPL01"
+#define FWD_SEG_MAGIC "PFLSPL02"
+#define FWD_SEG_MAGIC_V1 "PFLSPL01"
 
 /* A profile waiting to be appended. */
 struct fwd__pend {
@@ -290,52 +313,73 @@ struct fwd__pend {
     uint64_t series, wall_ms;
 };
 
-/* What a scan found in one segment file. */
-struct fwd__seg_scan {
-    uint64_t records, bytes, corrupt, oldest_ms, newest_ms, created_ms;
-    uint64_t *series; /* per record, when asked for */
-    size_t n_series, cap_series;
+/* A record of a segment, as the index knows it. */
+struct fwd__srec {
+    uint64_t off;    /* file offset of its header */
+    uint64_t series;
+    uint32_t seq;
 };
 
-/* Scans a segment file: verifies every record header and checksum,
- * truncates a torn or corrupt tail (counted in `corrupt`). Pool thread. */
-int fwd__seg_scan_fd(int fd, struct fwd__seg_scan *s, bool want_series);
-/* The same on a path, for tests, fuzzing and benchmarks. Returns records
- * kept or a negative errno. */
-int fwd__seg_scan_file(const char *path, uint64_t *records, uint64_t *bytes_kept,
-                       uint64_t *corrupt, uint64_t *oldest_ms);
-/* The file offset after the first `n` records of a segment. Pool thread. */
-uint64_t fwd__seg_skip(const char *path, uint64_t n);
+/* What a scan found in one segment file. */
+struct fwd__seg_scan {
+    unsigned version;          /* of the segment header; 0 if it is damaged */
+    uint64_t created_ms, oldest_ms, newest_ms;
+    struct fwd__srec *recs;    /* the valid records, in file order (malloc'd) */
+    size_t n, cap;
+    uint64_t end;              /* offset after the last valid record */
+    uint32_t next_seq;         /* number of the next record appended */
+    uint64_t lost;             /* damaged records numbered >= the scan's `delivered` */
+};
 
-/* One append job: the records of `pend` are encoded and appended. */
+/* Scans a segment file: every record header and payload is verified; after
+ * damage the scan resynchronises at the next valid record header. The
+ * records lost to damage are counted exactly from the gap in the record
+ * numbers (version 2); a damaged region with no valid record after it
+ * counts one, as does each damaged region of a version 1 segment. Records
+ * numbered below `delivered` were delivered before (the cursor): their
+ * loss is not counted. The file is truncated after its last valid record.
+ * Pool thread (or tests). */
+int fwd__seg_scan_fd(int fd, struct fwd__seg_scan *s, uint32_t delivered);
+/* The same on a path, for tests, fuzzing and benchmarks. Returns the
+ * number of valid records, or a negative errno. */
+int fwd__seg_scan_file(const char *path, struct fwd__seg_scan *s);
+void fwd__seg_scan_done(struct fwd__seg_scan *s);
+
+/* Per-record outcome of an append: > 0 bytes written, 0 not written (the
+ * disk refused: try again later), < 0 dropped (cannot be encoded). */
 struct fwd__seg_append {
     char path[4096];
-    bool create;         /* new file: write the segment header first */
+    bool create;         /* write the segment header first (at offset 0) */
     uint64_t created_ms;
+    uint64_t off;        /* where the first record goes (the valid end) */
+    uint32_t seq;        /* number of the first record */
     int fsync_mode;      /* 0 never, 1 batch, 2 always */
     struct fwd__pend *pend; /* borrowed */
     size_t n;
-    uint64_t *sizes;     /* out: bytes of each record, 0 if not written */
-    uint64_t written;    /* out */
-    int err;             /* out */
+    int64_t *res;        /* out, n entries */
+    uint64_t end;        /* out: the valid end after the job */
+    int err;             /* out: the first error */
 };
 
-/* Appends; pool thread. */
+/* Appends at `off` (not at the end of the file: the index is the truth). A
+ * failed write is rolled back (the file truncated to the last whole
+ * record) and ends the job; what was not written is left for a retry. Pool
+ * thread. */
 void fwd__seg_append(struct fwd__seg_append *a);
 
-/* One load job: up to `max` records from `off` (below `limit`). */
+/* One load job: the records at `recs` (offsets and numbers from the index). */
 struct fwd__seg_load {
     char path[4096];
-    uint64_t off, limit, max_bytes;
+    const struct fwd__srec *recs; /* borrowed */
     size_t max;
-    struct fwd_profile **out; /* out: malloc'd array of `n` owned profiles */
-    size_t n;
-    uint64_t consumed; /* out: the offset after the last record read */
-    bool corrupt;      /* out: stopped at a bad record */
+    uint64_t max_bytes;           /* stop once this many profile bytes are read */
+    struct fwd_profile **out;     /* out: owned, NULL for a record found damaged */
+    size_t n;                     /* out: records read (a prefix of recs) */
     int err;
 };
 
-/* Loads; pool thread. */
+/* Reads records back; a record no longer valid comes back as NULL. Pool
+ * thread. */
 void fwd__seg_load(struct fwd__seg_load *l);
 
 /* ------------------------------------------------------ spool: the index */
@@ -357,17 +401,16 @@ void fwd__smap_done(struct fwd__smap *m);
 /* One segment in the index. */
 struct fwd__seg {
     uint64_t id;
-    uint64_t size;        /* valid bytes */
-    uint64_t records;     /* records in the file */
-    uint64_t loaded;      /* records handed out */
-    uint64_t read_off;    /* file offset of the next record to load */
-    uint64_t acked;       /* acknowledged records */
-    uint64_t created_ms, newest_ms;
-    uint8_t *ackmap;      /* bit per loaded record */
+    unsigned version;       /* 1: the previous format, never appended to */
+    uint64_t size;          /* valid bytes (the next append goes there) */
+    struct fwd__srec *recs; /* its records in file order */
+    size_t n, cap;
+    size_t loaded;          /* recs[0, loaded) were handed out (or delivered before) */
+    size_t acked;
+    uint8_t *ackmap;        /* bit per loaded record */
     size_t ackmap_len;
-    uint64_t *series;     /* series hash of unloaded records, FIFO */
-    size_t series_head, series_n, series_cap;
-    bool deleted;
+    uint32_t next_seq;      /* number of the next record appended */
+    uint64_t created_ms, newest_ms;
 };
 
 /* The loop-side index of one spool: segments oldest first, and the count of
@@ -378,29 +421,28 @@ struct fwd__spool_index {
     struct fwd__smap series;
 };
 
-/* Adds an empty segment at the end; NULL on OOM. The pointer is valid until
- * the next add or remove. */
+/* The most records a segment holds (record tokens carry the index). */
+#define FWD_SEG_MAX_RECORDS ((1u << 24) - 1)
+
+/* Adds an empty version 2 segment at the end; NULL on OOM. The pointer is
+ * valid until the next add, insert or remove. */
 struct fwd__seg *fwd__idx_seg_add(struct fwd__spool_index *x, uint64_t id);
 /* Adds a segment found by the start-up scan (oldest first), taking its
- * series array; its first `acked` records count as loaded and acknowledged. */
+ * records array; its first `loaded` records count as delivered. */
 int fwd__idx_seg_insert(struct fwd__spool_index *x, const struct fwd__seg *from);
 struct fwd__seg *fwd__idx_seg_find(struct fwd__spool_index *x, uint64_t id);
 /* Removes segment `i`; returns how many of its records were never loaded. */
 uint64_t fwd__idx_seg_remove(struct fwd__spool_index *x, size_t i);
-/* Appends a written record of `series` to segment `g`. */
-int fwd__idx_rec_add(struct fwd__spool_index *x, struct fwd__seg *g, uint64_t series,
-                     uint64_t wall_ms);
+/* Appends a written record to segment `g`. */
+int fwd__idx_rec_add(struct fwd__seg *g, const struct fwd__srec *r, uint64_t wall_ms);
 /* Marks the next `n` records of `g` as loaded; writes their tokens (a token
- * names a record for fwd__idx_ack). Returns how many were marked. */
-size_t fwd__idx_load(struct fwd__spool_index *x, struct fwd__seg *g, size_t n, uint64_t *tokens);
+ * names a record for fwd__idx_ack). */
+void fwd__idx_load(struct fwd__spool_index *x, struct fwd__seg *g, size_t n, uint64_t *tokens);
 /* Acknowledges a loaded record; false if unknown or already acknowledged. */
 bool fwd__idx_ack(struct fwd__spool_index *x, uint64_t token);
-/* Forgets the unloaded records of `g` (they cannot be read); returns how
- * many. */
-uint64_t fwd__idx_drop_unloaded(struct fwd__spool_index *x, struct fwd__seg *g);
-/* The delivered prefix: the oldest segment's id and how many of its first
- * records are acknowledged. */
-void fwd__idx_cursor(const struct fwd__spool_index *x, uint64_t *seg, uint64_t *records);
+/* The delivered prefix: the oldest segment's id and the number of its
+ * first record not yet delivered (records numbered below are). */
+void fwd__idx_cursor(const struct fwd__spool_index *x, uint64_t *seg, uint64_t *seq);
 /* Unloaded records in all segments. */
 uint64_t fwd__idx_unloaded(const struct fwd__spool_index *x);
 void fwd__idx_done(struct fwd__spool_index *x);
@@ -435,7 +477,7 @@ void fwd__spool_ack(struct fwd__spool *s, uint64_t token);
 bool fwd__spool_busy(const struct fwd__spool *s);
 /* True once the start-up scan has finished. */
 bool fwd__spool_ready(const struct fwd__spool *s);
-/* Enforces the age cap (call periodically). */
+/* Enforces the age cap and retries a refused write (call every second). */
 void fwd__spool_expire(struct fwd__spool *s);
 /* Closes: waits for running jobs, syncs, then calls `cb`. */
 void fwd__spool_close(struct fwd__spool *s, void (*cb)(void *ud), void *ud);

@@ -84,8 +84,9 @@ struct remote {
     struct fwd__spool *spool;
     bool loading;
     /* handles */
-    uv_timer_t timer; /* batch wait, backoff, close deadline */
-    uv_timer_t tick;  /* 1 s: spool age, secrets */
+    uv_timer_t timer;    /* batch wait, backoff */
+    uv_timer_t tick;     /* 1 s: spool age and retries, secrets */
+    uv_timer_t deadline_timer; /* the close deadline, whatever the others say */
     unsigned handles;
     unsigned jobs;
     uint64_t tick_n;
@@ -232,6 +233,17 @@ static void inflight_remove(struct remote *rm, struct req *q)
     }
 }
 
+/* While closing: when nothing can be sent before the deadline (backing off
+ * past it, nothing in flight), waiting for it is pointless; it is now. */
+static void close_early(struct remote *rm)
+{
+    uint64_t now = uv_now(rm->ep->loop);
+
+    if (rm->closing && !rm->healthy && rm->backoff_until >= rm->deadline &&
+        rm->n_inflight == 0 && rm->deadline > now)
+        rm->deadline = now;
+}
+
 static void mark_failure(struct remote *rm)
 {
     bool was = rm->healthy;
@@ -241,6 +253,7 @@ static void mark_failure(struct remote *rm)
     rm->backoff_until = uv_now(rm->ep->loop) + backoff_ms(rm);
     if (was)
         spill(rm);
+    close_early(rm);
 }
 
 static void mark_success(struct remote *rm)
@@ -399,6 +412,9 @@ static void send_req(struct remote *rm, struct req *q)
     o.tls = &rm->tls;
     o.proxy_url = ep->cfg.http.proxy_url;
     o.http2 = ep->cfg.http.enable_http2;
+    /* A redirect is followed with the same method and body (net keeps a
+     * POST a POST); when not followed, fwd__classify() retries it. */
+    o.follow_redirects = ep->cfg.http.follow_redirects;
     ep->st.requests++;
     r = net_request_start(rm->http, &o, on_done, q, &q->nr);
     if (r < 0) {
@@ -738,7 +754,8 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     }
     uv_timer_init(ep->loop, &rm->timer);
     uv_timer_init(ep->loop, &rm->tick);
-    rm->handles = 2;
+    uv_timer_init(ep->loop, &rm->deadline_timer);
+    rm->handles = 3;
     uv_timer_start(&rm->tick, on_tick, 1000, 1000);
     return 0;
 oom:
@@ -803,8 +820,10 @@ static void spool_closed(void *ud)
     rm->spool_closing = false;
     rm->timer.data = rm;
     rm->tick.data = rm;
+    rm->deadline_timer.data = rm;
     uv_close((uv_handle_t *)&rm->timer, handle_closed);
     uv_close((uv_handle_t *)&rm->tick, handle_closed);
+    uv_close((uv_handle_t *)&rm->deadline_timer, handle_closed);
 }
 
 /* Close: deliver until the deadline, then spool (or drop) what is left. */
@@ -838,6 +857,7 @@ static void maybe_closed(struct remote *rm)
         return; /* a job will call back */
     rm->close_spooled = true;
     uv_timer_stop(&rm->timer);
+    uv_timer_stop(&rm->deadline_timer);
     while (rm->q.head) {
         struct fwd__qent *e = rm->q.head;
 
@@ -856,21 +876,39 @@ static void maybe_closed(struct remote *rm)
     }
 }
 
+static void on_deadline(uv_timer_t *t)
+{
+    maybe_closed(container_of(t, struct remote, deadline_timer));
+}
+
 static void remote_close(struct fwd_ep *ep, uint64_t deadline)
 {
     struct remote *rm = ep->sink;
+    uint64_t now = uv_now(ep->loop);
 
     if (!rm || rm->handles == 0) {
         /* start failed before any handle existed (and before the spool) */
         fwd__ep_closed(ep);
         return;
     }
+    if (rm->closing) {
+        /* Closing already (retired by a reload): an earlier deadline wins. */
+        if (deadline < rm->deadline && !rm->close_spooled) {
+            rm->deadline = deadline;
+            uv_timer_start(&rm->deadline_timer, on_deadline, deadline > now ? deadline - now : 0,
+                           0);
+        }
+        maybe_closed(rm);
+        return;
+    }
     rm->closing = true;
     rm->deadline = deadline;
     uv_timer_stop(&rm->tick);
-    if (rm->healthy || uv_now(ep->loop) >= rm->backoff_until)
+    /* Its own timer: the batch and backoff timer is re-armed at will. */
+    uv_timer_start(&rm->deadline_timer, on_deadline, deadline > now ? deadline - now : 0, 0);
+    if (rm->healthy || now >= rm->backoff_until)
         pump(rm);
-    arm_at(rm, deadline);
+    close_early(rm);
     maybe_closed(rm);
 }
 

@@ -3,17 +3,23 @@
  * naming the delivered prefix; docs/forwarding.md describes the format.
  *
  * This file is the state machine: it starts the pool jobs (the start-up
- * scan, one append job at a time gathering every pending append, one load
+ * scan, one append job at a time gathering the pending appends, one load
  * job at a time, cursor writes, unlinks), applies their results to the
  * index (spool_index.c) and enforces the caps: bytes (oldest segment
  * deleted first, its undelivered records counted as spool_full) and age
  * (segments whose newest record is older than max_age are deleted, counted
  * as spool_age). Only the spool directory is ever written.
  *
+ * A write the disk refuses (ENOSPC, EIO) is rolled back by the job; its
+ * records and those after it stay pending, in order, and are tried again
+ * a second later or as soon as a segment is deleted (space may be back).
+ * While writes fail, pending appends are capped by the endpoint's queue
+ * limits (past them: dropped, io_error).
+ *
  * Threading: loop thread; the jobs run in the pool and own their inputs
- * (paths, the pending records with their references) until their done
- * callback. Ownership: the spool holds a reference to every pending
- * profile; loaded profiles are handed to the caller. */
+ * (paths, record lists, the pending records with their references) until
+ * their done callback. Ownership: the spool holds a reference to every
+ * pending profile; loaded profiles are handed to the caller. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -26,9 +32,12 @@
 #include "common/fsutil.h"
 #include "forward/internal.h"
 
+#define RETRY_MS 1000 /* after a failed write or load */
+
 struct write_job {
     uv_work_t work;
     struct fwd__spool *s;
+    uint64_t seg_id;
     struct fwd__seg_append a;
 };
 
@@ -36,6 +45,7 @@ struct load_job {
     uv_work_t work;
     struct fwd__spool *s;
     uint64_t seg_id;
+    struct fwd__srec *recs; /* copied: appends may move the index's array */
     struct fwd__seg_load l;
 };
 
@@ -46,7 +56,8 @@ struct scan_job {
     struct fwd__seg *segs;
     size_t n;
     uint64_t corrupt;
-    uint64_t cur_seg, cur_records; /* cursor file */
+    uint64_t cur_seg, cur_seq; /* cursor file */
+    uint64_t max_id;
     int err;
 };
 
@@ -68,8 +79,12 @@ struct fwd__spool {
     size_t n_pend, cap_pend;
     uint64_t pend_bytes;
     bool ready, writing, loading_job, cursor_job, cursor_dirty;
+    bool write_failing;     /* the last write was refused */
+    uint64_t write_retry_at; /* loop ms; 0: no wait */
+    uint64_t load_retry_at;
     unsigned fs_reqs;
-    uint64_t cursor_seg, cursor_records; /* written state */
+    uint64_t cursor_seg, cursor_seq; /* written state */
+    uint64_t next_id;                /* of the next segment */
     uint64_t max_seg_bytes;
     int fsync_mode;
     bool closing;
@@ -94,8 +109,8 @@ static void stats(struct fwd__spool *s)
         struct fwd__seg *g = &s->idx.segs[i];
 
         bytes += g->size;
-        recs += g->records - g->acked;
-        if (g->records > g->acked && (!oldest || g->created_ms < oldest))
+        recs += g->n - g->acked;
+        if (g->n > g->acked && (!oldest || g->created_ms < oldest))
             oldest = g->created_ms;
     }
     for (size_t i = 0; i < s->n_pend; i++) {
@@ -116,6 +131,8 @@ static void fs_done(uv_fs_t *req)
     uv_fs_req_cleanup(req);
     free(req);
     s->fs_reqs--;
+    s->write_retry_at = 0; /* a file is gone: space may be back */
+    kick(s);
     check_closed(s);
 }
 
@@ -141,7 +158,7 @@ static void seg_delete(struct fwd__spool *s, size_t i, enum fwd__drop reason)
     }
 }
 
-/* ----- cursor: "<segment id hex> <delivered records>" */
+/* ----- cursor: "<segment id hex> <number of its first undelivered record>" */
 
 static void cursor_work(uv_work_t *w)
 {
@@ -166,10 +183,10 @@ static void cursor_done(uv_work_t *w, int status)
 static void cursor_update(struct fwd__spool *s)
 {
     struct cursor_job *j;
-    uint64_t seg, recs;
+    uint64_t seg, seq;
 
-    fwd__idx_cursor(&s->idx, &seg, &recs);
-    if (seg == s->cursor_seg && recs == s->cursor_records)
+    fwd__idx_cursor(&s->idx, &seg, &seq);
+    if (seg == s->cursor_seg && seq == s->cursor_seq)
         return;
     if (s->cursor_job) {
         s->cursor_dirty = true;
@@ -180,7 +197,7 @@ static void cursor_update(struct fwd__spool *s)
         return;
     j->s = s;
     snprintf(j->dir, sizeof(j->dir), "%s", s->dir);
-    snprintf(j->text, sizeof(j->text), "%016" PRIx64 " %" PRIu64 "\n", seg, recs);
+    snprintf(j->text, sizeof(j->text), "%016" PRIx64 " %" PRIu64 "\n", seg, seq);
     j->sync = s->fsync_mode > 0;
     if (uv_queue_work(s->ep->loop, &j->work, cursor_work, cursor_done) < 0) {
         free(j);
@@ -189,7 +206,7 @@ static void cursor_update(struct fwd__spool *s)
     s->cursor_job = true;
     s->cursor_dirty = false;
     s->cursor_seg = seg;
-    s->cursor_records = recs;
+    s->cursor_seq = seq;
 }
 
 /* ----- caps */
@@ -220,32 +237,75 @@ static void write_work(uv_work_t *w)
     fwd__seg_append(&container_of(w, struct write_job, work)->a);
 }
 
+/* Puts records that were not written back at the head of the pending list
+ * (they are older than anything appended since). */
+static void pend_unshift(struct fwd__spool *s, const struct fwd__pend *v, size_t n)
+{
+    size_t total = s->n_pend + n;
+
+    if (total > s->cap_pend) {
+        struct fwd__pend *m = realloc(s->pend, total * sizeof(*m));
+
+        if (!m) {
+            for (size_t i = 0; i < n; i++) {
+                fwd__smap_add(&s->idx.series, v[i].series, -1);
+                fwd__ep_drop(s->ep, FWD_DROP_IO, 1, v[i].p->len);
+                fwd_profile_unref(v[i].p);
+            }
+            return;
+        }
+        s->pend = m;
+        s->cap_pend = total;
+    }
+    memmove(s->pend + n, s->pend, s->n_pend * sizeof(*s->pend));
+    memcpy(s->pend, v, n * sizeof(*v));
+    s->n_pend = total;
+    for (size_t i = 0; i < n; i++)
+        s->pend_bytes += v[i].p->len;
+}
+
 static void write_done(uv_work_t *w, int status)
 {
     struct write_job *j = container_of(w, struct write_job, work);
     struct fwd__spool *s = j->s;
-    struct fwd__seg *g = s->idx.n_segs ? &s->idx.segs[s->idx.n_segs - 1] : NULL;
+    struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
+    struct fwd__srec rec = {.off = j->a.create ? FWD_SEG_HDR : j->a.off, .seq = j->a.seq};
+    size_t n_retry = 0;
 
     s->writing = false;
     for (size_t i = 0; i < j->a.n; i++) {
         struct fwd__pend *pd = &j->a.pend[i];
+        int64_t res = g ? j->a.res[i] : 0;
 
-        if (j->a.sizes[i] && g && !g->deleted) {
-            fwd__idx_rec_add(&s->idx, g, pd->series, pd->wall_ms);
-            s->ep->st.spool_written_profiles++;
-        } else {
-            /* Not on disk: the series count taken at append is returned. */
+        if (res > 0) {
+            rec.series = pd->series;
+            if (fwd__idx_rec_add(g, &rec, pd->wall_ms) == 0)
+                s->ep->st.spool_written_profiles++;
+            else
+                res = -ENOMEM; /* on disk, but unknown to the index until a restart */
+            rec.off += (uint64_t)j->a.res[i];
+            rec.seq++;
+        }
+        if (res == 0 && !s->closing) {
+            j->a.pend[n_retry++] = *pd; /* the disk refused it: kept, in order */
+            continue;
+        }
+        if (res <= 0) {
+            /* Not in the spool: the series count taken at append is returned. */
             fwd__smap_add(&s->idx.series, pd->series, -1);
             fwd__ep_drop(s->ep, FWD_DROP_IO, 1, pd->p->len);
         }
         fwd_profile_unref(pd->p);
     }
     if (g)
-        g->size += j->a.written;
+        g->size = j->a.end;
+    s->write_failing = n_retry > 0;
+    s->write_retry_at = n_retry ? uv_now(s->ep->loop) + RETRY_MS : 0;
+    pend_unshift(s, j->a.pend, n_retry);
     if (j->a.err < 0)
         fwd__ep_error(s->ep, "spool write %s: %s", j->a.path, strerror(-j->a.err));
     free(j->a.pend);
-    free(j->a.sizes);
+    free(j->a.res);
     free(j);
     enforce_caps(s, false);
     kick(s);
@@ -254,55 +314,69 @@ static void write_done(uv_work_t *w, int status)
     check_closed(s);
 }
 
-/* Starts a write job for everything pending. */
+/* Starts a write job for what is pending, unless one runs or the last
+ * failure is too recent (a close tries once more at once). */
 static void kick(struct fwd__spool *s)
 {
     struct write_job *j;
     struct fwd__seg *g;
-    bool create = false;
+    size_t n = s->n_pend < FWD_SEG_MAX_RECORDS ? s->n_pend : FWD_SEG_MAX_RECORDS;
 
     if (s->cursor_dirty && !s->cursor_job)
         cursor_update(s);
-    if (!s->ready || s->writing || s->n_pend == 0)
+    if (!s->ready || s->writing || n == 0)
+        return;
+    if (s->write_retry_at && uv_now(s->ep->loop) < s->write_retry_at && !s->closing)
         return;
     g = s->idx.n_segs ? &s->idx.segs[s->idx.n_segs - 1] : NULL;
-    if (!g || g->size >= s->max_seg_bytes) {
-        g = fwd__idx_seg_add(&s->idx, g ? g->id + 1 : 1);
+    if (!g || g->version != 2 || g->size >= s->max_seg_bytes || g->n + n > FWD_SEG_MAX_RECORDS) {
+        g = fwd__idx_seg_add(&s->idx, s->next_id++);
         if (!g)
             return;
         g->created_ms = s->pend[0].wall_ms;
-        create = true;
     }
     j = calloc(1, sizeof(*j));
     if (!j)
         return;
+    j->a.pend = malloc(n * sizeof(*j->a.pend));
+    j->a.res = calloc(n, sizeof(*j->a.res));
+    if (!j->a.pend || !j->a.res)
+        goto fail;
     j->s = s;
+    j->seg_id = g->id;
     seg_path(s->dir, g->id, j->a.path, sizeof(j->a.path));
-    j->a.create = create;
+    j->a.create = g->size < FWD_SEG_HDR;
     j->a.created_ms = g->created_ms;
+    j->a.off = g->size;
+    j->a.seq = g->next_seq;
     j->a.fsync_mode = s->fsync_mode;
-    j->a.pend = s->pend;
-    j->a.n = s->n_pend;
-    j->a.sizes = calloc(j->a.n, sizeof(*j->a.sizes));
-    if (!j->a.sizes) {
-        free(j);
-        return;
-    }
-    if (uv_queue_work(s->ep->loop, &j->work, write_work, write_done) < 0) {
-        free(j->a.sizes);
-        free(j);
-        return;
-    }
-    s->pend = NULL;
-    s->n_pend = s->cap_pend = 0;
-    s->pend_bytes = 0;
+    j->a.n = n;
+    memcpy(j->a.pend, s->pend, n * sizeof(*s->pend));
+    if (uv_queue_work(s->ep->loop, &j->work, write_work, write_done) < 0)
+        goto fail;
+    for (size_t i = 0; i < n; i++)
+        s->pend_bytes -= s->pend[i].p->len;
+    memmove(s->pend, s->pend + n, (s->n_pend - n) * sizeof(*s->pend));
+    s->n_pend -= n;
     s->writing = true;
+    return;
+fail:
+    free(j->a.pend);
+    free(j->a.res);
+    free(j);
 }
 
 void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
 {
+    const struct cfg_remote *c = &s->ep->cfg;
     struct fwd__pend *pd;
 
+    /* While the disk refuses writes, appends wait in memory: bounded. */
+    if (s->write_failing &&
+        (s->n_pend >= c->queue_max_profiles || s->pend_bytes + p->len > c->queue_max_bytes)) {
+        fwd__ep_drop(s->ep, FWD_DROP_IO, 1, p->len);
+        return;
+    }
     if (s->n_pend == s->cap_pend) {
         size_t cap = s->cap_pend ? s->cap_pend * 2 : 64;
         struct fwd__pend *v = realloc(s->pend, cap * sizeof(*v));
@@ -341,32 +415,59 @@ static void load_work(uv_work_t *w)
     fwd__seg_load(&container_of(w, struct load_job, work)->l);
 }
 
+/* Removes the oldest segments once every record is delivered; the last
+ * one only while no write is running (a new one is started if needed). */
+static void release(struct fwd__spool *s)
+{
+    struct fwd__spool_index *x = &s->idx;
+
+    while (x->n_segs > 0 && x->segs[0].acked == x->segs[0].n && x->segs[0].loaded == x->segs[0].n &&
+           (x->n_segs > 1 || !s->writing))
+        seg_delete(s, 0, FWD_DROP__N);
+    cursor_update(s);
+    stats(s);
+}
+
 static void load_done(uv_work_t *w, int status)
 {
     struct load_job *j = container_of(w, struct load_job, work);
     struct fwd__spool *s = j->s;
     struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
     uint64_t *tokens = calloc(j->l.n ? j->l.n : 1, sizeof(*tokens));
-    size_t n = 0;
+    size_t n = 0, damaged = 0;
 
     s->loading_job = false;
-    if (g) {
-        n = fwd__idx_load(&s->idx, g, tokens ? j->l.n : 0, tokens);
-        s->ep->st.spool_replayed_profiles += n;
-        g->read_off = j->l.consumed;
-        if (j->l.corrupt && j->l.n == 0) {
-            /* Corrupted since the scan: the rest of this segment is lost. */
-            fwd__ep_drop(s->ep, FWD_DROP_SPOOL_CORRUPT, fwd__idx_drop_unloaded(&s->idx, g), 0);
-            fwd__ep_error(s->ep, "spool: corrupt record in segment %016" PRIx64, g->id);
+    if (j->l.err < 0)
+        s->load_retry_at = uv_now(s->ep->loop) + RETRY_MS;
+    if (g && tokens && j->l.n > 0) {
+        fwd__idx_load(&s->idx, g, j->l.n, tokens);
+        for (size_t i = 0; i < j->l.n; i++) {
+            if (j->l.out[i]) {
+                j->l.out[n] = j->l.out[i];
+                tokens[n++] = tokens[i];
+                continue;
+            }
+            /* Damaged since the scan: exactly this record is lost. */
+            damaged++;
+            fwd__idx_ack(&s->idx, tokens[i]);
         }
+        s->ep->st.spool_replayed_profiles += n;
+        if (damaged) {
+            fwd__ep_drop(s->ep, FWD_DROP_SPOOL_CORRUPT, damaged, 0);
+            fwd__ep_error(s->ep, "spool: %zu damaged record(s) in segment %016" PRIx64, damaged,
+                          g->id);
+            release(s);
+        }
+    } else {
+        for (size_t i = 0; i < j->l.n; i++)
+            fwd_profile_unref(j->l.out[i]);
     }
-    for (size_t i = n; i < j->l.n; i++)
-        fwd_profile_unref(j->l.out[i]);
     stats(s);
     if (s->cb->loaded)
         s->cb->loaded(s->ud, j->l.out, tokens, n);
     free(tokens);
     free(j->l.out);
+    free(j->recs);
     free(j);
     check_closed(s);
 }
@@ -376,29 +477,33 @@ bool fwd__spool_load(struct fwd__spool *s, size_t max, uint64_t max_bytes)
     struct load_job *j;
     struct fwd__seg *g = NULL;
 
-    if (!s->ready || s->loading_job || s->closing || max == 0)
+    if (!s->ready || s->loading_job || s->closing || max == 0 ||
+        uv_now(s->ep->loop) < s->load_retry_at)
         return false;
     for (size_t i = 0; i < s->idx.n_segs; i++) {
-        if (s->idx.segs[i].loaded < s->idx.segs[i].records) {
+        if (s->idx.segs[i].loaded < s->idx.segs[i].n) {
             g = &s->idx.segs[i];
             break;
         }
     }
     if (!g)
         return false;
+    if (max > g->n - g->loaded)
+        max = g->n - g->loaded;
     j = calloc(1, sizeof(*j));
-    if (!j)
+    if (!j || !(j->recs = malloc(max * sizeof(*j->recs)))) {
+        free(j);
         return false;
+    }
+    memcpy(j->recs, g->recs + g->loaded, max * sizeof(*j->recs));
     j->s = s;
-    seg_path(s->dir, g->id, j->l.path, sizeof(j->l.path));
     j->seg_id = g->id;
-    j->l.off = g->read_off;
-    j->l.limit = g->size;
+    seg_path(s->dir, g->id, j->l.path, sizeof(j->l.path));
+    j->l.recs = j->recs;
     j->l.max = max;
-    if (j->l.max > g->records - g->loaded)
-        j->l.max = (size_t)(g->records - g->loaded);
     j->l.max_bytes = max_bytes ? max_bytes : UINT64_MAX;
     if (uv_queue_work(s->ep->loop, &j->work, load_work, load_done) < 0) {
+        free(j->recs);
         free(j);
         return false;
     }
@@ -408,18 +513,8 @@ bool fwd__spool_load(struct fwd__spool *s, size_t max, uint64_t max_bytes)
 
 void fwd__spool_ack(struct fwd__spool *s, uint64_t token)
 {
-    struct fwd__spool_index *x = &s->idx;
-
-    if (!fwd__idx_ack(x, token))
-        return;
-    /* A segment fully delivered and no longer written is removed. */
-    while (x->n_segs > 0 && x->segs[0].acked == x->segs[0].records &&
-           x->segs[0].loaded == x->segs[0].records &&
-           (x->n_segs > 1 || (!s->writing && s->n_pend == 0))) {
-        seg_delete(s, 0, FWD_DROP__N);
-    }
-    cursor_update(s);
-    stats(s);
+    if (fwd__idx_ack(&s->idx, token))
+        release(s);
 }
 
 /* ----- open / scan */
@@ -429,6 +524,41 @@ static int seg_id_cmp(const void *a, const void *b)
     const struct fwd__seg *x = a, *y = b;
 
     return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Scans one segment into `g` (pool). Returns false if the file is to go:
+ * delivered before the restart, or holding no record. */
+static bool scan_seg(struct scan_job *j, struct fwd__seg *g, const char *path)
+{
+    struct fwd__seg_scan sc = {0};
+    uint32_t delivered = g->id == j->cur_seg ? (uint32_t)j->cur_seq : 0;
+    int fd;
+
+    if (g->id < j->cur_seg)
+        return false; /* delivered (the cursor is past it) */
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    fwd__seg_scan_fd(fd, &sc, delivered);
+    close(fd);
+    j->corrupt += sc.lost;
+    if (sc.n == 0) {
+        fwd__seg_scan_done(&sc);
+        return false;
+    }
+    g->version = sc.version == 1 ? 1 : 2;
+    g->size = sc.end;
+    g->recs = sc.recs;
+    g->n = sc.n;
+    g->cap = sc.cap;
+    g->next_seq = sc.next_seq;
+    g->created_ms = sc.created_ms;
+    g->newest_ms = sc.newest_ms;
+    /* The records the cursor names as delivered count as loaded and
+     * acknowledged. */
+    while (g->loaded < g->n && g->recs[g->loaded].seq < delivered)
+        g->loaded++;
+    return true;
 }
 
 static void scan_work(uv_work_t *w)
@@ -446,8 +576,8 @@ static void scan_work(uv_work_t *w)
     }
     snprintf(path, sizeof(path), "%s/cursor", j->dir);
     if ((cf = fopen(path, "re")) != NULL) {
-        if (fscanf(cf, "%" SCNx64 " %" SCNu64, &j->cur_seg, &j->cur_records) != 2)
-            j->cur_seg = j->cur_records = 0;
+        if (fscanf(cf, "%" SCNx64 " %" SCNu64, &j->cur_seg, &j->cur_seq) != 2)
+            j->cur_seg = j->cur_seq = 0;
         fclose(cf);
     }
     while ((e = readdir(d)) != NULL) {
@@ -466,48 +596,19 @@ static void scan_work(uv_work_t *w)
         }
         memset(&j->segs[j->n], 0, sizeof(j->segs[0]));
         j->segs[j->n++].id = id;
+        if (id > j->max_id)
+            j->max_id = id;
     }
     closedir(d);
     if (j->n > 1)
         qsort(j->segs, j->n, sizeof(*j->segs), seg_id_cmp);
     for (size_t i = 0; i < j->n; i++) {
         struct fwd__seg *g = &j->segs[i];
-        struct fwd__seg_scan sc = {0};
-        int fd;
 
         seg_path(j->dir, g->id, path, sizeof(path));
-        fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        fwd__seg_scan_fd(fd, &sc, true);
-        close(fd);
-        j->corrupt += sc.corrupt;
-        g->size = sc.bytes;
-        g->records = sc.records;
-        g->created_ms = sc.created_ms ? sc.created_ms : sc.oldest_ms;
-        g->newest_ms = sc.newest_ms;
-        g->series = sc.series;
-        g->series_n = sc.n_series;
-        g->series_cap = sc.cap_series;
-        g->read_off = FWD_SEG_HDR;
-        if (g->size < FWD_SEG_HDR) {
-            unlink(path); /* an empty, headerless file */
-            g->deleted = true;
-            continue;
-        }
-        /* Delivered before the restart: older segments, and the cursor's
-         * prefix of its segment. Skip them (reading their offsets). */
-        if (g->id < j->cur_seg) {
+        if (!scan_seg(j, g, path)) {
             unlink(path);
-            g->deleted = true;
-        } else if (g->id == j->cur_seg && j->cur_records > 0) {
-            uint64_t skip = j->cur_records < g->records ? j->cur_records : g->records;
-
-            g->read_off = fwd__seg_skip(path, skip);
-            /* Treat the skipped prefix as loaded and acknowledged. */
-            g->loaded = g->acked = skip;
-            g->series_head = (size_t)skip;
-            g->series_n -= (size_t)skip;
+            g->id = 0; /* gone */
         }
     }
 }
@@ -521,21 +622,24 @@ static void scan_done(uv_work_t *w, int status)
     for (size_t i = 0; i < j->n; i++) {
         struct fwd__seg *g = &j->segs[i];
 
-        if (g->deleted || fwd__idx_seg_insert(&s->idx, g) < 0)
-            free(g->series);
+        if (g->id && fwd__idx_seg_insert(&s->idx, g) < 0) {
+            /* Out of memory: its records stay on disk for the next start. */
+            free(g->recs);
+        }
     }
     if (j->corrupt) {
         fwd__ep_drop(s->ep, FWD_DROP_SPOOL_CORRUPT, j->corrupt, 0);
-        fwd__ep_error(s->ep, "spool: truncated %" PRIu64 " torn or corrupt record(s)",
-                      j->corrupt);
+        fwd__ep_error(s->ep, "spool: %" PRIu64 " damaged or torn record(s) lost", j->corrupt);
     }
     if (j->err < 0)
         fwd__ep_error(s->ep, "spool scan %s: %s", j->dir, strerror(-j->err));
     s->cursor_seg = j->cur_seg;
-    s->cursor_records = j->cur_records;
+    s->cursor_seq = j->cur_seq;
+    s->next_id = j->max_id + 1;
     free(j->segs);
     free(j);
     s->ready = true;
+    release(s);
     enforce_caps(s, true);
     kick(s);
     if (s->cb->changed)
@@ -605,8 +709,10 @@ bool fwd__spool_ready(const struct fwd__spool *s)
 
 void fwd__spool_expire(struct fwd__spool *s)
 {
-    if (s->ready)
-        enforce_caps(s, true);
+    if (!s->ready)
+        return;
+    enforce_caps(s, true);
+    kick(s); /* after a refused write: try again */
 }
 
 static void check_closed(struct fwd__spool *s)

@@ -1,7 +1,10 @@
 /* The loop-side index of one endpoint's spool: its segments (oldest
- * first), how many records each holds, which loaded records were
- * acknowledged (a bitmap per segment), and how many unloaded records each
- * series has, so that the caller can keep each series in order.
+ * first), each one's valid records (file offset, record number, series),
+ * which loaded records were acknowledged (a bitmap per segment), the
+ * delivered prefix for the cursor file, and how many unloaded records each
+ * series has, so that the caller can keep each series in order. The index
+ * is the truth about a segment: appends go to its valid end and loads read
+ * the records it names.
  *
  * Threading: loop thread only; no I/O (the state machine in spool.c does
  * the file work). Ownership: the index owns its arrays; a segment handed
@@ -98,10 +101,18 @@ void fwd__smap_done(struct fwd__smap *m)
 
 /* ------------------------------------------------------------- segments */
 
-struct fwd__seg *fwd__idx_seg_add(struct fwd__spool_index *x, uint64_t id)
+static void ackmap_set(struct fwd__seg *g, size_t i)
 {
-    struct fwd__seg *g;
+    g->ackmap[i / 8] |= (uint8_t)(1u << (i % 8));
+}
 
+static bool ackmap_get(const struct fwd__seg *g, size_t i)
+{
+    return i / 8 < g->ackmap_len && (g->ackmap[i / 8] & (1u << (i % 8)));
+}
+
+static struct fwd__seg *seg_slot(struct fwd__spool_index *x)
+{
     if (x->n_segs == x->cap_segs) {
         size_t cap = x->cap_segs ? x->cap_segs * 2 : 16;
         struct fwd__seg *v = realloc(x->segs, cap * sizeof(*v));
@@ -111,26 +122,39 @@ struct fwd__seg *fwd__idx_seg_add(struct fwd__spool_index *x, uint64_t id)
         x->segs = v;
         x->cap_segs = cap;
     }
-    g = &x->segs[x->n_segs++];
+    return &x->segs[x->n_segs];
+}
+
+struct fwd__seg *fwd__idx_seg_add(struct fwd__spool_index *x, uint64_t id)
+{
+    struct fwd__seg *g = seg_slot(x);
+
+    if (!g)
+        return NULL;
     memset(g, 0, sizeof(*g));
     g->id = id;
-    g->read_off = FWD_SEG_HDR;
+    g->version = 2;
+    x->n_segs++;
     return g;
 }
 
 int fwd__idx_seg_insert(struct fwd__spool_index *x, const struct fwd__seg *from)
 {
-    struct fwd__seg *d = fwd__idx_seg_add(x, from->id);
+    struct fwd__seg *g = seg_slot(x);
 
-    if (!d)
+    if (!g)
         return -ENOMEM;
-    *d = *from;
-    d->ackmap_len = (size_t)(d->records / 8 + 1);
-    d->ackmap = calloc(d->ackmap_len, 1);
-    for (uint64_t k = 0; d->ackmap && k < d->acked; k++)
-        d->ackmap[k / 8] |= (uint8_t)(1u << (k % 8));
-    for (size_t k = 0; k < d->series_n; k++)
-        fwd__smap_add(&x->series, d->series[d->series_head + k], 1);
+    *g = *from;
+    g->ackmap_len = g->n / 8 + 1;
+    g->ackmap = calloc(g->ackmap_len, 1);
+    if (!g->ackmap)
+        return -ENOMEM;
+    for (size_t k = 0; k < g->loaded; k++)
+        ackmap_set(g, k);
+    g->acked = g->loaded;
+    for (size_t k = g->loaded; k < g->n; k++)
+        fwd__smap_add(&x->series, g->recs[k].series, 1);
+    x->n_segs++;
     return 0;
 }
 
@@ -143,25 +167,15 @@ struct fwd__seg *fwd__idx_seg_find(struct fwd__spool_index *x, uint64_t id)
     return NULL;
 }
 
-uint64_t fwd__idx_drop_unloaded(struct fwd__spool_index *x, struct fwd__seg *g)
-{
-    uint64_t lost = g->records - g->loaded;
-
-    for (size_t k = 0; k < g->series_n; k++)
-        fwd__smap_add(&x->series, g->series[g->series_head + k], -1);
-    g->series_n = 0;
-    g->records = g->loaded;
-    g->read_off = g->size;
-    return lost;
-}
-
 uint64_t fwd__idx_seg_remove(struct fwd__spool_index *x, size_t i)
 {
     struct fwd__seg *g = &x->segs[i];
-    uint64_t unloaded = fwd__idx_drop_unloaded(x, g);
+    uint64_t unloaded = g->n - g->loaded;
 
+    for (size_t k = g->loaded; k < g->n; k++)
+        fwd__smap_add(&x->series, g->recs[k].series, -1);
     free(g->ackmap);
-    free(g->series);
+    free(g->recs);
     memmove(&x->segs[i], &x->segs[i + 1], (x->n_segs - i - 1) * sizeof(*g));
     x->n_segs--;
     return unloaded;
@@ -169,79 +183,67 @@ uint64_t fwd__idx_seg_remove(struct fwd__spool_index *x, size_t i)
 
 /* -------------------------------------------------------------- records */
 
-int fwd__idx_rec_add(struct fwd__spool_index *x, struct fwd__seg *g, uint64_t series,
-                     uint64_t wall_ms)
+int fwd__idx_rec_add(struct fwd__seg *g, const struct fwd__srec *r, uint64_t wall_ms)
 {
-    (void)x;
-    g->records++;
-    g->newest_ms = wall_ms;
-    if (g->series_head + g->series_n == g->series_cap) {
-        if (g->series_head > 0) {
-            memmove(g->series, g->series + g->series_head, g->series_n * sizeof(*g->series));
-            g->series_head = 0;
-        }
-        if (g->series_n == g->series_cap) {
-            size_t cap = g->series_cap ? g->series_cap * 2 : 64;
-            uint64_t *v = realloc(g->series, cap * sizeof(*v));
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 64;
+        struct fwd__srec *v = realloc(g->recs, cap * sizeof(*v));
 
-            if (!v)
-                return -ENOMEM;
-            g->series = v;
-            g->series_cap = cap;
-        }
+        if (!v)
+            return -ENOMEM;
+        g->recs = v;
+        g->cap = cap;
     }
-    g->series[g->series_head + g->series_n++] = series;
+    if (g->n / 8 >= g->ackmap_len) {
+        size_t len = g->ackmap_len ? g->ackmap_len * 2 : 16;
+        uint8_t *m = realloc(g->ackmap, len);
+
+        if (!m)
+            return -ENOMEM;
+        memset(m + g->ackmap_len, 0, len - g->ackmap_len);
+        g->ackmap = m;
+        g->ackmap_len = len;
+    }
+    g->recs[g->n++] = *r;
+    g->next_seq = r->seq + 1;
+    g->newest_ms = wall_ms;
     return 0;
 }
 
-size_t fwd__idx_load(struct fwd__spool_index *x, struct fwd__seg *g, size_t n, uint64_t *tokens)
+void fwd__idx_load(struct fwd__spool_index *x, struct fwd__seg *g, size_t n, uint64_t *tokens)
 {
-    size_t need = (size_t)((g->loaded + n) / 8 + 1), done = 0;
-
-    if (need > g->ackmap_len) {
-        uint8_t *m = realloc(g->ackmap, need * 2);
-
-        if (m) {
-            memset(m + g->ackmap_len, 0, need * 2 - g->ackmap_len);
-            g->ackmap = m;
-            g->ackmap_len = need * 2;
-        }
-    }
-    for (; done < n && tokens && g->ackmap && g->series_n > 0; done++) {
-        tokens[done] = (g->id << TOKEN_BITS) | (g->loaded & TOKEN_MASK);
+    for (size_t i = 0; i < n && g->loaded < g->n; i++) {
+        tokens[i] = (g->id << TOKEN_BITS) | (g->loaded & TOKEN_MASK);
+        fwd__smap_add(&x->series, g->recs[g->loaded].series, -1);
         g->loaded++;
-        fwd__smap_add(&x->series, g->series[g->series_head], -1);
-        g->series_head++;
-        g->series_n--;
     }
-    return done;
 }
 
 bool fwd__idx_ack(struct fwd__spool_index *x, uint64_t token)
 {
     struct fwd__seg *g = fwd__idx_seg_find(x, token >> TOKEN_BITS);
-    uint64_t idx = token & TOKEN_MASK;
+    size_t i = (size_t)(token & TOKEN_MASK);
 
-    if (!g)
-        return false; /* deleted by a cap meanwhile */
-    if (idx / 8 >= g->ackmap_len || (g->ackmap[idx / 8] & (1u << (idx % 8))))
-        return false;
-    g->ackmap[idx / 8] |= (uint8_t)(1u << (idx % 8));
+    if (!g || i >= g->loaded || ackmap_get(g, i))
+        return false; /* deleted by a cap meanwhile, or acknowledged */
+    ackmap_set(g, i);
     g->acked++;
     return true;
 }
 
-void fwd__idx_cursor(const struct fwd__spool_index *x, uint64_t *seg, uint64_t *records)
+void fwd__idx_cursor(const struct fwd__spool_index *x, uint64_t *seg, uint64_t *seq)
 {
     const struct fwd__seg *g = x->n_segs ? &x->segs[0] : NULL;
-    uint64_t recs = 0;
+    size_t i = 0;
 
-    if (g) {
-        while (recs < g->loaded && (g->ackmap[recs / 8] & (1u << (recs % 8))))
-            recs++;
+    if (!g) {
+        *seg = *seq = 0;
+        return;
     }
-    *seg = g ? g->id : 0;
-    *records = recs;
+    while (i < g->loaded && ackmap_get(g, i))
+        i++;
+    *seg = g->id;
+    *seq = i < g->n ? g->recs[i].seq : g->next_seq;
 }
 
 uint64_t fwd__idx_unloaded(const struct fwd__spool_index *x)
@@ -249,7 +251,7 @@ uint64_t fwd__idx_unloaded(const struct fwd__spool_index *x)
     uint64_t n = 0;
 
     for (size_t i = 0; i < x->n_segs; i++)
-        n += x->segs[i].records - x->segs[i].loaded;
+        n += x->segs[i].n - x->segs[i].loaded;
     return n;
 }
 
@@ -257,7 +259,7 @@ void fwd__idx_done(struct fwd__spool_index *x)
 {
     for (size_t i = 0; i < x->n_segs; i++) {
         free(x->segs[i].ackmap);
-        free(x->segs[i].series);
+        free(x->segs[i].recs);
     }
     free(x->segs);
     fwd__smap_done(&x->series);
