@@ -9,12 +9,12 @@
  * an endpoint owns a deep copy of its config. Replaced endpoints are closed
  * in the background (flushed, then spooled) and freed when done. */
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "forward/internal.h"
 
@@ -436,7 +436,7 @@ void fwd__ep_closed(struct fwd_ep *ep)
 
 void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *ud)
 {
-    struct fwd_ep *ep;
+    struct fwd_ep *ep, *next;
 
     if (!f) {
         if (cb)
@@ -449,6 +449,12 @@ void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *
     f->close_pending = 1; /* held until every close has been started */
     for (ep = f->retired; ep; ep = ep->next)
         f->close_pending++;
+    /* Endpoints retired by a reload are closing already: by this deadline
+     * too if it comes sooner. */
+    for (ep = f->retired; ep; ep = next) {
+        next = ep->next;
+        ep->ops->close(ep, uv_now(f->loop) + deadline_ms);
+    }
     while (f->eps) {
         ep = f->eps;
         f->eps = ep->next;
@@ -496,77 +502,85 @@ static void line(struct buf *b, const char *name, const struct fwd_ep *ep, const
     buf_printf(b, "} %.17g\n", v);
 }
 
-#define SIMPLE(name, type, help, field)                                                           \
-    do {                                                                                          \
-        head(out, name, type, help);                                                              \
-        for (ep = f->eps; ep; ep = ep->next)                                                      \
-            line(out, name, ep, NULL, NULL, (double)ep->st.field);                                \
-    } while (0)
+/* A metric family read from a uint64_t of struct fwd__stats, or from its
+ * array of FWD_DROP__N counters (then labelled by reason). */
+struct family {
+    const char *name, *type, *help;
+    size_t off;
+    bool by_reason;
+};
+
+#define M(name, type, help, field) {name, type, help, offsetof(struct fwd__stats, field), false}
+#define BY_REASON(name, help, field)                                                               \
+    {name, "counter", help, offsetof(struct fwd__stats, field), true}
+
+static const struct family families[] = {
+    M("sent_profiles_total", "counter", "Profiles accepted by the endpoint.", sent_profiles),
+    M("sent_bytes_total", "counter", "Profile bytes accepted by the endpoint.", sent_bytes),
+    M("retried_profiles_total", "counter", "Profiles sent again after a retryable failure.",
+      retried_profiles),
+    M("retried_bytes_total", "counter", "Profile bytes sent again after a retryable failure.",
+      retried_bytes),
+    M("requests_total", "counter", "Requests (or file writes) attempted.", requests),
+    M("failed_requests_total", "counter", "Requests that did not fully succeed.",
+      failed_requests),
+    M("ambiguous_profiles_total", "counter",
+      "Profiles resent after an outcome the server did not report (timeout, reset).",
+      ambiguous_profiles),
+    BY_REASON("dropped_profiles_total", "Profiles dropped, by reason.", dropped_profiles),
+    BY_REASON("dropped_bytes_total", "Profile bytes dropped, by reason.", dropped_bytes),
+    M("failed_profiles_total", "counter",
+      "Profiles refused by the endpoint with a non-retryable error.",
+      dropped_profiles[FWD_DROP_REJECTED]),
+    M("queue_profiles", "gauge", "Profiles queued in memory.", queue_len),
+    M("queue_bytes", "gauge", "Profile bytes queued in memory.", queue_bytes),
+    M("inflight_profiles", "gauge", "Profiles in requests not yet answered.",
+      inflight_profiles),
+    M("spool_bytes", "gauge", "Bytes in the disk spool.", spool_bytes),
+    M("spool_segments", "gauge", "Segment files in the disk spool.", spool_segments),
+    M("spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",
+      spool_records),
+    M("spool_written_profiles_total", "counter", "Profiles written to the spool.",
+      spool_written_profiles),
+    M("spool_replayed_profiles_total", "counter", "Profiles read back from the spool.",
+      spool_replayed_profiles),
+    M("dir_files", "gauge", "Profiles in the directory sink's index.", files),
+    M("dir_deleted_files_total", "counter",
+      "Profiles deleted from the directory sink by its size cap.", files_deleted),
+};
+
+static void family(struct buf *out, const struct fwd *f, const struct family *m)
+{
+    head(out, m->name, m->type, m->help);
+    for (const struct fwd_ep *ep = f->eps; ep; ep = ep->next) {
+        const uint64_t *v = (const uint64_t *)((const char *)&ep->st + m->off);
+
+        if (!m->by_reason) {
+            line(out, m->name, ep, NULL, NULL, (double)*v);
+            continue;
+        }
+        for (int r = 0; r < FWD_DROP__N; r++)
+            line(out, m->name, ep, "reason", drop_names[r], (double)v[r]);
+    }
+}
 
 void fwd_metrics(const struct fwd *f, struct buf *out)
 {
     const struct fwd_ep *ep;
+    uint64_t wall = fwd__wall_ms();
     char le[32];
 
     if (!f->eps)
         return;
-    SIMPLE("sent_profiles_total", "counter", "Profiles accepted by the endpoint.", sent_profiles);
-    SIMPLE("sent_bytes_total", "counter", "Profile bytes accepted by the endpoint.", sent_bytes);
-    SIMPLE("retried_profiles_total", "counter", "Profiles sent again after a retryable failure.",
-           retried_profiles);
-    SIMPLE("retried_bytes_total", "counter", "Profile bytes sent again after a retryable failure.",
-           retried_bytes);
-    SIMPLE("requests_total", "counter", "Requests (or file writes) attempted.", requests);
-    SIMPLE("failed_requests_total", "counter", "Requests that did not fully succeed.",
-           failed_requests);
-    SIMPLE("ambiguous_profiles_total", "counter",
-           "Profiles resent after an outcome the server did not report (timeout, reset).",
-           ambiguous_profiles);
-    head(out, "dropped_profiles_total", "counter", "Profiles dropped, by reason.");
-    for (ep = f->eps; ep; ep = ep->next) {
-        for (int r = 0; r < FWD_DROP__N; r++)
-            line(out, "dropped_profiles_total", ep, "reason", drop_names[r],
-                 (double)ep->st.dropped_profiles[r]);
-    }
-    head(out, "dropped_bytes_total", "counter", "Profile bytes dropped, by reason.");
-    for (ep = f->eps; ep; ep = ep->next) {
-        for (int r = 0; r < FWD_DROP__N; r++)
-            line(out, "dropped_bytes_total", ep, "reason", drop_names[r],
-                 (double)ep->st.dropped_bytes[r]);
-    }
-    SIMPLE("failed_profiles_total", "counter",
-           "Profiles refused by the endpoint with a non-retryable error.",
-           dropped_profiles[FWD_DROP_REJECTED]);
-    SIMPLE("queue_profiles", "gauge", "Profiles queued in memory.", queue_len);
-    SIMPLE("queue_bytes", "gauge", "Profile bytes queued in memory.", queue_bytes);
-    SIMPLE("inflight_profiles", "gauge", "Profiles in requests not yet answered.",
-           inflight_profiles);
-    SIMPLE("spool_bytes", "gauge", "Bytes in the disk spool.", spool_bytes);
-    SIMPLE("spool_segments", "gauge", "Segment files in the disk spool.", spool_segments);
-    SIMPLE("spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",
-           spool_records);
-    SIMPLE("spool_written_profiles_total", "counter", "Profiles written to the spool.",
-           spool_written_profiles);
-    SIMPLE("spool_replayed_profiles_total", "counter", "Profiles read back from the spool.",
-           spool_replayed_profiles);
+    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+        family(out, f, &families[i]);
     head(out, "spool_oldest_age_seconds", "gauge", "Age of the oldest spooled profile.");
     for (ep = f->eps; ep; ep = ep->next) {
-        double age = 0;
+        uint64_t oldest = ep->st.spool_oldest_ms;
 
-        if (ep->st.spool_oldest_ms) {
-            struct timespec ts;
-            uint64_t wall;
-
-            clock_gettime(CLOCK_REALTIME, &ts);
-            wall = (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-            age = wall > ep->st.spool_oldest_ms ? (double)(wall - ep->st.spool_oldest_ms) / 1e3
-                                                : 0;
-        }
-        line(out, "spool_oldest_age_seconds", ep, NULL, NULL, age);
+        line(out, "spool_oldest_age_seconds", ep, NULL, NULL,
+             oldest && wall > oldest ? (double)(wall - oldest) / 1e3 : 0);
     }
-    SIMPLE("dir_files", "gauge", "Profiles in the directory sink's index.", files);
-    SIMPLE("dir_deleted_files_total", "counter",
-           "Profiles deleted from the directory sink by its size cap.", files_deleted);
     head(out, "push_duration_seconds", "histogram", "Latency of requests to the endpoint.");
     for (ep = f->eps; ep; ep = ep->next) {
         for (int i = 0; i < FWD__LAT_N; i++) {

@@ -1,15 +1,15 @@
 /* Remote sink: Pyroscope push (batched PushRequest) or the legacy /ingest
- * API (one profile per request), with a bounded queue, an in-flight window,
- * retries with jittered exponential backoff, and the disk spool.
+ * API (one profile per request): building requests, classifying their
+ * answers, retries with jittered exponential backoff, health, the spool
+ * glue, secret files and the close. The memory queue and the choice of
+ * each request's profiles are in remote_queue.c.
  *
  * Queue model (docs/forwarding.md): the logical FIFO of an endpoint is the
  * memory queue followed by the spool. A fresh profile goes to memory only if
  * the endpoint is healthy, the queue has room and its series has nothing
- * waiting in the spool; otherwise it is appended to the spool. Profiles of
- * one series are never in two requests at once, and a refused profile goes
- * back to the queue in submission order, so each series is delivered in
- * order. Replayed spool records join the memory queue when it runs low,
- * beside fresh profiles of other series.
+ * waiting in the spool; otherwise it is appended to the spool. Replayed
+ * spool records join the memory queue when it runs low, beside fresh
+ * profiles of other series.
  *
  * What is resent is decided by fwd__classify(): accepted profiles are never
  * resent; refused retryable ones are; an unattributed whole-request refusal
@@ -17,7 +17,9 @@
  * (timeout, reset) is resent one profile per request and counted.
  *
  * Threading: loop thread; PushRequest encoding and gzip run in the pool,
- * each job owning its references and its output buffer. */
+ * each job owning its output buffer and reading profiles whose references
+ * its request's queue entries hold. Ownership: the sink owns its queue
+ * entries (each holding a profile reference) and its requests. */
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -36,25 +38,13 @@ struct net_client *fwd__http(const struct fwd *f);
 #define SECRET_MAX (64 * 1024)
 #define ERRBODY_MAX (64 * 1024)
 
-struct qent {
-    struct qent *prev, *next;
-    struct fwd_profile *p;
-    uint64_t seq;
-    uint64_t series;
-    uint64_t token; /* spool record, 0 if fresh */
-    uint64_t queued_at;
-    unsigned attempts;
-    unsigned max_batch; /* after a split: at most this many per request */
-    bool keep;          /* spill(): stays in memory */
-};
-
 struct remote;
 
 struct req {
     uv_work_t work;
     struct remote *rm;
     struct net_request *nr;
-    struct qent **e;
+    struct fwd__qent **e;
     size_t n;
     uint64_t bytes;
     uint8_t *body; /* owned (push); ingest points at the profile */
@@ -84,9 +74,7 @@ struct remote {
     char *password, *bearer;
     struct net_auth *auth; /* authorization, http-headers, oauth2 */
     struct net_tls tls;
-    /* queue */
-    struct qent *head, *tail;
-    uint64_t next_seq;
+    struct fwd__queue q;
     struct req **inflight;
     unsigned n_inflight;
     /* health */
@@ -97,8 +85,9 @@ struct remote {
     struct fwd__spool *spool;
     bool loading;
     /* handles */
-    uv_timer_t timer; /* batch wait, backoff, close deadline */
-    uv_timer_t tick;  /* 1 s: spool age, secrets */
+    uv_timer_t timer;    /* batch wait, backoff */
+    uv_timer_t tick;     /* 1 s: spool age and retries, secrets */
+    uv_timer_t deadline_timer; /* the close deadline, whatever the others say */
     unsigned handles;
     unsigned jobs;
     uint64_t tick_n;
@@ -110,72 +99,14 @@ struct remote {
 static void pump(struct remote *rm);
 static void maybe_closed(struct remote *rm);
 
-/* ------------------------------------------------------------- the queue */
+/* ------------------------------------------------------------- entries */
 
-static void q_unlink(struct remote *rm, struct qent *e)
-{
-    if (e->prev)
-        e->prev->next = e->next;
-    else
-        rm->head = e->next;
-    if (e->next)
-        e->next->prev = e->prev;
-    else
-        rm->tail = e->prev;
-    e->prev = e->next = NULL;
-    rm->ep->st.queue_len--;
-    rm->ep->st.queue_bytes -= e->p->len;
-}
-
-static void q_append(struct remote *rm, struct qent *e)
-{
-    e->next = NULL;
-    e->prev = rm->tail;
-    if (rm->tail)
-        rm->tail->next = e;
-    else
-        rm->head = e;
-    rm->tail = e;
-    rm->ep->st.queue_len++;
-    rm->ep->st.queue_bytes += e->p->len;
-}
-
-/* Puts a refused entry back in submission order. */
-static void q_insert_sorted(struct remote *rm, struct qent *e)
-{
-    struct qent *at = rm->head;
-
-    while (at && at->seq < e->seq)
-        at = at->next;
-    if (!at) {
-        q_append(rm, e);
-        return;
-    }
-    e->next = at;
-    e->prev = at->prev;
-    if (at->prev)
-        at->prev->next = e;
-    else
-        rm->head = e;
-    at->prev = e;
-    rm->ep->st.queue_len++;
-    rm->ep->st.queue_bytes += e->p->len;
-}
-
-static void ent_free(struct remote *rm, struct qent *e, bool ack)
+static void ent_free(struct remote *rm, struct fwd__qent *e, bool ack)
 {
     if (ack && e->token && rm->spool)
         fwd__spool_ack(rm->spool, e->token);
     fwd_profile_unref(e->p);
     free(e);
-}
-
-static bool queue_full(const struct remote *rm, size_t add)
-{
-    const struct fwd_ep *ep = rm->ep;
-
-    return ep->st.queue_len >= ep->cfg.queue_max_profiles ||
-           ep->st.queue_bytes + add > ep->cfg.queue_max_bytes;
 }
 
 /* ------------------------------------------------------------- the spool */
@@ -190,20 +121,20 @@ static void to_spool(struct remote *rm, struct fwd_profile *p)
  * are still on disk. */
 static void spill(struct remote *rm)
 {
-    struct qent *e, *next;
+    struct fwd__qent *e, *next;
 
     if (!rm->spool)
         return;
     /* Replayed entries are on disk already. A series with profiles in the
      * spool keeps its memory entries (older) ahead of them; decided before
      * moving anything, so a series is moved whole or not at all. */
-    for (e = rm->head; e; e = e->next)
+    for (e = rm->q.head; e; e = e->next)
         e->keep = e->token || fwd__spool_series_count(rm->spool, e->series) > 0;
-    for (e = rm->head; e; e = next) {
+    for (e = rm->q.head; e; e = next) {
         next = e->next;
         if (e->keep)
             continue;
-        q_unlink(rm, e);
+        fwd__queue_unlink(&rm->q, e);
         to_spool(rm, e->p);
         ent_free(rm, e, false);
     }
@@ -216,7 +147,7 @@ static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, siz
 
     rm->loading = false;
     for (size_t i = 0; i < n; i++) {
-        struct qent *e = calloc(1, sizeof(*e));
+        struct fwd__qent *e = calloc(1, sizeof(*e));
 
         if (!e) {
             fwd__ep_drop(rm->ep, FWD_DROP_IO, 1, p[i]->len);
@@ -226,10 +157,10 @@ static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, siz
         }
         e->p = p[i];
         e->token = tokens[i];
-        e->seq = rm->next_seq++;
+        e->seq = rm->q.next_seq++;
         e->series = fwd__series_hash(&p[i]->labels);
         e->queued_at = now;
-        q_append(rm, e);
+        fwd__queue_append(&rm->q, e);
     }
     pump(rm);
     maybe_closed(rm);
@@ -247,8 +178,10 @@ static const struct fwd__spool_ops_cb spool_cb = {spool_loaded, spool_changed};
 
 /* ------------------------------------------------------------- requests */
 
-static bool series_busy(const struct remote *rm, uint64_t series)
+static bool series_busy(const void *ud, uint64_t series)
 {
+    const struct remote *rm = ud;
+
     for (unsigned i = 0; i < rm->n_inflight; i++) {
         const struct req *q = rm->inflight[i];
 
@@ -301,6 +234,17 @@ static void inflight_remove(struct remote *rm, struct req *q)
     }
 }
 
+/* While closing: when nothing can be sent before the deadline (backing off
+ * past it, nothing in flight), waiting for it is pointless; it is now. */
+static void close_early(struct remote *rm)
+{
+    uint64_t now = uv_now(rm->ep->loop);
+
+    if (rm->closing && !rm->healthy && rm->backoff_until >= rm->deadline &&
+        rm->n_inflight == 0 && rm->deadline > now)
+        rm->deadline = now;
+}
+
 static void mark_failure(struct remote *rm)
 {
     bool was = rm->healthy;
@@ -310,6 +254,7 @@ static void mark_failure(struct remote *rm)
     rm->backoff_until = uv_now(rm->ep->loop) + backoff_ms(rm);
     if (was)
         spill(rm);
+    close_early(rm);
 }
 
 static void mark_success(struct remote *rm)
@@ -320,7 +265,7 @@ static void mark_success(struct remote *rm)
 }
 
 /* A refused entry: back to the queue, or out when its retries are spent. */
-static void requeue(struct remote *rm, struct qent *e, bool retry)
+static void requeue(struct remote *rm, struct fwd__qent *e, bool retry)
 {
     struct fwd_ep *ep = rm->ep;
 
@@ -342,7 +287,7 @@ static void requeue(struct remote *rm, struct qent *e, bool retry)
         }
         e->attempts = 0; /* a spooled record stays until delivered or aged out */
     }
-    q_insert_sorted(rm, e);
+    fwd__queue_insert_sorted(&rm->q, e);
 }
 
 static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
@@ -372,7 +317,7 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
         fwd__ep_error(ep, "%s (%zu profiles)", msg, q->n);
     }
     for (size_t i = 0; i < q->n; i++) {
-        struct qent *e = q->e[i];
+        struct fwd__qent *e = q->e[i];
 
         switch (v) {
         case FWD_V_OK:
@@ -473,6 +418,9 @@ static void send_req(struct remote *rm, struct req *q)
     o.n_proxy_headers = ep->cfg.http.n_proxy_connect_header;
     o.auth = rm->auth;
     o.http2 = ep->cfg.http.enable_http2;
+    /* A redirect is followed with the same method and body (net keeps a
+     * POST a POST); when not followed, fwd__classify() retries it. */
+    o.follow_redirects = ep->cfg.http.follow_redirects;
     ep->st.requests++;
     r = net_request_start(rm->http, &o, on_done, q, &q->nr);
     if (r < 0) {
@@ -517,7 +465,7 @@ static void enc_done(uv_work_t *w, int status)
     q->encoding = false;
     if (rm->closing && uv_now(rm->ep->loop) >= rm->deadline) {
         for (size_t i = 0; i < q->n; i++)
-            q_insert_sorted(rm, q->e[i]);
+            fwd__queue_insert_sorted(&rm->q, q->e[i]);
         req_free(q);
     } else if (status < 0 || q->enc_err < 0) {
         /* Out of memory: put everything back and retry later. */
@@ -532,7 +480,7 @@ static void enc_done(uv_work_t *w, int status)
     maybe_closed(rm);
 }
 
-static void start_req(struct remote *rm, struct qent **batch, size_t n, uint64_t bytes)
+static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uint64_t bytes)
 {
     struct fwd_ep *ep = rm->ep;
     struct req *q = calloc(1, sizeof(*q));
@@ -542,7 +490,7 @@ static void start_req(struct remote *rm, struct qent **batch, size_t n, uint64_t
         if (q)
             req_free(q);
         for (size_t i = 0; i < n; i++)
-            q_insert_sorted(rm, batch[i]);
+            fwd__queue_insert_sorted(&rm->q, batch[i]);
         return;
     }
     q->rm = rm;
@@ -562,7 +510,7 @@ static void start_req(struct remote *rm, struct qent **batch, size_t n, uint64_t
         q->send = batch[0]->p->data;
         q->send_len = batch[0]->p->len;
         if (!q->url) {
-            q_insert_sorted(rm, batch[0]);
+            fwd__queue_insert_sorted(&rm->q, batch[0]);
             req_free(q);
             return;
         }
@@ -576,7 +524,7 @@ static void start_req(struct remote *rm, struct qent **batch, size_t n, uint64_t
     if (r < 0) {
         inflight_remove(rm, q);
         for (size_t i = 0; i < n; i++)
-            q_insert_sorted(rm, batch[i]);
+            fwd__queue_insert_sorted(&rm->q, batch[i]);
         req_free(q);
         return;
     }
@@ -605,7 +553,7 @@ static void pump(struct remote *rm)
     uint64_t now = uv_now(ep->loop);
     unsigned window = rm->healthy ? ep->cfg.max_inflight : 1;
     unsigned max_n = ep->cfg.protocol == CFG_PROTO_INGEST ? 1 : ep->cfg.batch_max_profiles;
-    struct qent **batch;
+    struct fwd__batch b = {0};
 
     if (rm->close_spooled)
         return;
@@ -615,66 +563,28 @@ static void pump(struct remote *rm)
     }
     if (!rm->healthy)
         max_n = 1;
-    batch = malloc(max_n * sizeof(*batch));
-    if (!batch)
+    b.e = malloc(max_n * sizeof(*b.e));
+    if (!b.e)
         return;
-    while (rm->n_inflight < window && rm->head) {
-        struct qent *e, *next;
-        size_t n = 0;
-        uint64_t bytes = 0, limit = max_n;
-        bool full = false;
+    while (rm->n_inflight < window && rm->q.head) {
+        uint64_t due;
 
-        for (e = rm->head; e && n < limit; e = next) {
-            next = e->next;
-            if (series_busy(rm, e->series))
-                continue;
-            /* One profile per series per request: if the server refuses it,
-             * no later profile of its series can have been accepted. */
-            {
-                bool dup = false;
-
-                for (size_t i = 0; i < n && !dup; i++)
-                    dup = batch[i]->series == e->series;
-                if (dup)
-                    continue;
-            }
-            if (n > 0 && bytes + e->p->len > ep->cfg.batch_max_bytes) {
-                full = true;
-                break;
-            }
-            if (e->max_batch && e->max_batch < limit) {
-                limit = e->max_batch;
-                if (n >= limit) {
-                    full = true;
-                    break;
-                }
-            }
-            batch[n++] = e;
-            bytes += e->p->len;
-        }
-        if (n >= limit)
-            full = true;
-        if (n == 0)
+        fwd__queue_pick(&rm->q, &b, max_n, ep->cfg.batch_max_bytes, series_busy, rm);
+        if (b.n == 0)
             break;
-        if (!full && !rm->closing && ep->cfg.batch_max_wait_ms > 0 &&
-            now < batch[0]->queued_at + ep->cfg.batch_max_wait_ms) {
-            bool shrunk = false;
-
-            for (size_t i = 0; i < n; i++)
-                shrunk |= batch[i]->max_batch != 0;
-            if (!shrunk && rm->healthy) {
-                arm_at(rm, batch[0]->queued_at + ep->cfg.batch_max_wait_ms);
-                break;
-            }
+        due = fwd__batch_due(&b, ep->cfg.batch_max_wait_ms, rm->healthy && !rm->closing);
+        if (due > now) {
+            arm_at(rm, due);
+            break;
         }
-        for (size_t i = 0; i < n; i++)
-            q_unlink(rm, batch[i]);
-        start_req(rm, batch, n, bytes);
+        for (size_t i = 0; i < b.n; i++)
+            fwd__queue_unlink(&rm->q, b.e[i]);
+        start_req(rm, b.e, b.n, b.bytes);
     }
-    free(batch);
+    free(b.e);
     /* Replay when the queue runs low; an unhealthy endpoint with nothing in
      * memory loads records to probe with. */
-    if (rm->spool && (rm->healthy || !rm->head) && !rm->loading && !rm->closing &&
+    if (rm->spool && (rm->healthy || !rm->q.head) && !rm->loading && !rm->closing &&
         ep->st.queue_len < (uint64_t)max_n * window &&
         fwd__spool_load(rm->spool, (size_t)ep->cfg.batch_max_profiles * ep->cfg.max_inflight,
                         ep->cfg.queue_max_bytes / 4))
@@ -798,6 +708,7 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     ep->sink = rm;
     rm->ep = ep;
     rm->http = fwd__http(ep->f);
+    rm->q.st = &ep->st;
     rm->healthy = true;
     if (strncmp(c->url, "http://", 7) != 0 && strncmp(c->url, "https://", 8) != 0) {
         snprintf(err, errlen, "%s: url must be http:// or https://, not %s", ep->name, c->url);
@@ -847,7 +758,8 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     }
     uv_timer_init(ep->loop, &rm->timer);
     uv_timer_init(ep->loop, &rm->tick);
-    rm->handles = 2;
+    uv_timer_init(ep->loop, &rm->deadline_timer);
+    rm->handles = 3;
     uv_timer_start(&rm->tick, on_tick, 1000, 1000);
     return 0;
 oom:
@@ -861,7 +773,7 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
     struct labels merged = LABELS_INIT;
     char why[FWD__ERRLEN];
     uint64_t series;
-    struct qent *e;
+    struct fwd__qent *e;
 
     if (rm->closing)
         return;
@@ -874,12 +786,13 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
     }
     labels_done(&merged);
     series = fwd__series_hash(&p->labels);
-    if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) || queue_full(rm, p->len) ||
+    if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) ||
+                      fwd__queue_full(&rm->q, &ep->cfg, p->len) ||
                       fwd__spool_series_count(rm->spool, series) > 0)) {
         to_spool(rm, p);
         return;
     }
-    if (queue_full(rm, p->len)) {
+    if (fwd__queue_full(&rm->q, &ep->cfg, p->len)) {
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
@@ -889,10 +802,10 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
         return;
     }
     e->p = fwd_profile_ref(p);
-    e->seq = rm->next_seq++;
+    e->seq = rm->q.next_seq++;
     e->series = series;
     e->queued_at = uv_now(ep->loop);
-    q_append(rm, e);
+    fwd__queue_append(&rm->q, e);
     pump(rm);
 }
 
@@ -911,8 +824,10 @@ static void spool_closed(void *ud)
     rm->spool_closing = false;
     rm->timer.data = rm;
     rm->tick.data = rm;
+    rm->deadline_timer.data = rm;
     uv_close((uv_handle_t *)&rm->timer, handle_closed);
     uv_close((uv_handle_t *)&rm->tick, handle_closed);
+    uv_close((uv_handle_t *)&rm->deadline_timer, handle_closed);
 }
 
 /* Close: deliver until the deadline, then spool (or drop) what is left. */
@@ -923,7 +838,7 @@ static void maybe_closed(struct remote *rm)
     if (!rm->closing || rm->spool_closing || rm->close_spooled)
         return;
     expired = uv_now(rm->ep->loop) >= rm->deadline;
-    if (!expired && (rm->head || rm->n_inflight > 0))
+    if (!expired && (rm->q.head || rm->n_inflight > 0))
         return;
     if (expired) {
         /* Cancel what is on the wire; the profiles go back to the queue. */
@@ -938,7 +853,7 @@ static void maybe_closed(struct remote *rm)
             rm->inflight[i] = rm->inflight[--rm->n_inflight];
             rm->ep->st.inflight_profiles -= q->n;
             for (size_t k = 0; k < q->n; k++)
-                q_insert_sorted(rm, q->e[k]);
+                fwd__queue_insert_sorted(&rm->q, q->e[k]);
             req_free(q);
         }
     }
@@ -946,10 +861,11 @@ static void maybe_closed(struct remote *rm)
         return; /* a job will call back */
     rm->close_spooled = true;
     uv_timer_stop(&rm->timer);
-    while (rm->head) {
-        struct qent *e = rm->head;
+    uv_timer_stop(&rm->deadline_timer);
+    while (rm->q.head) {
+        struct fwd__qent *e = rm->q.head;
 
-        q_unlink(rm, e);
+        fwd__queue_unlink(&rm->q, e);
         if (rm->spool && !e->token)
             to_spool(rm, e->p);
         else if (!rm->spool)
@@ -964,21 +880,39 @@ static void maybe_closed(struct remote *rm)
     }
 }
 
+static void on_deadline(uv_timer_t *t)
+{
+    maybe_closed(container_of(t, struct remote, deadline_timer));
+}
+
 static void remote_close(struct fwd_ep *ep, uint64_t deadline)
 {
     struct remote *rm = ep->sink;
+    uint64_t now = uv_now(ep->loop);
 
     if (!rm || rm->handles == 0) {
         /* start failed before any handle existed (and before the spool) */
         fwd__ep_closed(ep);
         return;
     }
+    if (rm->closing) {
+        /* Closing already (retired by a reload): an earlier deadline wins. */
+        if (deadline < rm->deadline && !rm->close_spooled) {
+            rm->deadline = deadline;
+            uv_timer_start(&rm->deadline_timer, on_deadline, deadline > now ? deadline - now : 0,
+                           0);
+        }
+        maybe_closed(rm);
+        return;
+    }
     rm->closing = true;
     rm->deadline = deadline;
     uv_timer_stop(&rm->tick);
-    if (rm->healthy || uv_now(ep->loop) >= rm->backoff_until)
+    /* Its own timer: the batch and backoff timer is re-armed at will. */
+    uv_timer_start(&rm->deadline_timer, on_deadline, deadline > now ? deadline - now : 0, 0);
+    if (rm->healthy || now >= rm->backoff_until)
         pump(rm);
-    arm_at(rm, deadline);
+    close_early(rm);
     maybe_closed(rm);
 }
 
@@ -988,10 +922,10 @@ static void remote_free(struct fwd_ep *ep)
 
     if (!rm)
         return;
-    while (rm->head) {
-        struct qent *e = rm->head;
+    while (rm->q.head) {
+        struct fwd__qent *e = rm->q.head;
 
-        q_unlink(rm, e);
+        fwd__queue_unlink(&rm->q, e);
         ent_free(rm, e, false);
     }
     fwd__spool_free(rm->spool);

@@ -1,19 +1,25 @@
-/* Disk spool of one endpoint: <spool.dir>/<endpoint>/<id>.seg segment files
- * of zstd-compressed, checksummed records (format in internal.h and
- * docs/forwarding.md), plus a `cursor` file naming the delivered prefix.
+/* The disk spool of one endpoint: <spool.dir>/<endpoint>/<id>.seg segment
+ * files (spool_file.c) of records (spool_record.c), plus a `cursor` file
+ * naming the delivered prefix; docs/forwarding.md describes the format.
  *
- * Appends are batched into one write job at a time (zstd + write + fsync
- * per policy, in the pool). Loads read records back in order, one segment
- * at a time, in the pool. The loop thread keeps the index: segments, their
- * record counts, which loaded records were acknowledged (a bitmap per
- * segment), and how many unloaded records each series has (so the caller
- * can keep each series in order). The start-up scan verifies every record
- * header and checksum, truncates a torn or corrupt tail (counted, never
- * fatal) and rebuilds the index. Only the spool directory is ever written.
+ * This file is the state machine: it starts the pool jobs (the start-up
+ * scan, one append job at a time gathering the pending appends, one load
+ * job at a time, cursor writes, unlinks), applies their results to the
+ * index (spool_index.c) and enforces the caps: bytes (oldest segment
+ * deleted first, its undelivered records counted as spool_full) and age
+ * (segments whose newest record is older than max_age are deleted, counted
+ * as spool_age). Only the spool directory is ever written.
  *
- * Caps: bytes (oldest segment deleted first, its undelivered records
- * counted as spool_full) and age (segments whose newest record is older
- * than max_age are deleted, counted as spool_age). */
+ * A write the disk refuses (ENOSPC, EIO) is rolled back by the job; its
+ * records and those after it stay pending, in order, and are tried again
+ * a second later or as soon as a segment is deleted (space may be back).
+ * While writes fail, pending appends are capped by the endpoint's queue
+ * limits (past them: dropped, io_error).
+ *
+ * Threading: loop thread; the jobs run in the pool and own their inputs
+ * (paths, record lists, the pending records with their references) until
+ * their done callback. Ownership: the spool holds a reference to every
+ * pending profile; loaded profiles are handed to the caller. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -21,467 +27,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
-
-#include <xxhash.h>
-#include <zstd.h>
 
 #include "common/fsutil.h"
 #include "forward/internal.h"
 
-#define SEG_HDR 16 /* magic (8) + created ms (8) */
-#define ZLEVEL 1
-
-/* ------------------------------------------------------------ the format */
-
-static void put32(uint8_t *b, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *b, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *b)
-{
-    uint32_t v = 0;
-
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | b[i];
-    return v;
-}
-
-static uint64_t get64(const uint8_t *b)
-{
-    uint64_t v = 0;
-
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | b[i];
-    return v;
-}
-
-uint64_t fwd__series_hash(const struct labels *ls)
-{
-    return labels_hash(ls);
-}
-
-static uint64_t rec_sum(uint64_t series, uint64_t wall, const uint8_t *payload, uint32_t len)
-{
-    XXH64_state_t *st = XXH64_createState();
-    uint8_t h[16];
-    uint64_t r;
-
-    put64(h, series);
-    put64(h + 8, wall);
-    XXH64_reset(st, 0);
-    XXH64_update(st, h, sizeof(h));
-    XXH64_update(st, payload, len);
-    r = XXH64_digest(st);
-    XXH64_freeState(st);
-    return r;
-}
-
-int fwd__spool_encode(const struct fwd_profile *p, uint64_t wall_ms, int level, uint8_t **out,
-                      size_t *out_len)
-{
-    size_t raw = 4 + 8 + 8 + 36 + 4 + 4 + p->len, bound, z;
-    uint8_t *r, *o, *w;
-
-    for (size_t i = 0; i < p->labels.n; i++)
-        raw += 8 + p->labels.v[i].name_len + p->labels.v[i].value_len;
-    if (raw > FWD_SPOOL_MAX_RECORD)
-        return -E2BIG;
-    r = malloc(raw);
-    if (!r)
-        return -ENOMEM;
-    w = r;
-    put32(w, 1);
-    w += 4;
-    put64(w, (uint64_t)p->start_ns);
-    w += 8;
-    put64(w, (uint64_t)p->end_ns);
-    w += 8;
-    memset(w, 0, 36);
-    memcpy(w, p->id, strnlen(p->id, 36));
-    w += 36;
-    put32(w, (uint32_t)p->labels.n);
-    w += 4;
-    for (size_t i = 0; i < p->labels.n; i++) {
-        const struct label *l = &p->labels.v[i];
-
-        put32(w, l->name_len);
-        memcpy(w + 4, l->name, l->name_len);
-        w += 4 + l->name_len;
-        put32(w, l->value_len);
-        memcpy(w + 4, l->value, l->value_len);
-        w += 4 + l->value_len;
-    }
-    put32(w, (uint32_t)p->len);
-    memcpy(w + 4, p->data, p->len);
-    bound = ZSTD_compressBound(raw);
-    o = malloc(FWD_SPOOL_HDR + bound);
-    if (!o) {
-        free(r);
-        return -ENOMEM;
-    }
-    z = ZSTD_compress(o + FWD_SPOOL_HDR, bound, r, raw, level);
-    free(r);
-    if (ZSTD_isError(z) || z > FWD_SPOOL_MAX_RECORD) {
-        free(o);
-        return -EIO;
-    }
-    put32(o, FWD_SPOOL_MAGIC);
-    put32(o + 4, (uint32_t)z);
-    put64(o + 8, fwd__series_hash(&p->labels));
-    put64(o + 16, wall_ms);
-    put64(o + 24, rec_sum(get64(o + 8), wall_ms, o + FWD_SPOOL_HDR, (uint32_t)z));
-    *out = o;
-    *out_len = FWD_SPOOL_HDR + z;
-    return 0;
-}
-
-int fwd__spool_hdr_parse(const uint8_t *b, struct fwd__rec_hdr *h)
-{
-    if (get32(b) != FWD_SPOOL_MAGIC)
-        return -EINVAL;
-    h->len = get32(b + 4);
-    h->series = get64(b + 8);
-    h->wall_ms = get64(b + 16);
-    h->sum = get64(b + 24);
-    if (h->len == 0 || h->len > FWD_SPOOL_MAX_RECORD)
-        return -EINVAL;
-    return 0;
-}
-
-bool fwd__spool_hdr_check(const struct fwd__rec_hdr *h, const uint8_t *payload)
-{
-    return rec_sum(h->series, h->wall_ms, payload, h->len) == h->sum;
-}
-
-int fwd__spool_decode(const uint8_t *payload, size_t len, struct fwd_profile **out)
-{
-    unsigned long long raw = ZSTD_getFrameContentSize(payload, len);
-    struct labels ls = LABELS_INIT;
-    uint8_t *r = NULL, *data = NULL;
-    const uint8_t *p, *end;
-    int64_t start, stop;
-    char id[37];
-    uint32_t n, dl;
-    size_t got;
-    int ret = -EINVAL;
-
-    if (raw == ZSTD_CONTENTSIZE_UNKNOWN || raw == ZSTD_CONTENTSIZE_ERROR ||
-        raw > FWD_SPOOL_MAX_RECORD || raw < 4 + 8 + 8 + 36 + 4 + 4)
-        return -EINVAL;
-    r = malloc((size_t)raw);
-    if (!r)
-        return -ENOMEM;
-    got = ZSTD_decompress(r, (size_t)raw, payload, len);
-    if (ZSTD_isError(got) || got != raw)
-        goto out;
-    p = r;
-    end = r + got;
-    if (get32(p) != 1)
-        goto out;
-    start = (int64_t)get64(p + 4);
-    stop = (int64_t)get64(p + 12);
-    memcpy(id, p + 20, 36);
-    id[36] = 0;
-    n = get32(p + 56);
-    p += 60;
-    if (n > 4096)
-        goto out;
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t nl, vl;
-        const uint8_t *name;
-
-        if (end - p < 4)
-            goto out;
-        nl = get32(p);
-        if ((size_t)(end - p) < 4 + (size_t)nl + 4)
-            goto out;
-        name = p + 4;
-        p += 4 + nl;
-        vl = get32(p);
-        if ((size_t)(end - p) < 4 + (size_t)vl)
-            goto out;
-        if (memchr(name, 0, nl) || memchr(p + 4, 0, vl) || nl == 0 ||
-            labels_setn(&ls, (const char *)name, nl, (const char *)p + 4, vl) < 0)
-            goto out;
-        p += 4 + vl;
-    }
-    if (end - p < 4)
-        goto out;
-    dl = get32(p);
-    if ((size_t)(end - p) != 4 + (size_t)dl)
-        goto out;
-    data = malloc(dl ? dl : 1);
-    if (!data) {
-        ret = -ENOMEM;
-        goto out;
-    }
-    memcpy(data, p + 4, dl);
-    *out = fwd__profile_new_id(&ls, data, dl, start, stop, id);
-    data = NULL;
-    ret = *out ? 0 : -ENOMEM;
-out:
-    labels_done(&ls);
-    free(data);
-    free(r);
-    return ret;
-}
-
-/* Reads exactly n bytes at off; returns bytes read (short at EOF) or -errno. */
-static ssize_t pread_full(int fd, void *b, size_t n, off_t off)
-{
-    size_t got = 0;
-
-    while (got < n) {
-        ssize_t r = pread(fd, (uint8_t *)b + got, n - got, off + (off_t)got);
-
-        if (r < 0) {
-            if (errno == EINTR)
-                continue;
-            return -errno;
-        }
-        if (r == 0)
-            break;
-        got += (size_t)r;
-    }
-    return (ssize_t)got;
-}
-
-/* Scan result for one segment. */
-struct seg_scan {
-    uint64_t records, bytes, corrupt, oldest_ms, newest_ms, created_ms;
-    uint64_t *series; /* per record */
-    size_t n_series, cap_series;
-};
-
-static int scan_fd(int fd, struct seg_scan *s, bool want_series)
-{
-    uint8_t hdr[FWD_SPOOL_HDR], sh[SEG_HDR];
-    struct stat st;
-    uint64_t off = SEG_HDR;
-    uint8_t *payload = NULL;
-    size_t pcap = 0;
-    int r = 0;
-
-    if (fstat(fd, &st) < 0)
-        return -errno;
-    if (pread_full(fd, sh, SEG_HDR, 0) != SEG_HDR || memcmp(sh, FWD_SPOOL_SEG_MAGIC, 8) != 0) {
-        /* Not even a header: the whole file is torn. */
-        s->corrupt += st.st_size > 0;
-        if (ftruncate(fd, 0) < 0)
-            return -errno;
-        s->bytes = 0;
-        return 0;
-    }
-    s->created_ms = get64(sh + 8);
-    while (off < (uint64_t)st.st_size) {
-        struct fwd__rec_hdr h;
-
-        if ((uint64_t)st.st_size - off < FWD_SPOOL_HDR ||
-            pread_full(fd, hdr, FWD_SPOOL_HDR, (off_t)off) != FWD_SPOOL_HDR ||
-            fwd__spool_hdr_parse(hdr, &h) < 0 ||
-            (uint64_t)st.st_size - off - FWD_SPOOL_HDR < h.len) {
-            s->corrupt++;
-            break;
-        }
-        if (h.len > pcap) {
-            free(payload);
-            pcap = h.len;
-            payload = malloc(pcap);
-            if (!payload) {
-                r = -ENOMEM;
-                break;
-            }
-        }
-        if (pread_full(fd, payload, h.len, (off_t)(off + FWD_SPOOL_HDR)) != (ssize_t)h.len ||
-            !fwd__spool_hdr_check(&h, payload)) {
-            s->corrupt++;
-            break;
-        }
-        if (want_series) {
-            if (s->n_series == s->cap_series) {
-                size_t cap = s->cap_series ? s->cap_series * 2 : 64;
-                uint64_t *v = realloc(s->series, cap * sizeof(*v));
-
-                if (!v) {
-                    r = -ENOMEM;
-                    break;
-                }
-                s->series = v;
-                s->cap_series = cap;
-            }
-            s->series[s->n_series++] = h.series;
-        }
-        if (!s->oldest_ms || h.wall_ms < s->oldest_ms)
-            s->oldest_ms = h.wall_ms;
-        if (h.wall_ms > s->newest_ms)
-            s->newest_ms = h.wall_ms;
-        s->records++;
-        off += FWD_SPOOL_HDR + h.len;
-    }
-    free(payload);
-    if (r == 0 && off < (uint64_t)st.st_size && ftruncate(fd, (off_t)off) < 0)
-        r = -errno;
-    s->bytes = off;
-    return r;
-}
-
-int fwd__spool_scan_file(const char *path, uint64_t *records, uint64_t *bytes_kept,
-                         uint64_t *corrupt, uint64_t *oldest_ms)
-{
-    struct seg_scan s = {0};
-    int fd = open(path, O_RDWR | O_CLOEXEC);
-    int r;
-
-    if (fd < 0)
-        return -errno;
-    r = scan_fd(fd, &s, false);
-    close(fd);
-    *records = s.records;
-    *bytes_kept = s.bytes;
-    *corrupt = s.corrupt;
-    *oldest_ms = s.oldest_ms;
-    return r < 0 ? r : (int)s.records;
-}
-
-/* ------------------------------------------------------------ series map */
-
-struct smap {
-    uint64_t *k;
-    uint32_t *v;
-    size_t cap, n;
-};
-
-static uint32_t *smap_slot(struct smap *m, uint64_t key, bool create)
-{
-    size_t i;
-
-    if (create && (m->n + 1) * 2 > m->cap) {
-        struct smap nm = {0};
-
-        nm.cap = m->cap ? m->cap * 2 : 256;
-        nm.k = calloc(nm.cap, sizeof(*nm.k));
-        nm.v = calloc(nm.cap, sizeof(*nm.v));
-        if (!nm.k || !nm.v) {
-            free(nm.k);
-            free(nm.v);
-            return NULL;
-        }
-        for (size_t j = 0; j < m->cap; j++) {
-            if (m->v[j]) {
-                size_t h = (size_t)(m->k[j] % nm.cap);
-
-                while (nm.v[h])
-                    h = (h + 1) % nm.cap;
-                nm.k[h] = m->k[j];
-                nm.v[h] = m->v[j];
-                nm.n++;
-            }
-        }
-        free(m->k);
-        free(m->v);
-        *m = nm;
-    }
-    if (!m->cap)
-        return NULL;
-    i = (size_t)(key % m->cap);
-    /* Zero counts stay as tombstones with their key; they are reused. */
-    for (size_t probes = 0; probes < m->cap; probes++, i = (i + 1) % m->cap) {
-        if (m->k[i] == key && (m->v[i] || create))
-            return &m->v[i];
-        if (m->k[i] == 0 && m->v[i] == 0) {
-            if (!create)
-                return NULL;
-            m->k[i] = key;
-            m->n++;
-            return &m->v[i];
-        }
-    }
-    return NULL;
-}
-
-static void smap_add(struct smap *m, uint64_t key, int d)
-{
-    uint32_t *v;
-
-    key |= 1; /* 0 marks an empty slot */
-    v = smap_slot(m, key, d > 0);
-    if (!v)
-        return;
-    if (d > 0)
-        *v += (uint32_t)d;
-    else if (*v >= (uint32_t)-d)
-        *v -= (uint32_t)-d;
-    else
-        *v = 0;
-}
-
-/* ------------------------------------------------------------ the spool */
-
-struct seg {
-    uint64_t id;
-    uint64_t size;        /* valid bytes */
-    uint64_t records;     /* records in the file */
-    uint64_t loaded;      /* records handed out */
-    uint64_t read_off;    /* file offset of the next record to load */
-    uint64_t acked;       /* acknowledged records */
-    uint64_t created_ms, newest_ms;
-    uint8_t *ackmap;      /* bit per loaded record */
-    size_t ackmap_len;
-    uint64_t *series;     /* series hash of unloaded records, FIFO */
-    size_t series_head, series_n, series_cap;
-    bool deleted;
-};
-
-struct pend {
-    struct fwd_profile *p;
-    uint64_t series, wall_ms;
-};
+#define RETRY_MS 1000 /* after a failed write or load */
 
 struct write_job {
     uv_work_t work;
     struct fwd__spool *s;
-    char path[4096];
-    bool create;
-    uint64_t created_ms;
-    int fsync_mode; /* 0 never, 1 batch, 2 always */
-    struct pend *pend;
-    size_t n;
-    uint64_t *sizes; /* out: bytes of each record, 0 if not written */
-    uint64_t written;
-    int err;
+    uint64_t seg_id;
+    struct fwd__seg_append a;
 };
 
 struct load_job {
     uv_work_t work;
     struct fwd__spool *s;
-    char path[4096];
-    uint64_t seg_id, off, limit, max_bytes;
-    size_t max;
-    struct fwd_profile **out;
-    size_t n;
-    uint64_t consumed; /* new offset */
-    bool corrupt;
-    int err;
+    uint64_t seg_id;
+    struct fwd__srec *recs; /* copied: appends may move the index's array */
+    struct fwd__seg_load l;
 };
 
 struct scan_job {
     uv_work_t work;
     struct fwd__spool *s;
     char dir[4096];
-    struct seg *segs;
+    struct fwd__seg *segs;
     size_t n;
-    uint64_t corrupt, corrupt_bytes;
-    uint64_t cur_seg, cur_records; /* cursor file */
+    uint64_t corrupt;
+    uint64_t cur_seg, cur_seq; /* cursor file */
+    uint64_t max_id;
     int err;
 };
 
@@ -498,15 +74,17 @@ struct fwd__spool {
     const struct fwd__spool_ops_cb *cb;
     void *ud;
     char *dir;
-    struct seg *segs;
-    size_t n_segs, cap_segs;
-    struct smap series;
-    struct pend *pend;
+    struct fwd__spool_index idx;
+    struct fwd__pend *pend;
     size_t n_pend, cap_pend;
     uint64_t pend_bytes;
     bool ready, writing, loading_job, cursor_job, cursor_dirty;
+    bool write_failing;     /* the last write was refused */
+    uint64_t write_retry_at; /* loop ms; 0: no wait */
+    uint64_t load_retry_at;
     unsigned fs_reqs;
-    uint64_t cursor_seg, cursor_records; /* written state */
+    uint64_t cursor_seg, cursor_seq; /* written state */
+    uint64_t next_id;                /* of the next segment */
     uint64_t max_seg_bytes;
     int fsync_mode;
     bool closing;
@@ -517,39 +95,9 @@ struct fwd__spool {
 static void kick(struct fwd__spool *s);
 static void check_closed(struct fwd__spool *s);
 
-static void seg_path(const struct fwd__spool *s, uint64_t id, char *out, size_t n)
+static void seg_path(const char *dir, uint64_t id, char *out, size_t n)
 {
-    snprintf(out, n, "%s/%016" PRIx64 ".seg", s->dir, id);
-}
-
-static struct seg *seg_find(struct fwd__spool *s, uint64_t id)
-{
-    for (size_t i = 0; i < s->n_segs; i++) {
-        if (s->segs[i].id == id)
-            return &s->segs[i];
-    }
-    return NULL;
-}
-
-static int series_push(struct seg *g, uint64_t h)
-{
-    if (g->series_head + g->series_n == g->series_cap) {
-        if (g->series_head > 0) {
-            memmove(g->series, g->series + g->series_head, g->series_n * sizeof(*g->series));
-            g->series_head = 0;
-        }
-        if (g->series_n == g->series_cap) {
-            size_t cap = g->series_cap ? g->series_cap * 2 : 64;
-            uint64_t *v = realloc(g->series, cap * sizeof(*v));
-
-            if (!v)
-                return -ENOMEM;
-            g->series = v;
-            g->series_cap = cap;
-        }
-    }
-    g->series[g->series_head + g->series_n++] = h;
-    return 0;
+    snprintf(out, n, "%s/%016" PRIx64 ".seg", dir, id);
 }
 
 static void stats(struct fwd__spool *s)
@@ -557,12 +105,12 @@ static void stats(struct fwd__spool *s)
     struct fwd__stats *st = &s->ep->st;
     uint64_t bytes = 0, recs = 0, oldest = 0;
 
-    for (size_t i = 0; i < s->n_segs; i++) {
-        struct seg *g = &s->segs[i];
+    for (size_t i = 0; i < s->idx.n_segs; i++) {
+        struct fwd__seg *g = &s->idx.segs[i];
 
         bytes += g->size;
-        recs += g->records - g->acked;
-        if (g->records > g->acked && (!oldest || g->created_ms < oldest))
+        recs += g->n - g->acked;
+        if (g->n > g->acked && (!oldest || g->created_ms < oldest))
             oldest = g->created_ms;
     }
     for (size_t i = 0; i < s->n_pend; i++) {
@@ -571,7 +119,7 @@ static void stats(struct fwd__spool *s)
             oldest = s->pend[i].wall_ms;
     }
     st->spool_bytes = bytes;
-    st->spool_segments = s->n_segs;
+    st->spool_segments = s->idx.n_segs;
     st->spool_records = recs + s->n_pend;
     st->spool_oldest_ms = oldest;
 }
@@ -583,6 +131,8 @@ static void fs_done(uv_fs_t *req)
     uv_fs_req_cleanup(req);
     free(req);
     s->fs_reqs--;
+    s->write_retry_at = 0; /* a file is gone: space may be back */
+    kick(s);
     check_closed(s);
 }
 
@@ -590,16 +140,14 @@ static void fs_done(uv_fs_t *req)
  * unloaded records are counted under `reason`. */
 static void seg_delete(struct fwd__spool *s, size_t i, enum fwd__drop reason)
 {
-    struct seg *g = &s->segs[i];
-    uint64_t unloaded = g->records - g->loaded;
     char path[4096];
+    uint64_t unloaded;
     uv_fs_t *req;
 
+    seg_path(s->dir, s->idx.segs[i].id, path, sizeof(path));
+    unloaded = fwd__idx_seg_remove(&s->idx, i);
     if (unloaded && reason < FWD_DROP__N)
         fwd__ep_drop(s->ep, reason, unloaded, 0);
-    for (size_t k = 0; k < g->series_n; k++)
-        smap_add(&s->series, g->series[g->series_head + k], -1);
-    seg_path(s, g->id, path, sizeof(path));
     req = malloc(sizeof(*req));
     if (req) {
         req->data = s;
@@ -608,33 +156,9 @@ static void seg_delete(struct fwd__spool *s, size_t i, enum fwd__drop reason)
         else
             free(req);
     }
-    free(g->ackmap);
-    free(g->series);
-    memmove(&s->segs[i], &s->segs[i + 1], (s->n_segs - i - 1) * sizeof(*g));
-    s->n_segs--;
 }
 
-static struct seg *seg_new(struct fwd__spool *s, uint64_t id)
-{
-    struct seg *g;
-
-    if (s->n_segs == s->cap_segs) {
-        size_t cap = s->cap_segs ? s->cap_segs * 2 : 16;
-        struct seg *v = realloc(s->segs, cap * sizeof(*v));
-
-        if (!v)
-            return NULL;
-        s->segs = v;
-        s->cap_segs = cap;
-    }
-    g = &s->segs[s->n_segs++];
-    memset(g, 0, sizeof(*g));
-    g->id = id;
-    g->read_off = SEG_HDR;
-    return g;
-}
-
-/* ----- cursor: "<segment id hex> <delivered records>" */
+/* ----- cursor: "<segment id hex> <number of its first undelivered record>" */
 
 static void cursor_work(uv_work_t *w)
 {
@@ -659,15 +183,10 @@ static void cursor_done(uv_work_t *w, int status)
 static void cursor_update(struct fwd__spool *s)
 {
     struct cursor_job *j;
-    struct seg *g = s->n_segs ? &s->segs[0] : NULL;
-    uint64_t seg = g ? g->id : 0, recs = 0;
+    uint64_t seg, seq;
 
-    /* The delivered prefix of the oldest segment. */
-    if (g) {
-        while (recs < g->loaded && (g->ackmap[recs / 8] & (1u << (recs % 8))))
-            recs++;
-    }
-    if (seg == s->cursor_seg && recs == s->cursor_records)
+    fwd__idx_cursor(&s->idx, &seg, &seq);
+    if (seg == s->cursor_seg && seq == s->cursor_seq)
         return;
     if (s->cursor_job) {
         s->cursor_dirty = true;
@@ -678,7 +197,7 @@ static void cursor_update(struct fwd__spool *s)
         return;
     j->s = s;
     snprintf(j->dir, sizeof(j->dir), "%s", s->dir);
-    snprintf(j->text, sizeof(j->text), "%016" PRIx64 " %" PRIu64 "\n", seg, recs);
+    snprintf(j->text, sizeof(j->text), "%016" PRIx64 " %" PRIu64 "\n", seg, seq);
     j->sync = s->fsync_mode > 0;
     if (uv_queue_work(s->ep->loop, &j->work, cursor_work, cursor_done) < 0) {
         free(j);
@@ -687,7 +206,7 @@ static void cursor_update(struct fwd__spool *s)
     s->cursor_job = true;
     s->cursor_dirty = false;
     s->cursor_seg = seg;
-    s->cursor_records = recs;
+    s->cursor_seq = seq;
 }
 
 /* ----- caps */
@@ -697,15 +216,15 @@ static void enforce_caps(struct fwd__spool *s, bool age)
     const struct cfg_spool *c = &s->ep->spool;
     uint64_t now = fwd__wall_ms(), total = s->pend_bytes;
 
-    for (size_t i = 0; i < s->n_segs; i++)
-        total += s->segs[i].size;
+    for (size_t i = 0; i < s->idx.n_segs; i++)
+        total += s->idx.segs[i].size;
     /* Oldest first; never the segment being written (the last one). */
-    while (s->n_segs > 1 && total > c->max_bytes) {
-        total -= s->segs[0].size;
+    while (s->idx.n_segs > 1 && total > c->max_bytes) {
+        total -= s->idx.segs[0].size;
         seg_delete(s, 0, FWD_DROP_SPOOL_FULL);
     }
-    while (age && s->n_segs > 0 && s->segs[0].newest_ms &&
-           s->segs[0].newest_ms + c->max_age_ms < now && !s->writing) {
+    while (age && s->idx.n_segs > 0 && s->idx.segs[0].newest_ms &&
+           s->idx.segs[0].newest_ms + c->max_age_ms < now && !s->writing) {
         seg_delete(s, 0, FWD_DROP_SPOOL_AGE);
     }
     stats(s);
@@ -715,78 +234,78 @@ static void enforce_caps(struct fwd__spool *s, bool age)
 
 static void write_work(uv_work_t *w)
 {
-    struct write_job *j = container_of(w, struct write_job, work);
-    int fd = open(j->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    fwd__seg_append(&container_of(w, struct write_job, work)->a);
+}
 
-    if (fd < 0) {
-        j->err = -errno;
-        return;
-    }
-    if (j->create) {
-        uint8_t h[SEG_HDR];
+/* Puts records that were not written back at the head of the pending list
+ * (they are older than anything appended since). */
+static void pend_unshift(struct fwd__spool *s, const struct fwd__pend *v, size_t n)
+{
+    size_t total = s->n_pend + n;
 
-        memcpy(h, FWD_SPOOL_SEG_MAGIC, 8);
-        put64(h + 8, j->created_ms);
-        if (ftruncate(fd, 0) < 0 || write(fd, h, SEG_HDR) != SEG_HDR) {
-            j->err = -EIO;
-            close(fd);
+    if (total > s->cap_pend) {
+        struct fwd__pend *m = realloc(s->pend, total * sizeof(*m));
+
+        if (!m) {
+            for (size_t i = 0; i < n; i++) {
+                fwd__smap_add(&s->idx.series, v[i].series, -1);
+                fwd__ep_drop(s->ep, FWD_DROP_IO, 1, v[i].p->len);
+                fwd_profile_unref(v[i].p);
+            }
             return;
         }
-        j->written += SEG_HDR;
+        s->pend = m;
+        s->cap_pend = total;
     }
-    for (size_t i = 0; i < j->n; i++) {
-        uint8_t *rec;
-        size_t len;
-        int r = fwd__spool_encode(j->pend[i].p, j->pend[i].wall_ms, ZLEVEL, &rec, &len);
-
-        if (r < 0) {
-            j->err = r;
-            continue; /* this record is lost (counted), the others go on */
-        }
-        if (write(fd, rec, len) != (ssize_t)len) {
-            j->err = -errno ? -errno : -EIO;
-            free(rec);
-            break;
-        }
-        free(rec);
-        j->sizes[i] = len;
-        j->written += len;
-        if (j->fsync_mode == 2)
-            fdatasync(fd);
-    }
-    if (j->fsync_mode == 1)
-        fdatasync(fd);
-    close(fd);
+    memmove(s->pend + n, s->pend, s->n_pend * sizeof(*s->pend));
+    memcpy(s->pend, v, n * sizeof(*v));
+    s->n_pend = total;
+    for (size_t i = 0; i < n; i++)
+        s->pend_bytes += v[i].p->len;
 }
 
 static void write_done(uv_work_t *w, int status)
 {
     struct write_job *j = container_of(w, struct write_job, work);
     struct fwd__spool *s = j->s;
-    struct seg *g = s->n_segs ? &s->segs[s->n_segs - 1] : NULL;
+    struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
+    struct fwd__srec rec = {.off = j->a.create ? FWD_SEG_HDR : j->a.off, .seq = j->a.seq};
+    size_t n_retry = 0;
 
     s->writing = false;
-    for (size_t i = 0; i < j->n; i++) {
-        struct pend *pd = &j->pend[i];
+    for (size_t i = 0; i < j->a.n; i++) {
+        struct fwd__pend *pd = &j->a.pend[i];
+        int64_t res = g ? j->a.res[i] : 0;
 
-        if (j->sizes[i] && g && !g->deleted) {
-            g->records++;
-            g->newest_ms = pd->wall_ms;
-            series_push(g, pd->series);
-            s->ep->st.spool_written_profiles++;
-        } else {
-            /* Not on disk: the series count taken at append is returned. */
-            smap_add(&s->series, pd->series, -1);
+        if (res > 0) {
+            rec.series = pd->series;
+            if (fwd__idx_rec_add(g, &rec, pd->wall_ms) == 0)
+                s->ep->st.spool_written_profiles++;
+            else
+                res = -ENOMEM; /* on disk, but unknown to the index until a restart */
+            rec.off += (uint64_t)j->a.res[i];
+            rec.seq++;
+        }
+        if (res == 0 && !s->closing) {
+            j->a.pend[n_retry++] = *pd; /* the disk refused it: kept, in order */
+            continue;
+        }
+        if (res <= 0) {
+            /* Not in the spool: the series count taken at append is returned. */
+            fwd__smap_add(&s->idx.series, pd->series, -1);
             fwd__ep_drop(s->ep, FWD_DROP_IO, 1, pd->p->len);
         }
         fwd_profile_unref(pd->p);
     }
     if (g)
-        g->size += j->written;
-    if (j->err < 0)
-        fwd__ep_error(s->ep, "spool write %s: %s", j->path, strerror(-j->err));
-    free(j->pend);
-    free(j->sizes);
+        g->size = j->a.end;
+    s->write_failing = n_retry > 0;
+    s->write_retry_at = n_retry ? uv_now(s->ep->loop) + RETRY_MS : 0;
+    pend_unshift(s, j->a.pend, n_retry);
+    if (j->a.err < 0)
+        fwd__ep_error(s->ep, "spool write %s: %s", j->a.path, strerror(-j->a.err));
+    free(j->a.pend);
+    free(j->a.res);
     free(j);
     enforce_caps(s, false);
     kick(s);
@@ -795,58 +314,72 @@ static void write_done(uv_work_t *w, int status)
     check_closed(s);
 }
 
-/* Starts a write job for everything pending. */
+/* Starts a write job for what is pending, unless one runs or the last
+ * failure is too recent (a close tries once more at once). */
 static void kick(struct fwd__spool *s)
 {
     struct write_job *j;
-    struct seg *g;
-    bool create = false;
+    struct fwd__seg *g;
+    size_t n = s->n_pend < FWD_SEG_MAX_RECORDS ? s->n_pend : FWD_SEG_MAX_RECORDS;
 
     if (s->cursor_dirty && !s->cursor_job)
         cursor_update(s);
-    if (!s->ready || s->writing || s->n_pend == 0)
+    if (!s->ready || s->writing || n == 0)
         return;
-    g = s->n_segs ? &s->segs[s->n_segs - 1] : NULL;
-    if (!g || g->size >= s->max_seg_bytes) {
-        g = seg_new(s, g ? g->id + 1 : 1);
+    if (s->write_retry_at && uv_now(s->ep->loop) < s->write_retry_at && !s->closing)
+        return;
+    g = s->idx.n_segs ? &s->idx.segs[s->idx.n_segs - 1] : NULL;
+    if (!g || g->version != 2 || g->size >= s->max_seg_bytes || g->n + n > FWD_SEG_MAX_RECORDS) {
+        g = fwd__idx_seg_add(&s->idx, s->next_id++);
         if (!g)
             return;
         g->created_ms = s->pend[0].wall_ms;
-        create = true;
     }
     j = calloc(1, sizeof(*j));
     if (!j)
         return;
+    j->a.pend = malloc(n * sizeof(*j->a.pend));
+    j->a.res = calloc(n, sizeof(*j->a.res));
+    if (!j->a.pend || !j->a.res)
+        goto fail;
     j->s = s;
-    seg_path(s, g->id, j->path, sizeof(j->path));
-    j->create = create;
-    j->created_ms = g->created_ms;
-    j->fsync_mode = s->fsync_mode;
-    j->pend = s->pend;
-    j->n = s->n_pend;
-    j->sizes = calloc(j->n, sizeof(*j->sizes));
-    if (!j->sizes) {
-        free(j);
-        return;
-    }
-    if (uv_queue_work(s->ep->loop, &j->work, write_work, write_done) < 0) {
-        free(j->sizes);
-        free(j);
-        return;
-    }
-    s->pend = NULL;
-    s->n_pend = s->cap_pend = 0;
-    s->pend_bytes = 0;
+    j->seg_id = g->id;
+    seg_path(s->dir, g->id, j->a.path, sizeof(j->a.path));
+    j->a.create = g->size < FWD_SEG_HDR;
+    j->a.created_ms = g->created_ms;
+    j->a.off = g->size;
+    j->a.seq = g->next_seq;
+    j->a.fsync_mode = s->fsync_mode;
+    j->a.n = n;
+    memcpy(j->a.pend, s->pend, n * sizeof(*s->pend));
+    if (uv_queue_work(s->ep->loop, &j->work, write_work, write_done) < 0)
+        goto fail;
+    for (size_t i = 0; i < n; i++)
+        s->pend_bytes -= s->pend[i].p->len;
+    memmove(s->pend, s->pend + n, (s->n_pend - n) * sizeof(*s->pend));
+    s->n_pend -= n;
     s->writing = true;
+    return;
+fail:
+    free(j->a.pend);
+    free(j->a.res);
+    free(j);
 }
 
 void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
 {
-    struct pend *pd;
+    const struct cfg_remote *c = &s->ep->cfg;
+    struct fwd__pend *pd;
 
+    /* While the disk refuses writes, appends wait in memory: bounded. */
+    if (s->write_failing &&
+        (s->n_pend >= c->queue_max_profiles || s->pend_bytes + p->len > c->queue_max_bytes)) {
+        fwd__ep_drop(s->ep, FWD_DROP_IO, 1, p->len);
+        return;
+    }
     if (s->n_pend == s->cap_pend) {
         size_t cap = s->cap_pend ? s->cap_pend * 2 : 64;
-        struct pend *v = realloc(s->pend, cap * sizeof(*v));
+        struct fwd__pend *v = realloc(s->pend, cap * sizeof(*v));
 
         if (!v) {
             fwd__ep_drop(s->ep, FWD_DROP_IO, 1, p->len);
@@ -860,123 +393,81 @@ void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
     pd->series = fwd__series_hash(&p->labels);
     pd->wall_ms = fwd__wall_ms();
     s->pend_bytes += p->len;
-    smap_add(&s->series, pd->series, 1);
+    fwd__smap_add(&s->idx.series, pd->series, 1);
     enforce_caps(s, false);
     kick(s);
 }
 
 uint64_t fwd__spool_pending(const struct fwd__spool *s)
 {
-    uint64_t n = s->n_pend;
-
-    for (size_t i = 0; i < s->n_segs; i++)
-        n += s->segs[i].records - s->segs[i].loaded;
-    return n;
+    return s->n_pend + fwd__idx_unloaded(&s->idx);
 }
 
 uint32_t fwd__spool_series_count(const struct fwd__spool *s, uint64_t series)
 {
-    uint32_t *v = smap_slot((struct smap *)&s->series, series | 1, false);
-
-    return v ? *v : 0;
+    return fwd__smap_get(&s->idx.series, series);
 }
 
 /* ----- loading */
 
 static void load_work(uv_work_t *w)
 {
-    struct load_job *j = container_of(w, struct load_job, work);
-    int fd = open(j->path, O_RDONLY | O_CLOEXEC);
-    uint64_t off = j->off, bytes = 0;
-    uint8_t hdr[FWD_SPOOL_HDR];
-    uint8_t *payload = NULL;
+    fwd__seg_load(&container_of(w, struct load_job, work)->l);
+}
 
-    j->consumed = off;
-    if (fd < 0) {
-        j->err = -errno;
-        return;
-    }
-    j->out = calloc(j->max, sizeof(*j->out));
-    while (j->out && j->n < j->max && off < j->limit && bytes < j->max_bytes) {
-        struct fwd__rec_hdr h;
-        struct fwd_profile *p = NULL;
+/* Removes the oldest segments once every record is delivered; the last
+ * one only while no write is running (a new one is started if needed). */
+static void release(struct fwd__spool *s)
+{
+    struct fwd__spool_index *x = &s->idx;
 
-        if (pread_full(fd, hdr, FWD_SPOOL_HDR, (off_t)off) != FWD_SPOOL_HDR ||
-            fwd__spool_hdr_parse(hdr, &h) < 0 || off + FWD_SPOOL_HDR + h.len > j->limit) {
-            j->corrupt = true;
-            break;
-        }
-        payload = malloc(h.len);
-        if (!payload)
-            break;
-        if (pread_full(fd, payload, h.len, (off_t)(off + FWD_SPOOL_HDR)) != (ssize_t)h.len ||
-            !fwd__spool_hdr_check(&h, payload) || fwd__spool_decode(payload, h.len, &p) < 0) {
-            j->corrupt = true;
-            free(payload);
-            payload = NULL;
-            break;
-        }
-        free(payload);
-        payload = NULL;
-        j->out[j->n++] = p;
-        bytes += p->len;
-        off += FWD_SPOOL_HDR + h.len;
-        j->consumed = off;
-    }
-    close(fd);
+    while (x->n_segs > 0 && x->segs[0].acked == x->segs[0].n && x->segs[0].loaded == x->segs[0].n &&
+           (x->n_segs > 1 || !s->writing))
+        seg_delete(s, 0, FWD_DROP__N);
+    cursor_update(s);
+    stats(s);
 }
 
 static void load_done(uv_work_t *w, int status)
 {
     struct load_job *j = container_of(w, struct load_job, work);
     struct fwd__spool *s = j->s;
-    struct seg *g = seg_find(s, j->seg_id);
-    uint64_t *tokens = calloc(j->n ? j->n : 1, sizeof(*tokens));
-    size_t n = 0;
+    struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
+    uint64_t *tokens = calloc(j->l.n ? j->l.n : 1, sizeof(*tokens));
+    size_t n = 0, damaged = 0;
 
     s->loading_job = false;
-    if (g) {
-        size_t need = (size_t)((g->loaded + j->n) / 8 + 1);
-
-        if (need > g->ackmap_len) {
-            uint8_t *m = realloc(g->ackmap, need * 2);
-
-            if (m) {
-                memset(m + g->ackmap_len, 0, need * 2 - g->ackmap_len);
-                g->ackmap = m;
-                g->ackmap_len = need * 2;
+    if (j->l.err < 0)
+        s->load_retry_at = uv_now(s->ep->loop) + RETRY_MS;
+    if (g && tokens && j->l.n > 0) {
+        fwd__idx_load(&s->idx, g, j->l.n, tokens);
+        for (size_t i = 0; i < j->l.n; i++) {
+            if (j->l.out[i]) {
+                j->l.out[n] = j->l.out[i];
+                tokens[n++] = tokens[i];
+                continue;
             }
+            /* Damaged since the scan: exactly this record is lost. */
+            damaged++;
+            fwd__idx_ack(&s->idx, tokens[i]);
         }
-        for (size_t i = 0; i < j->n && tokens && g->ackmap && g->series_n > 0; i++) {
-            tokens[n++] = (g->id << 24) | (g->loaded & 0xffffff);
-            g->loaded++;
-            smap_add(&s->series, g->series[g->series_head], -1);
-            g->series_head++;
-            g->series_n--;
-            s->ep->st.spool_replayed_profiles++;
-            j->out[n - 1] = j->out[i];
+        s->ep->st.spool_replayed_profiles += n;
+        if (damaged) {
+            fwd__ep_drop(s->ep, FWD_DROP_SPOOL_CORRUPT, damaged, 0);
+            fwd__ep_error(s->ep, "spool: %zu damaged record(s) in segment %016" PRIx64, damaged,
+                          g->id);
+            release(s);
         }
-        g->read_off = j->consumed;
-        if (j->corrupt && j->n == 0) {
-            /* Corrupted since the scan: the rest of this segment is lost. */
-            uint64_t lost = g->records - g->loaded;
-
-            fwd__ep_drop(s->ep, FWD_DROP_SPOOL_CORRUPT, lost, 0);
-            for (size_t k = 0; k < g->series_n; k++)
-                smap_add(&s->series, g->series[g->series_head + k], -1);
-            g->series_n = 0;
-            g->records = g->loaded;
-            g->read_off = g->size;
-            fwd__ep_error(s->ep, "spool: corrupt record in segment %016" PRIx64, g->id);
-        }
+    } else {
+        for (size_t i = 0; i < j->l.n; i++)
+            fwd_profile_unref(j->l.out[i]);
     }
-    for (size_t i = n; i < j->n; i++)
-        fwd_profile_unref(j->out[i]);
     stats(s);
     if (s->cb->loaded)
-        s->cb->loaded(s->ud, j->out, tokens, n);
+        s->cb->loaded(s->ud, j->l.out, tokens, n);
     free(tokens);
-    free(j->out);
+    free(j->l.out);
+    free(j->recs);
     free(j);
     check_closed(s);
 }
@@ -984,31 +475,35 @@ static void load_done(uv_work_t *w, int status)
 bool fwd__spool_load(struct fwd__spool *s, size_t max, uint64_t max_bytes)
 {
     struct load_job *j;
-    struct seg *g = NULL;
+    struct fwd__seg *g = NULL;
 
-    if (!s->ready || s->loading_job || s->closing || max == 0)
+    if (!s->ready || s->loading_job || s->closing || max == 0 ||
+        uv_now(s->ep->loop) < s->load_retry_at)
         return false;
-    for (size_t i = 0; i < s->n_segs; i++) {
-        if (s->segs[i].loaded < s->segs[i].records) {
-            g = &s->segs[i];
+    for (size_t i = 0; i < s->idx.n_segs; i++) {
+        if (s->idx.segs[i].loaded < s->idx.segs[i].n) {
+            g = &s->idx.segs[i];
             break;
         }
     }
     if (!g)
         return false;
+    if (max > g->n - g->loaded)
+        max = g->n - g->loaded;
     j = calloc(1, sizeof(*j));
-    if (!j)
+    if (!j || !(j->recs = malloc(max * sizeof(*j->recs)))) {
+        free(j);
         return false;
+    }
+    memcpy(j->recs, g->recs + g->loaded, max * sizeof(*j->recs));
     j->s = s;
-    seg_path(s, g->id, j->path, sizeof(j->path));
     j->seg_id = g->id;
-    j->off = g->read_off;
-    j->limit = g->size;
-    j->max = max;
-    if (j->max > g->records - g->loaded)
-        j->max = (size_t)(g->records - g->loaded);
-    j->max_bytes = max_bytes ? max_bytes : UINT64_MAX;
+    seg_path(s->dir, g->id, j->l.path, sizeof(j->l.path));
+    j->l.recs = j->recs;
+    j->l.max = max;
+    j->l.max_bytes = max_bytes ? max_bytes : UINT64_MAX;
     if (uv_queue_work(s->ep->loop, &j->work, load_work, load_done) < 0) {
+        free(j->recs);
         free(j);
         return false;
     }
@@ -1018,33 +513,52 @@ bool fwd__spool_load(struct fwd__spool *s, size_t max, uint64_t max_bytes)
 
 void fwd__spool_ack(struct fwd__spool *s, uint64_t token)
 {
-    struct seg *g = seg_find(s, token >> 24);
-    uint64_t idx;
-
-    if (!g)
-        return; /* deleted by a cap meanwhile */
-    idx = token & 0xffffff;
-    if (idx / 8 >= g->ackmap_len || (g->ackmap[idx / 8] & (1u << (idx % 8))))
-        return;
-    g->ackmap[idx / 8] |= (uint8_t)(1u << (idx % 8));
-    g->acked++;
-    /* A segment fully delivered and no longer written is removed. */
-    while (s->n_segs > 0 && s->segs[0].acked == s->segs[0].records &&
-           s->segs[0].loaded == s->segs[0].records &&
-           (s->n_segs > 1 || (!s->writing && s->n_pend == 0))) {
-        seg_delete(s, 0, FWD_DROP__N);
-    }
-    cursor_update(s);
-    stats(s);
+    if (fwd__idx_ack(&s->idx, token))
+        release(s);
 }
 
 /* ----- open / scan */
 
 static int seg_id_cmp(const void *a, const void *b)
 {
-    const struct seg *x = a, *y = b;
+    const struct fwd__seg *x = a, *y = b;
 
     return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Scans one segment into `g` (pool). Returns false if the file is to go:
+ * delivered before the restart, or holding no record. */
+static bool scan_seg(struct scan_job *j, struct fwd__seg *g, const char *path)
+{
+    struct fwd__seg_scan sc = {0};
+    uint32_t delivered = g->id == j->cur_seg ? (uint32_t)j->cur_seq : 0;
+    int fd;
+
+    if (g->id < j->cur_seg)
+        return false; /* delivered (the cursor is past it) */
+    fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    fwd__seg_scan_fd(fd, &sc, delivered);
+    close(fd);
+    j->corrupt += sc.lost;
+    if (sc.n == 0) {
+        fwd__seg_scan_done(&sc);
+        return false;
+    }
+    g->version = sc.version == 1 ? 1 : 2;
+    g->size = sc.end;
+    g->recs = sc.recs;
+    g->n = sc.n;
+    g->cap = sc.cap;
+    g->next_seq = sc.next_seq;
+    g->created_ms = sc.created_ms;
+    g->newest_ms = sc.newest_ms;
+    /* The records the cursor names as delivered count as loaded and
+     * acknowledged. */
+    while (g->loaded < g->n && g->recs[g->loaded].seq < delivered)
+        g->loaded++;
+    return true;
 }
 
 static void scan_work(uv_work_t *w)
@@ -1062,8 +576,8 @@ static void scan_work(uv_work_t *w)
     }
     snprintf(path, sizeof(path), "%s/cursor", j->dir);
     if ((cf = fopen(path, "re")) != NULL) {
-        if (fscanf(cf, "%" SCNx64 " %" SCNu64, &j->cur_seg, &j->cur_records) != 2)
-            j->cur_seg = j->cur_records = 0;
+        if (fscanf(cf, "%" SCNx64 " %" SCNu64, &j->cur_seg, &j->cur_seq) != 2)
+            j->cur_seg = j->cur_seq = 0;
         fclose(cf);
     }
     while ((e = readdir(d)) != NULL) {
@@ -1073,7 +587,7 @@ static void scan_work(uv_work_t *w)
         if (e->d_name[0] == '.' || strcmp(end, ".seg") != 0 || end == e->d_name)
             continue;
         if (j->n == cap) {
-            struct seg *v = realloc(j->segs, (cap ? cap * 2 : 16) * sizeof(*v));
+            struct fwd__seg *v = realloc(j->segs, (cap ? cap * 2 : 16) * sizeof(*v));
 
             if (!v)
                 break;
@@ -1082,61 +596,19 @@ static void scan_work(uv_work_t *w)
         }
         memset(&j->segs[j->n], 0, sizeof(j->segs[0]));
         j->segs[j->n++].id = id;
+        if (id > j->max_id)
+            j->max_id = id;
     }
     closedir(d);
     if (j->n > 1)
         qsort(j->segs, j->n, sizeof(*j->segs), seg_id_cmp);
     for (size_t i = 0; i < j->n; i++) {
-        struct seg *g = &j->segs[i];
-        struct seg_scan sc = {0};
-        int fd;
+        struct fwd__seg *g = &j->segs[i];
 
-        snprintf(path, sizeof(path), "%s/%016" PRIx64 ".seg", j->dir, g->id);
-        fd = open(path, O_RDWR | O_CLOEXEC);
-        if (fd < 0)
-            continue;
-        scan_fd(fd, &sc, true);
-        close(fd);
-        j->corrupt += sc.corrupt;
-        g->size = sc.bytes;
-        g->records = sc.records;
-        g->created_ms = sc.created_ms ? sc.created_ms : sc.oldest_ms;
-        g->newest_ms = sc.newest_ms;
-        g->series = sc.series;
-        g->series_n = sc.n_series;
-        g->series_cap = sc.cap_series;
-        g->read_off = SEG_HDR;
-        if (g->size < SEG_HDR) {
-            unlink(path); /* an empty, headerless file */
-            g->deleted = true;
-            continue;
-        }
-        /* Delivered before the restart: older segments, and the cursor's
-         * prefix of its segment. Skip them (reading their offsets). */
-        if (g->id < j->cur_seg) {
+        seg_path(j->dir, g->id, path, sizeof(path));
+        if (!scan_seg(j, g, path)) {
             unlink(path);
-            g->deleted = true;
-        } else if (g->id == j->cur_seg && j->cur_records > 0) {
-            uint64_t skip = j->cur_records < g->records ? j->cur_records : g->records;
-            uint64_t off = SEG_HDR;
-            uint8_t hdr[FWD_SPOOL_HDR];
-
-            fd = open(path, O_RDONLY | O_CLOEXEC);
-            for (uint64_t k = 0; fd >= 0 && k < skip; k++) {
-                struct fwd__rec_hdr h;
-
-                if (pread_full(fd, hdr, FWD_SPOOL_HDR, (off_t)off) != FWD_SPOOL_HDR ||
-                    fwd__spool_hdr_parse(hdr, &h) < 0)
-                    break;
-                off += FWD_SPOOL_HDR + h.len;
-            }
-            if (fd >= 0)
-                close(fd);
-            g->read_off = off;
-            /* Treat the skipped prefix as loaded and acknowledged. */
-            g->loaded = g->acked = skip;
-            g->series_head = (size_t)skip;
-            g->series_n -= (size_t)skip;
+            g->id = 0; /* gone */
         }
     }
 }
@@ -1145,44 +617,29 @@ static void scan_done(uv_work_t *w, int status)
 {
     struct scan_job *j = container_of(w, struct scan_job, work);
     struct fwd__spool *s = j->s;
-    struct pend *pend = s->pend;
-    size_t n_pend = s->n_pend;
 
     /* Segments first (older), then whatever was appended during the scan. */
     for (size_t i = 0; i < j->n; i++) {
-        struct seg *g = &j->segs[i], *d;
+        struct fwd__seg *g = &j->segs[i];
 
-        if (g->deleted) {
-            free(g->series);
-            continue;
+        if (g->id && fwd__idx_seg_insert(&s->idx, g) < 0) {
+            /* Out of memory: its records stay on disk for the next start. */
+            free(g->recs);
         }
-        d = seg_new(s, g->id);
-        if (!d) {
-            free(g->series);
-            continue;
-        }
-        *d = *g;
-        d->ackmap_len = (size_t)(d->records / 8 + 1);
-        d->ackmap = calloc(d->ackmap_len, 1);
-        for (uint64_t k = 0; d->ackmap && k < d->acked; k++)
-            d->ackmap[k / 8] |= (uint8_t)(1u << (k % 8));
-        for (size_t k = 0; k < d->series_n; k++)
-            smap_add(&s->series, d->series[d->series_head + k], 1);
     }
     if (j->corrupt) {
         fwd__ep_drop(s->ep, FWD_DROP_SPOOL_CORRUPT, j->corrupt, 0);
-        fwd__ep_error(s->ep, "spool: truncated %" PRIu64 " torn or corrupt record(s)",
-                      j->corrupt);
+        fwd__ep_error(s->ep, "spool: %" PRIu64 " damaged or torn record(s) lost", j->corrupt);
     }
     if (j->err < 0)
         fwd__ep_error(s->ep, "spool scan %s: %s", j->dir, strerror(-j->err));
     s->cursor_seg = j->cur_seg;
-    s->cursor_records = j->cur_records;
+    s->cursor_seq = j->cur_seq;
+    s->next_id = j->max_id + 1;
     free(j->segs);
     free(j);
     s->ready = true;
-    (void)pend;
-    (void)n_pend;
+    release(s);
     enforce_caps(s, true);
     kick(s);
     if (s->cb->changed)
@@ -1252,8 +709,10 @@ bool fwd__spool_ready(const struct fwd__spool *s)
 
 void fwd__spool_expire(struct fwd__spool *s)
 {
-    if (s->ready)
-        enforce_caps(s, true);
+    if (!s->ready)
+        return;
+    enforce_caps(s, true);
+    kick(s); /* after a refused write: try again */
 }
 
 static void check_closed(struct fwd__spool *s)
@@ -1289,13 +748,7 @@ void fwd__spool_free(struct fwd__spool *s)
     for (size_t i = 0; i < s->n_pend; i++)
         fwd_profile_unref(s->pend[i].p);
     free(s->pend);
-    for (size_t i = 0; i < s->n_segs; i++) {
-        free(s->segs[i].ackmap);
-        free(s->segs[i].series);
-    }
-    free(s->segs);
-    free(s->series.k);
-    free(s->series.v);
+    fwd__idx_done(&s->idx);
     free(s->dir);
     free(s);
 }

@@ -312,6 +312,13 @@ enum fwd__verdict fwd__classify(int result, long status, const char *body, size_
     }
     if (status >= 200 && status < 300)
         return FWD_V_OK;
+    if (status >= 300 && status < 400) {
+        /* Not followed (follow-redirects off, or too many): the endpoint's
+         * url is wrong, nothing was stored. Retried, so spooled, not lost. */
+        snprintf(msg, msglen, "HTTP %ld: redirect not followed (check the url, or "
+                              "follow-redirects)", status);
+        return FWD_V_RETRY;
+    }
     if (body && body_len > 0 && body_len <= 1024 * 1024) {
         tok = json_tokener_new_ex(16);
         if (tok) {

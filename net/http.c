@@ -842,6 +842,9 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
         SET(CURLOPT_FOLLOWLOCATION, 1L);
         SET(CURLOPT_MAXREDIRS, 10L);
         SET(CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+        /* A POST stays a POST with its body on 301, 302 and 303 too (libcurl
+         * would turn it into a GET, losing a push). */
+        SET(CURLOPT_POSTREDIR, (long)CURL_REDIR_POST_ALL);
     }
     SET(CURLOPT_USERAGENT, o->user_agent ? o->user_agent : "proflet/" PROFLET_VERSION);
     SET(CURLOPT_HTTP_VERSION,

@@ -223,7 +223,8 @@ struct net_request_opts {
     struct net_auth *auth;
     bool http2;                  /**< offer HTTP/2 (ALPN over TLS); HTTP/1.1 otherwise */
     bool accept_gzip;            /**< send Accept-Encoding: gzip and decode transparently */
-    bool follow_redirects;       /**< follow up to 10 redirects (http/https only) */
+    bool follow_redirects;       /**< follow up to 10 redirects (http/https only), keeping
+                                      the method and body (a POST stays a POST) */
     /** Resolve the host afresh instead of through the client's DNS cache.
      * For scrapes: thousands of targets each visited once per interval
      * would fill the cache, and libcurl 7.88 scans the whole cache on every

@@ -10,6 +10,7 @@
  *              [--metrics FILE] [--max-retries N] [--batch N] [--gzip]
  *              [--min-backoff-ms N] [--max-backoff-ms N] [--timeout-ms N]
  *              [--wait-ms N] [--inflight N] [--queue N] [--seq-start N]
+ *              [--follow-redirects]
  *
  * Each profile's bytes start with "seq=<n> series=<k> " so the receiver can
  * check per-series order; --ids gets one "id series seq" line per submitted
@@ -240,7 +241,7 @@ int main(int argc, char **argv)
     struct net_basic_auth_cfg auth = {(char *)"user", (char *)"secret", NULL};
     unsigned max_retries = 0, batch = 0, inflight = 0, queue = 0;
     uint64_t min_b = 100, max_b = 2000, tmo = 3000, wait_ms = 200;
-    bool gzip = false, use_auth = false;
+    bool gzip = false, use_auth = false, follow = false;
 
     cfg.spool.max_bytes = 1ull << 30;
     cfg.spool.fsync = (char *)"batch";
@@ -293,6 +294,8 @@ int main(int argc, char **argv)
             wait_ms = strtoull(argv[++i], NULL, 10);
         } else if (!strcmp(a, "--gzip")) {
             gzip = true;
+        } else if (!strcmp(a, "--follow-redirects")) {
+            follow = true;
         } else if (!strcmp(a, "--auth")) {
             use_auth = true;
         } else {
@@ -310,6 +313,7 @@ int main(int argc, char **argv)
         eps[i].remote_timeout_ms = tmo;
         eps[i].batch_max_wait_ms = wait_ms;
         eps[i].gzip_request = gzip;
+        eps[i].http.follow_redirects = follow;
         if (use_auth)
             eps[i].http.basic_auth = &auth;
     }

@@ -32,6 +32,7 @@ signal.signal(signal.SIGTERM, _terminated)
 DRIVER, RECEIVER, PROTO, SCENARIO = sys.argv[1:5]
 TMP = tempfile.mkdtemp(prefix="fwd-it-")
 PROCS = []
+MOUNTS = []
 
 
 class Receiver:
@@ -119,6 +120,59 @@ def wait_for(cond, timeout, what):
             return
         time.sleep(0.1)
     raise AssertionError("timed out waiting for " + what)
+
+
+def mount_tmpfs(name, size):
+    """A real small filesystem, so that the spool meets ENOSPC. We run as
+    root; if the mount is impossible the scenario fails (it never skips)."""
+    d = os.path.join(TMP, name)
+    os.makedirs(d)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=%s" % size, "tmpfs", d], check=True)
+    MOUNTS.append(d)
+    return d
+
+
+def log_of(tag):
+    path = os.path.join(TMP, tag + ".log")
+    return open(path, errors="replace").read() if os.path.exists(path) else ""
+
+
+def records_of(path):
+    """Offsets of the spool records in a segment file (found by their magic,
+    which the format puts first in every record header)."""
+    data = open(path, "rb").read()
+    return data, [m.start() for m in re.finditer(b"PRC[12]", data)]
+
+
+class Redirector:
+    """Answers every POST with a redirect to `target` + the same path, the
+    status taken in turn from `codes`; counts what it answered."""
+
+    def __init__(self, target, codes):
+        import http.server
+        import threading
+        self.seen = []
+        rd = self
+
+        class H(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                code = codes[len(rd.seen) % len(codes)]
+                rd.seen.append(code)
+                self.send_response(code)
+                self.send_header("Location", target + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.srv.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.srv.server_address[1]
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
 
 # ---------------------------------------------------------------- scenarios
@@ -339,6 +393,129 @@ def s_disk_cap():
                                                                      if i not in got))
 
 
+def s_disk_full():
+    """The spool's disk fills up during an outage (a real 2 MB tmpfs): a
+    failed append is rolled back and kept, and once the endpoint is back and
+    the replay frees the disk, everything is delivered exactly once, in
+    order, with nothing counted as corrupt or lost."""
+    r = Receiver()
+    spool = os.path.join(mount_tmpfs("fs", "2m"), "spool")
+    r.ctl("/faults", {"down_for": 15})
+    # 900 incompressible 4 KiB profiles (~3.8 MB) against 2 MB of disk.
+    rc, ids, m = driver(["name=a,url=%s" % r.url], "--count", 900, "--rate", 100, "--size", 4096,
+                        "--series", 4, "--spool", spool, "--min-backoff-ms", 200,
+                        "--max-backoff-ms", 1000, "--linger-s", 90, timeout=160)
+    assert "No space left on device" in log_of("d"), "the disk never filled:\n" + log_of("d")
+    assert rc == 0, rc
+    sub = [i for i, _, _ in read_ids(ids)]
+    acc = r.accepted()
+    assert len(sub) == 900
+    check_exactly_once(sub, acc)
+    check_order(acc)
+    for reason in ("spool_corrupt", "io_error"):
+        assert metric(m, "proflet_remote_dropped_profiles_total", reason=reason) == 0, reason
+
+
+def s_disk_full_restart():
+    """The disk fills, then space comes back (another file is removed) while
+    the endpoint is still down, then the process is killed: after a restart
+    every record written before the kill is delivered, none is counted as
+    corrupt, none twice."""
+    r = Receiver()
+    fs = mount_tmpfs("fs", "2m")
+    spool = os.path.join(fs, "spool")
+    with open(os.path.join(fs, "ballast"), "wb") as f:
+        f.write(os.urandom(1 << 20))
+    r.ctl("/faults", {"down_for": 600})
+    # 400 x 4 KiB: more than the 1 MB left, less than the 2 MB without ballast.
+    p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 400, "--rate", 100, "--size", 4096,
+                       "--spool", spool, "--linger-s", 120, wait=False)
+    wait_for(lambda: "No space left on device" in log_of("d"), 20, "a full disk")
+    wait_for(lambda: len(read_ids(ids)) >= 400, 20, "submission")
+    os.unlink(os.path.join(fs, "ballast"))
+    # Recovery by itself: every profile reaches the disk once space is back.
+    wait_for(lambda: metric(m, "proflet_remote_spool_written_profiles_total") >= 400, 20,
+             "every profile written to the spool after space came back")
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=10)
+    r2 = Receiver()
+    rc, _, m2 = driver(["name=a,url=%s" % r2.url], "--count", 0, "--spool", spool,
+                       "--linger-s", 60, tag="d2")
+    assert rc == 0, rc
+    sub = [i for i, _, _ in read_ids(ids)]
+    acc = r2.accepted()
+    check_exactly_once(sub, acc)
+    check_order(acc)
+    assert metric(m2, "proflet_remote_dropped_profiles_total", reason="spool_corrupt") == 0
+
+
+def s_corrupt():
+    """Two damaged records in a spool segment (one header byte, one payload
+    byte) cost exactly those two records, counted as two; the rest of the
+    segment, before and after them, is delivered."""
+    r = Receiver()
+    spool = os.path.join(TMP, "spool")
+    r.ctl("/faults", {"down_for": 600})
+    p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 500, "--rate", 250, "--size", 1024,
+                       "--spool", spool, "--linger-s", 60, wait=False)
+    wait_for(lambda: os.path.exists(m) and
+             metric(m, "proflet_remote_spool_written_profiles_total") >= 500, 20, "spool writes")
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=10)
+    segs = sorted(f for f in os.listdir(os.path.join(spool, "a")) if f.endswith(".seg"))
+    assert len(segs) == 1, segs
+    path = os.path.join(spool, "a", segs[0])
+    data, offs = records_of(path)
+    assert len(offs) == 500, len(offs)
+    data = bytearray(data)
+    data[offs[100] + 5] ^= 0x40                          # a record header (its length)
+    data[(offs[300] + offs[301]) // 2] ^= 0x01           # a record payload
+    open(path, "wb").write(data)
+    r2 = Receiver()
+    rc, _, m2 = driver(["name=a,url=%s" % r2.url], "--count", 0, "--spool", spool,
+                       "--linger-s", 60, tag="d2")
+    assert rc == 0, rc
+    sub = read_ids(ids)
+    lost = {sub[100][0], sub[300][0]}
+    acc = r2.accepted()
+    check_exactly_once([i for i, _, _ in sub], acc, allow_missing=lost)
+    assert len(acc) == 498, len(acc)
+    check_order(acc)
+    assert metric(m2, "proflet_remote_dropped_profiles_total", reason="spool_corrupt") == 2
+
+
+def s_redirect():
+    """follow-redirects on: a redirected push (301, 302, 303, 307, 308) is
+    sent again to the new location as a POST with its body. Off: a redirect
+    is a configuration error, retried and spooled, never dropped."""
+    r = Receiver()
+    rd = Redirector(r.url, [301, 302, 303, 307, 308])
+    rc, ids, m = driver(["name=a,url=%s" % rd.url], "--follow-redirects", "--count", 100,
+                        "--rate", 200, "--batch", 8)
+    assert rc == 0, rc
+    acc = r.accepted()
+    check_exactly_once([i for i, _, _ in read_ids(ids)], acc)
+    check_order(acc)
+    assert set(rd.seen) == {301, 302, 303, 307, 308}, rd.seen
+    assert metric(m, "proflet_remote_dropped_profiles_total") == 0
+
+    r.ctl("/reset", {})
+    rd2 = Redirector(r.url, [307])
+    spool = os.path.join(TMP, "spool")
+    rc, ids, m = driver(["name=b,url=%s" % rd2.url], "--count", 50, "--rate", 100,
+                        "--spool", spool, "--min-backoff-ms", 100, "--max-backoff-ms", 500,
+                        "--linger-s", 3, tag="nf")
+    assert rc == 3, rc  # not delivered
+    assert rd2.seen, "no request reached the redirector"
+    assert not r.accepted(), "a redirect was followed with follow-redirects off"
+    assert metric(m, "proflet_remote_dropped_profiles_total", endpoint="b") == 0, open(m).read()
+    # Everything was spooled: a fixed url delivers it all.
+    rc, _, _ = driver(["name=b,url=%s" % r.url], "--count", 0, "--spool", spool,
+                      "--linger-s", 30, tag="nf2")
+    assert rc == 0, rc
+    check_exactly_once([i for i, _, _ in read_ids(ids)], r.accepted())
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 if __name__ == "__main__":
@@ -350,6 +527,8 @@ if __name__ == "__main__":
             if p.poll() is None:
                 p.kill()
                 p.wait()
+        for d in MOUNTS:
+            subprocess.run(["umount", "-l", d], check=False)
         if os.environ.get("KEEP_TMP"):
             print("kept", TMP)
         else:

@@ -1,5 +1,5 @@
 /* forward/ pure parts: label limits, PushRequest encoding, URLs, response
- * classification (what is resent), spool records and torn-tail recovery. */
+ * classification (what is resent). The spool is in test_spool.c. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -168,70 +168,15 @@ TEST(classify_outcomes)
     ASSERT_EQ(st[0], FWD_P_DROP);
     ASSERT_EQ(st[2], FWD_P_DROP);
     ASSERT_EQ(fwd__classify(0, 501, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_PARTIAL);
+    /* A redirect that was not followed: a configuration error, retried
+     * (spooled), never a reason to drop. */
+    for (long code = 300; code < 400; code++)
+        ASSERT_EQ(fwd__classify(0, code, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_RETRY);
+    ASSERT(strstr(msg, "redirect") != NULL);
     ASSERT(fwd__status_retryable(503));
     ASSERT(!fwd__status_retryable(501));
     ASSERT(!fwd__status_retryable(404));
     ASSERT(fwd__status_retryable(408));
-}
-
-TEST(spool_record_round_trip_and_corruption)
-{
-    struct fwd_profile *p = mk("svc", 5000, 7), *q = NULL;
-    struct fwd__rec_hdr h;
-    uint8_t *rec;
-    size_t len;
-
-    ASSERT_EQ(fwd__spool_encode(p, 1234, 1, &rec, &len), 0);
-    ASSERT_EQ(fwd__spool_hdr_parse(rec, &h), 0);
-    ASSERT_EQ(h.len + FWD_SPOOL_HDR, len);
-    ASSERT_U64_EQ(h.wall_ms, 1234);
-    ASSERT(fwd__spool_hdr_check(&h, rec + FWD_SPOOL_HDR));
-    ASSERT_EQ(fwd__spool_decode(rec + FWD_SPOOL_HDR, h.len, &q), 0);
-    ASSERT_STR_EQ(q->id, p->id);
-    ASSERT_EQ(q->len, p->len);
-    ASSERT_EQ(memcmp(q->data, p->data, p->len), 0);
-    ASSERT(labels_equal(&q->labels, &p->labels));
-    ASSERT_EQ(q->start_ns, 11);
-    ASSERT_EQ(q->end_ns, 22);
-    fwd_profile_unref(q);
-    rec[FWD_SPOOL_HDR + h.len / 2] ^= 1;
-    ASSERT(!fwd__spool_hdr_check(&h, rec + FWD_SPOOL_HDR));
-    free(rec);
-    fwd_profile_unref(p);
-}
-
-TEST(spool_scan_truncates_torn_tail)
-{
-    char path[] = "/tmp/fwd-seg-XXXXXX";
-    int fd = mkstemp(path);
-    uint8_t hdr[16] = "PFLSPL01";
-    uint64_t recs, bytes, corrupt, oldest, good = 16;
-
-    ASSERT(fd >= 0);
-    ASSERT_EQ(write(fd, hdr, 16), 16);
-    for (int i = 0; i < 3; i++) {
-        struct fwd_profile *p = mk("s", 300, i);
-        uint8_t *rec;
-        size_t len;
-
-        ASSERT_EQ(fwd__spool_encode(p, 1000 + (uint64_t)i, 1, &rec, &len), 0);
-        ASSERT_EQ(write(fd, rec, len), (ssize_t)len);
-        if (i < 2)
-            good += len;
-        else
-            ASSERT_EQ(ftruncate(fd, (off_t)(good + len - 5)), 0); /* torn last record */
-        free(rec);
-        fwd_profile_unref(p);
-    }
-    close(fd);
-    ASSERT_EQ(fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
-    ASSERT_U64_EQ(bytes, good);
-    ASSERT_U64_EQ(corrupt, 1);
-    ASSERT_U64_EQ(oldest, 1000);
-    /* the file was truncated; a second scan is clean */
-    ASSERT_EQ(fwd__spool_scan_file(path, &recs, &bytes, &corrupt, &oldest), 2);
-    ASSERT_U64_EQ(corrupt, 0);
-    unlink(path);
 }
 
 int main(int argc, char **argv)
