@@ -74,6 +74,7 @@ static const cyaml_schema_field_t remote_fields[] = {
     CYAML_FIELD_UINT("max-backoff", OPT, struct cfg_remote, max_backoff_ms),
     CYAML_FIELD_UINT("max-retries", OPT, struct cfg_remote, max_retries),
     CYAML_FIELD_BOOL("gzip", OPT, struct cfg_remote, gzip_request),
+    CYAML_FIELD_BOOL("retry-on-http-429", OPT, struct cfg_remote, retry_on_http_429),
     CYAML_FIELD_SEQUENCE_COUNT("external-labels", OPT | PTR, struct cfg_remote, external_labels,
                                n_external_labels, &conf_kv_entry, 0, UNL),
     VIRTUAL_MAPPING("batch", struct cfg_remote, batch_fields),
@@ -100,6 +101,7 @@ static const struct conf_key remote_keys[] = {
       .aliases = max_backoff_aliases },
     { .key = "max-retries", .def = "10", .aliases = max_retries_aliases },
     { .key = "max-inflight", .def = "4" },
+    { .key = "retry-on-http-429", .def = "true" },
     { .key = "max-dir-bytes", .unit = CONF_UNIT_BYTES, .def = "1GiB" },
     { 0 },
 };

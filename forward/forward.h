@@ -36,6 +36,8 @@ struct cfg_remote {
     uint64_t max_backoff_ms;    /**< default 5m */
     unsigned max_retries;       /**< default 10; 0 = retry for ever (spool) */
     bool gzip_request;          /**< gzip the PushRequest body; default false */
+    bool retry_on_http_429;     /**< default true; false: a 429 drops the batch (Alloy's
+                                     retry_on_http_429) */
     struct conf_kv *external_labels;
     unsigned n_external_labels;
     unsigned batch_max_profiles; /**< default 64 */

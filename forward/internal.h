@@ -163,6 +163,7 @@ enum fwd__verdict {
     FWD_V_TOO_LARGE,   /* 429/413 "too large": split (or drop at n==1) */
     FWD_V_AMBIGUOUS,   /* no answer (timeout, reset) or unattributed 5xx: unknown */
     FWD_V_UNREACHED,   /* the request never reached the server (connect, TLS) */
+    FWD_V_REFUSED,     /* a 429 with retry-on-http-429 off: dropped, as rejected */
 };
 
 /* Per-profile outcome inside a FWD_V_PARTIAL verdict. */

@@ -245,13 +245,19 @@ static void close_early(struct remote *rm)
         rm->deadline = now;
 }
 
-static void mark_failure(struct remote *rm)
+/* `retry_after_ms`: what the server asked for (Retry-After on 429 and 503),
+ * 0 for none; it replaces the exponential backoff, capped by max-backoff. */
+static void mark_failure(struct remote *rm, uint64_t retry_after_ms)
 {
     bool was = rm->healthy;
+    uint64_t wait = backoff_ms(rm);
 
+    if (retry_after_ms)
+        wait = retry_after_ms < rm->ep->cfg.max_backoff_ms ? retry_after_ms
+                                                           : rm->ep->cfg.max_backoff_ms;
     rm->fails++;
     rm->healthy = false;
-    rm->backoff_until = uv_now(rm->ep->loop) + backoff_ms(rm);
+    rm->backoff_until = uv_now(rm->ep->loop) + wait;
     if (was)
         spill(rm);
     close_early(rm);
@@ -316,6 +322,9 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
         ep->st.failed_requests++;
         fwd__ep_error(ep, "%s (%zu profiles)", msg, q->n);
     }
+    if (resp->result == 0 && resp->status == 429 && !ep->cfg.retry_on_http_429 &&
+        v == FWD_V_RETRY)
+        v = FWD_V_REFUSED; /* retry-on-http-429: false drops */
     for (size_t i = 0; i < q->n; i++) {
         struct fwd__qent *e = q->e[i];
 
@@ -362,10 +371,15 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
             any_retry = true;
             requeue(rm, e, true);
             break;
+        case FWD_V_REFUSED:
+            fwd__ep_drop(ep, FWD_DROP_REJECTED, 1, e->p->len);
+            ent_free(rm, e, true);
+            break;
         }
     }
     if (any_retry)
-        mark_failure(rm);
+        mark_failure(rm, (resp->status == 429 || resp->status == 503) ? resp->retry_after_s * 1000
+                                                                       : 0);
     else
         mark_success(rm);
     free(ids);
@@ -471,7 +485,7 @@ static void enc_done(uv_work_t *w, int status)
         /* Out of memory: put everything back and retry later. */
         for (size_t i = 0; i < q->n; i++)
             requeue(rm, q->e[i], false);
-        mark_failure(rm);
+        mark_failure(rm, 0);
         req_free(q);
     } else {
         send_req(rm, q);

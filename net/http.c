@@ -576,6 +576,12 @@ static void complete(struct net_request *r, int result, CURLcode rc)
     memset(&resp, 0, sizeof(resp));
     curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &status);
     curl_easy_getinfo(r->easy, CURLINFO_CONTENT_TYPE, &ctype);
+    {
+        curl_off_t after = 0;
+
+        if (curl_easy_getinfo(r->easy, CURLINFO_RETRY_AFTER, &after) == CURLE_OK && after > 0)
+            resp.retry_after_s = (uint64_t)after;
+    }
     if (result == 0 && rc == CURLE_WRITE_ERROR && r->fail) {
         result = r->fail;
         snprintf(r->errbuf, sizeof(r->errbuf), "%s", r->failmsg);

@@ -247,6 +247,7 @@ struct net_response {
     struct buf body;          /**< body (not in streaming mode); buf_steal() to keep it */
     const char *content_type; /**< NULL if absent */
     uint64_t duration_us;     /**< from start to completion */
+    uint64_t retry_after_s;   /**< the Retry-After header (seconds or a date), 0 if none */
 };
 
 struct net_client;

@@ -10,7 +10,7 @@
  *              [--metrics FILE] [--max-retries N] [--batch N] [--gzip]
  *              [--min-backoff-ms N] [--max-backoff-ms N] [--timeout-ms N]
  *              [--wait-ms N] [--inflight N] [--queue N] [--seq-start N]
- *              [--follow-redirects]
+ *              [--follow-redirects] [--no-retry-429]
  *
  * Each profile's bytes start with "seq=<n> series=<k> " so the receiver can
  * check per-series order; --ids gets one "id series seq" line per submitted
@@ -241,7 +241,7 @@ int main(int argc, char **argv)
     struct net_basic_auth_cfg auth = {(char *)"user", (char *)"secret", NULL};
     unsigned max_retries = 0, batch = 0, inflight = 0, queue = 0;
     uint64_t min_b = 100, max_b = 2000, tmo = 3000, wait_ms = 200;
-    bool gzip = false, use_auth = false, follow = false;
+    bool gzip = false, use_auth = false, follow = false, retry_429 = true;
 
     cfg.spool.max_bytes = 1ull << 30;
     cfg.spool.fsync = (char *)"batch";
@@ -296,6 +296,8 @@ int main(int argc, char **argv)
             gzip = true;
         } else if (!strcmp(a, "--follow-redirects")) {
             follow = true;
+        } else if (!strcmp(a, "--no-retry-429")) {
+            retry_429 = false;
         } else if (!strcmp(a, "--auth")) {
             use_auth = true;
         } else {
@@ -314,6 +316,7 @@ int main(int argc, char **argv)
         eps[i].batch_max_wait_ms = wait_ms;
         eps[i].gzip_request = gzip;
         eps[i].http.follow_redirects = follow;
+        eps[i].retry_on_http_429 = retry_429;
         if (use_auth)
             eps[i].http.basic_auth = &auth;
     }

@@ -516,6 +516,41 @@ def s_redirect():
     check_exactly_once([i for i, _, _ in read_ids(ids)], r.accepted())
 
 
+def s_retry_after():
+    """A 429 or 503 with Retry-After: the next attempt waits what the server
+    asked (capped by max-backoff), not the short exponential backoff. With
+    retry-on-http-429 off, a 429 drops its batch (counted as rejected) and
+    never resends it."""
+    r = Receiver()
+    for status in (429, 503):
+        r.ctl("/reset", {})
+        r.ctl("/faults", {"fail_next": {"count": 1, "status": status, "retry_after": 2}})
+        rc, ids, m = driver(["name=a,url=%s" % r.url], "--count", 1, "--rate", 100,
+                            "--min-backoff-ms", 50, "--max-backoff-ms", 10000, "--linger-s", 20,
+                            tag="ra%d" % status)
+        assert rc == 0, rc
+        check_exactly_once([i for i, _, _ in read_ids(ids)], r.accepted())
+        t = [x["t"] for x in r.ctl("/requests")]
+        assert len(t) == 2 and t[1] - t[0] >= 1.9, "retry after %.2fs on %d" % (t[1] - t[0], status)
+    # Capped by max-backoff: Retry-After 30 s, max-backoff 1 s.
+    r.ctl("/reset", {})
+    r.ctl("/faults", {"fail_next": {"count": 1, "status": 429, "retry_after": 30}})
+    rc, ids, m = driver(["name=a,url=%s" % r.url], "--count", 1, "--rate", 100,
+                        "--min-backoff-ms", 50, "--max-backoff-ms", 1000, "--linger-s", 20, tag="cap")
+    assert rc == 0, rc
+    t = [x["t"] for x in r.ctl("/requests")]
+    assert len(t) == 2 and 0.9 <= t[1] - t[0] < 5, "capped retry after %.2fs" % (t[1] - t[0])
+    # retry-on-http-429: false
+    r.ctl("/reset", {})
+    r.ctl("/faults", {"fail_next": {"count": 1, "status": 429}})
+    rc, ids, m = driver(["name=a,url=%s" % r.url], "--no-retry-429", "--count", 1, "--rate", 100,
+                        "--min-backoff-ms", 50, "--linger-s", 5, tag="no429")
+    assert rc == 0, rc  # nothing left pending: dropped, not queued
+    assert not r.accepted(), "a 429 batch was resent with retry-on-http-429 off"
+    assert len(r.ctl("/requests")) == 1
+    assert metric(m, "proflet_remote_dropped_profiles_total", endpoint="a") == 1, open(m).read()
+
+
 SCENARIOS = {k[2:]: v for k, v in globals().items() if k.startswith("s_")}
 
 if __name__ == "__main__":

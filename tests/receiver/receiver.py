@@ -16,7 +16,8 @@ Control API (JSON over HTTP on the control port):
     GET  /requests            -> headers and paths of every request seen
     POST /faults  {...}       -> merges fault settings:
         down_for: seconds     stop listening (connections refused), then come back
-        fail_next: {count, status, code, message}   whole-request failures, nothing stored
+        fail_next: {count, status, code, message, retry_after}   whole-request
+                   failures, nothing stored (retry_after: a Retry-After header, seconds)
         fail_ids: {id: status}                       refuse these ids (attributed), store others
         fail_ids_times: n                           how many times each fail_ids id is refused
         partial_every: k      in each request, refuse every k-th series with 503 (attributed), once per id
@@ -67,9 +68,11 @@ class Push(BaseHTTPRequestHandler):
     def log_message(self, *a):
         pass
 
-    def reply(self, status, obj=None, ctype="application/json"):
+    def reply(self, status, obj=None, ctype="application/json", retry_after=None):
         body = b"" if obj is None else json.dumps(obj).encode()
         self.send_response(status)
+        if retry_after is not None:
+            self.send_header("Retry-After", str(retry_after))
         self.send_header("Content-Type", ctype if obj is not None else "application/proto")
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
@@ -95,7 +98,7 @@ class Push(BaseHTTPRequestHandler):
             if not self.fast:
                 STATE["seen"].append({"path": url.path, "query": url.query,
                                       "headers": {k: v for k, v in self.headers.items()},
-                                      "len": len(body)})
+                                      "len": len(body), "t": time.time()})
             reset = FAULTS.get("reset_next", 0)
             if reset:
                 FAULTS["reset_next"] = reset - 1
@@ -114,7 +117,8 @@ class Push(BaseHTTPRequestHandler):
             if slow:
                 time.sleep(slow / 1000)
             return self.reply(fail.get("status", 503), {"code": fail.get("code", "unavailable"),
-                                                        "message": fail.get("message", "injected")})
+                                                        "message": fail.get("message", "injected")},
+                              retry_after=fail.get("retry_after"))
         if max_body and len(body) > max_body:
             return self.reply(429, {"code": "resource_exhausted",
                                     "message": "message size %d is larger than configured max %d"
