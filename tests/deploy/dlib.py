@@ -1,38 +1,22 @@
-"""Shared helpers for tests/deploy: a tiny runner (each check is a named
-function; the run prints "N passed, N failed" and exits non-zero on any
-failure), process handling on 127.0.0.1 with bounded waits, and chart
-rendering through tools/helm-render."""
+"""Helpers of tests/deploy on top of the shared ones (tests/integration/lib):
+a tiny runner (each check is a named function; the run prints "N passed,
+N failed" and exits non-zero on any failure) and chart rendering through
+tools/helm-render."""
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
 import traceback
-import urllib.request
 
 import yaml
 
-
-def _terminated(signum, frame):
-    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
-    # blocks, context managers) still stops the children and removes temp dirs.
-    raise SystemExit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, _terminated)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+from lib import (Procs, TestFailure, alive, check, free_port, http_get,  # noqa: E402,F401
+                 stop_group as stop, tail, wait_for)
 
 SRC = os.environ.get("PROFLET_SRC") or os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHART = os.path.join(SRC, "helm", "proflet")
-
-
-class Failure(Exception):
-    pass
-
-
-def check(cond, msg):
-    if not cond:
-        raise Failure(msg)
+Failure = TestFailure
 
 
 def need_file(path, what):
@@ -93,80 +77,3 @@ def one(docs, kind):
     return found[0]
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_for(what, fn, timeout=30.0, interval=0.1):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        try:
-            last = fn()
-        except Failure:
-            raise
-        except Exception as e:
-            last = e
-        else:
-            if last:
-                return last
-        time.sleep(interval)
-    raise Failure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
-
-
-def alive(p):
-    """For wait_for conditions: a child that exited fails the wait at once."""
-    if p.poll() is not None:
-        raise Failure(f"process {p.args[0] if isinstance(p.args, list) else p.args} exited with {p.returncode}: "
-                      f"{tail(getattr(p, '_log', ''), 30)}")
-    return True
-
-
-def http_get(url, timeout=5):
-    with urllib.request.urlopen(url, timeout=timeout) as r:
-        return r.status, r.read()
-
-
-class Procs:
-    """Children started by a test; all stopped (TERM, then KILL) at the end."""
-
-    def __init__(self):
-        self.procs = []
-
-    def start(self, cmd, log, **kw):
-        f = open(log, "wb")
-        p = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, start_new_session=True, **kw)
-        p._log = log
-        self.procs.append(p)
-        return p
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for p in reversed(self.procs):
-            stop(p)
-
-
-def stop(p, timeout=15):
-    if p.poll() is not None:
-        return p.returncode
-    try:
-        os.killpg(p.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        pass
-    try:
-        return p.wait(timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(p.pid, signal.SIGKILL)
-        return p.wait(5)
-
-
-def tail(path, n=40):
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-n:])
-    except OSError:
-        return ""

@@ -1,4 +1,7 @@
-"""Shared helpers for proflet's integration tests.
+"""The one helper module of proflet's Python test drivers (integration,
+deploy, cluster, forward, k8s, relabel, pprof, benchmarks; the others add
+this folder to sys.path). Importing it makes meson's SIGTERM unwind, so
+cleanup runs.
 
 Every test starts real processes on 127.0.0.1 only, waits on conditions with
 bounded deadlines (never a bare sleep standing in for a condition), and
@@ -42,12 +45,15 @@ def check(cond, msg):
 
 
 def wait_for(what, fn, timeout=30.0, interval=0.05):
-    """Polls fn() until it returns a truthy value; fails after `timeout`."""
+    """Polls fn() until it returns a truthy value; fails after `timeout`, or
+    at once when fn() itself fails the test (e.g. alive() of a dead child)."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         try:
             last = fn()
+        except TestFailure:
+            raise
         except Exception as e:  # a server not up yet, a file half-written
             last = e
         else:
@@ -74,24 +80,70 @@ def demoapp_binary(tmp):
 
 
 class Procs:
-    """Owns child processes; kills whatever is left on exit."""
+    """Owns child processes; whatever is left at the end is stopped. With
+    `log`, a child writes stdout and stderr to that file and runs in a
+    session of its own, and is stopped with its whole group: SIGTERM, then
+    SIGKILL after 15 s. Others are killed at once."""
 
     def __init__(self):
         self.procs = []
 
-    def start(self, args, **kw):
+    def start(self, args, log=None, **kw):
+        if log is not None:
+            kw.update(stdout=open(log, "wb"), stderr=subprocess.STDOUT, start_new_session=True)
         kw.setdefault("stdout", subprocess.DEVNULL)
         p = subprocess.Popen(args, **kw)
+        p._log = log
         self.procs.append(p)
         return p
 
     def close(self):
-        for p in self.procs:
-            if p.poll() is None:
+        for p in reversed(self.procs):
+            if getattr(p, "_log", None) is not None:
+                stop_group(p)
+            elif p.poll() is None:
                 p.kill()
         for p in self.procs:
             with contextlib.suppress(Exception):
                 p.wait(timeout=10)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def stop_group(p, timeout=15):
+    """SIGTERM to a child's process group, SIGKILL if it outlives `timeout`;
+    its exit status."""
+    if p.poll() is not None:
+        return p.returncode
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(p.pid, signal.SIGTERM)
+    try:
+        return p.wait(timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(p.pid, signal.SIGKILL)
+        return p.wait(5)
+
+
+def tail(path, n=40):
+    """The last `n` lines of a log file ("" if unreadable)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-n:])
+    except (OSError, TypeError):
+        return ""
+
+
+def alive(p):
+    """For wait_for conditions: a child that exited fails the wait at once."""
+    if p.poll() is not None:
+        raise TestFailure(f"process {p.args[0] if isinstance(p.args, list) else p.args} exited "
+                          f"with {p.returncode}: {tail(getattr(p, '_log', ''), 30)}")
+    return True
 
 
 @contextlib.contextmanager

@@ -4,7 +4,6 @@ kubectl (list + watch with --output-watch-events) and the official Python
 client (watch.Watch().stream over list_namespaced_pod) must see the pods a
 test adds and deletes through the control interface. Bounded: every wait
 has a deadline; the server and kubectl are killed at the end."""
-import signal
 import json
 import os
 import subprocess
@@ -15,13 +14,8 @@ import time
 import urllib.request
 
 
-def _terminated(signum, frame):
-    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
-    # blocks, context managers) still stops the children and removes temp dirs.
-    raise SystemExit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, _terminated)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402  (the shared helpers; unwinds on meson's SIGTERM)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -54,13 +48,6 @@ def pod(name, ns, ip):
             "status": {"phase": "Running", "podIP": ip}}
 
 
-def wait_for(pred, seconds, what):
-    deadline = time.time() + seconds
-    while time.time() < deadline:
-        if pred():
-            return
-        time.sleep(0.05)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def test_kubectl(api, ctl):
@@ -73,14 +60,14 @@ def test_kubectl(api, ctl):
     t = threading.Thread(target=lambda: [out.append(l) for l in p.stdout], daemon=True)
     t.start()
     try:
-        wait_for(lambda: any("web-1" in l for l in out), 20, "kubectl initial list")
+        lib.wait_for("kubectl initial list", lambda: any("web-1" in l for l in out), timeout=20)
         # The initial list must be complete before the watch starts.
-        wait_for(lambda: any(r["watch"] for r in requests(ctl)), 20, "kubectl watch")
+        lib.wait_for("kubectl watch", lambda: any(r["watch"] for r in requests(ctl)), timeout=20)
         control(ctl, "/apply", {"kind": "pods", "object": pod("kc-new", "shop", "10.9.0.1")})
-        wait_for(lambda: any("ADDED" in l and "kc-new" in l for l in out), 20, "kubectl ADDED")
+        lib.wait_for("kubectl ADDED", lambda: any("ADDED" in l and "kc-new" in l for l in out), timeout=20)
         control(ctl, "/delete", {"kind": "pods", "namespace": "shop", "name": "kc-new"})
-        wait_for(lambda: any("DELETED" in l and "kc-new" in l for l in out), 20,
-                 "kubectl DELETED")
+        lib.wait_for("kubectl DELETED", lambda: any("DELETED" in l and "kc-new" in l for l in out),
+                     timeout=20)
     finally:
         p.kill()
         p.wait()
@@ -109,12 +96,12 @@ def test_python_client(api, ctl):
     t = threading.Thread(target=run, daemon=True)
     t.start()
     # The stream starts with synthetic ADDED events for existing pods.
-    wait_for(lambda: ("ADDED", "web-2") in seen, 20, "python initial ADDED")
+    lib.wait_for("python initial ADDED", lambda: ("ADDED", "web-2") in seen, timeout=20)
     control(ctl, "/apply", {"kind": "pods", "object": pod("py-new", "shop", "10.9.0.2")})
     control(ctl, "/apply", {"kind": "pods", "object": pod("other-ns", "default", "10.9.0.3")})
-    wait_for(lambda: ("ADDED", "py-new") in seen, 20, "python ADDED")
+    lib.wait_for("python ADDED", lambda: ("ADDED", "py-new") in seen, timeout=20)
     control(ctl, "/delete", {"kind": "pods", "namespace": "shop", "name": "py-new"})
-    wait_for(lambda: ("DELETED", "py-new") in seen, 20, "python DELETED")
+    lib.wait_for("python DELETED", lambda: ("DELETED", "py-new") in seen, timeout=20)
     w.stop()
     assert ("ADDED", "other-ns") not in seen, seen  # namespaced watch only
     print("python client saw:", seen)

@@ -36,13 +36,8 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from pprof_raw import go_raw  # noqa: E402
 
 
-def _terminated(signum, frame):
-    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
-    # blocks, context managers) still stops the children and removes temp dirs.
-    raise SystemExit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, _terminated)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402  (the shared helpers; unwinds on meson's SIGTERM)
 
 CUMULATIVE = {"alloc_objects/count", "alloc_space/bytes", "contentions/count",
               "delay/nanoseconds"}

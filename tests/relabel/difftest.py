@@ -33,7 +33,6 @@ semantics we implement), not because we differ from Prometheus:
     2.42 bug), so they are not compared; kept targets are paired by a case
     id label no rule removes, dropped and failed ones are compared by count.
 """
-import signal
 import concurrent.futures
 import json
 import os
@@ -46,13 +45,8 @@ import tempfile
 import yaml
 
 
-def _terminated(signum, frame):
-    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
-    # blocks, context managers) still stops the children and removes temp dirs.
-    raise SystemExit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, _terminated)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402  (the shared helpers; unwinds on meson's SIGTERM)
 
 SEED = int(os.environ.get("RELABEL_DIFF_SEED", "424242"))
 LONG = int(os.environ.get("RELABEL_DIFF_LONG", "1") or "1")

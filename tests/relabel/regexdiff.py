@@ -22,17 +22,13 @@ Environment: RELABEL_REGEXDIFF_SEED (default fixed), RELABEL_REGEXDIFF_N
 """
 import os
 import random
-import signal
 import subprocess
 import sys
 import tempfile
 
 
-def _terminated(signum, frame):
-    raise SystemExit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, _terminated)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402  (the shared helpers; unwinds on meson's SIGTERM)
 
 SEED = int(os.environ.get("RELABEL_REGEXDIFF_SEED", "20220601"))
 N = int(os.environ.get("RELABEL_REGEXDIFF_N", "15000"))

@@ -14,15 +14,15 @@ Not a timed test: it fails only if discovery does not complete.
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 
-SRC = os.environ.get("PROFLET_SRC", os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")))
-PROFLET = os.environ.get("PROFLET", os.path.join(SRC, "build", "agent", "proflet"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "integration"))
+from lib import PROFLET, SRC, free_port  # noqa: E402
+
 FAKE = os.path.join(SRC, "tests", "k8s", "fake_apiserver.py")
 
 
@@ -92,12 +92,6 @@ scrape-configs:
 remote-write:
   - url: file://{sink}
 """
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url, timeout=60):
