@@ -26,6 +26,7 @@ TARGETS=(
   "fuzz_pprof_delta tests/fuzz/pprof/fuzz_pprof_delta tests/fuzz/pprof/corpus/fuzz_pprof_delta 65536"
   "fuzz_pprof_validate tests/fuzz/pprof/fuzz_pprof_validate tests/fuzz/pprof/corpus/fuzz_pprof_validate 65536"
   "fuzz-net-server-parse tests/fuzz/net/fuzz_net_server_parse tests/fuzz/net/corpus 8192"
+  "fuzz-net-oauth2-token tests/fuzz/net/fuzz_net_oauth2_token tests/fuzz/net/corpus_oauth2 8192"
   "fuzz-disc-watch tests/fuzz/discovery/fuzz_disc_watch tests/fuzz/discovery/corpus/watch 16384"
   "fuzz-disc-file_sd tests/fuzz/discovery/fuzz_disc_file_sd tests/fuzz/discovery/corpus/file_sd 16384"
   "fuzz-forward-classify tests/fuzz/forward/fuzz_forward_classify tests/fuzz/forward/corpus/classify 4096"
