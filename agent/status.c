@@ -17,6 +17,7 @@
 #include "agent/recent.h"
 #include "cluster/cluster.h"
 #include "common/buf.h"
+#include "common/macros.h"
 #include "common/promtext.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
@@ -48,33 +49,31 @@ static void metrics(struct agent *a, struct buf *b)
         scrape_manager_target_counts(a->scrape, &owned, &elsewhere);
         cluster_metrics(a->cluster, owned, owned + elsewhere, b);
     }
-    prom_head(b, "proflet_worker_jobs_in_flight", "gauge", "CPU jobs running in the worker pool.");
-    prom_u64(b, "proflet_worker_jobs_in_flight", NULL, w.inflight);
-    prom_head(b, "proflet_worker_jobs_backlog", "gauge", "CPU jobs waiting for a worker.");
-    prom_u64(b, "proflet_worker_jobs_backlog", NULL, w.backlog);
-    prom_head(b, "proflet_worker_jobs_completed_total", "counter", "CPU jobs completed.");
-    prom_u64(b, "proflet_worker_jobs_completed_total", NULL, w.completed);
-    prom_head(b, "proflet_worker_jobs_rejected_total", "counter",
-              "CPU jobs refused because the backlog was full.");
-    prom_u64(b, "proflet_worker_jobs_rejected_total", NULL, w.rejected);
-    prom_head(b, "proflet_worker_memory_budget_bytes", "gauge",
-              "Peak memory all profile jobs in flight may use together (limits.memory-budget).");
-    prom_u64(b, "proflet_worker_memory_budget_bytes", NULL, w.max_cost);
-    prom_head(b, "proflet_worker_memory_in_flight_bytes", "gauge",
-              "Peak memory the profile jobs running now were admitted with.");
-    prom_u64(b, "proflet_worker_memory_in_flight_bytes", NULL, w.cost_inflight);
-    prom_head(b, "proflet_worker_jobs_over_budget_total", "counter",
-              "Profile jobs refused because they alone exceed the memory budget.");
-    prom_u64(b, "proflet_worker_jobs_over_budget_total", NULL, w.over_budget);
     recent_stats(a->recent, &rs);
-    prom_head(b, "proflet_ui_recent_profiles", "gauge",
-              "Latest profiles kept for the web UI (server.recent-profiles-bytes).");
-    prom_u64(b, "proflet_ui_recent_profiles", NULL, rs.profiles);
-    prom_head(b, "proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.");
-    prom_u64(b, "proflet_ui_recent_profiles_bytes", NULL, rs.bytes);
-    prom_head(b, "proflet_ui_recent_profiles_evicted_total", "counter",
-              "Kept profiles dropped to stay under the cap.");
-    prom_u64(b, "proflet_ui_recent_profiles_evicted_total", NULL, rs.evicted);
+    {
+        const struct prom_one one[] = {
+            {"proflet_worker_jobs_in_flight", "gauge", "CPU jobs running in the worker pool.",
+             w.inflight},
+            {"proflet_worker_jobs_backlog", "gauge", "CPU jobs waiting for a worker.", w.backlog},
+            {"proflet_worker_jobs_completed_total", "counter", "CPU jobs completed.", w.completed},
+            {"proflet_worker_jobs_rejected_total", "counter",
+             "CPU jobs refused because the backlog was full.", w.rejected},
+            {"proflet_worker_memory_budget_bytes", "gauge",
+             "Peak memory all profile jobs in flight may use together (limits.memory-budget).",
+             w.max_cost},
+            {"proflet_worker_memory_in_flight_bytes", "gauge",
+             "Peak memory the profile jobs running now were admitted with.", w.cost_inflight},
+            {"proflet_worker_jobs_over_budget_total", "counter",
+             "Profile jobs refused because they alone exceed the memory budget.", w.over_budget},
+            {"proflet_ui_recent_profiles", "gauge",
+             "Latest profiles kept for the web UI (server.recent-profiles-bytes).", rs.profiles},
+            {"proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.", rs.bytes},
+            {"proflet_ui_recent_profiles_evicted_total", "counter",
+             "Kept profiles dropped to stay under the cap.", rs.evicted},
+        };
+
+        prom_ones(b, one, ARRAY_SIZE(one));
+    }
     prom_head(b, "proflet_config_reloads_total", "counter", "Configuration reloads by result.");
     prom_u64(b, "proflet_config_reloads_total", (const char *const[]){ "result", "success", NULL },
              a->reloads_ok);

@@ -100,3 +100,11 @@ void prom_hist(struct buf *b, const char *name, const char *const *labels,
     snprintf(n, sizeof(n), "%s_count", name);
     prom_u64(b, n, labels, h->count);
 }
+
+void prom_ones(struct buf *b, const struct prom_one *m, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        prom_head(b, m[i].name, m[i].type, m[i].help);
+        prom_u64(b, m[i].name, NULL, m[i].value);
+    }
+}

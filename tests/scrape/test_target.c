@@ -55,6 +55,20 @@ static void build(const struct scrape_job_cfg *sc, const struct relabel_rules *r
     labels_done(&ls);
 }
 
+/* One compiled rule: `action` on `source` (regex and target as given). */
+static struct relabel_rules *one_rule(const char *source, const char *regex, const char *target,
+                                      const char *action)
+{
+    char *src[] = {(char *)source};
+    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = (char *)regex,
+                            .target_label = (char *)target, .action = (char *)action};
+    struct relabel_rules *rs = NULL;
+    char err[256];
+
+    ASSERT_EQ(relabel_rules_new(&c, 1, RELABEL_SCHEME_UNSET, &rs, err, sizeof(err)), 0);
+    return rs;
+}
+
 static const struct target_pair *pair(const struct target_result *r, const char *profile)
 {
     for (size_t i = 0; i < r->n_pairs; i++)
@@ -236,15 +250,10 @@ TEST(instance_meta_and_utf8)
 
 TEST(bad_scrape_interval_label)
 {
-    char *src[] = {"x"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1,
-                            .target_label = "__scrape_interval__"};
-    struct relabel_rules *rs = NULL;
+    struct relabel_rules *rs = one_rule("x", NULL, "__scrape_interval__", NULL);
     struct scrape_job_cfg sc;
     struct target_result r;
-    char err[256];
 
-    ASSERT_EQ(relabel_rules_new(&c, 1, RELABEL_SCHEME_UNSET, &rs, err, sizeof(err)), 0);
     scrape_init(&sc);
     build(&sc, rs, (const char *[]){"__address__", "h:1", "x", "soon", NULL}, &r);
     ASSERT_STR_EQ(r.error, "error parsing scrape interval: not a valid duration string: \"soon\"");
@@ -263,16 +272,11 @@ TEST(bad_scrape_interval_label)
 
 TEST(dropped_target_is_silent)
 {
-    char *src[] = {"keep_me"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "yes",
-                            .action = "keep"};
-    struct relabel_rules *rs = NULL;
+    struct relabel_rules *rs = one_rule("keep_me", "yes", NULL, "keep");
     struct scrape_job_cfg sc;
     struct target_result r;
     struct buf b;
-    char err[256];
 
-    ASSERT_EQ(relabel_rules_new(&c, 1, RELABEL_SCHEME_UNSET, &rs, err, sizeof(err)), 0);
     scrape_init(&sc);
     build(&sc, rs, (const char *[]){"__address__", "h:1", NULL}, &r);
     ASSERT_TRUE(r.dropped);
@@ -601,15 +605,10 @@ TEST(dedup_key_stability)
 
 TEST(path_prefix_and_scheme)
 {
-    char *src[] = {"__meta_prefix"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1,
-                            .target_label = "__profile_path_prefix__"};
-    struct relabel_rules *rs = NULL;
+    struct relabel_rules *rs = one_rule("__meta_prefix", NULL, "__profile_path_prefix__", NULL);
     struct scrape_job_cfg sc;
     struct target_result r;
-    char err[256];
 
-    ASSERT_EQ(relabel_rules_new(&c, 1, RELABEL_SCHEME_UNSET, &rs, err, sizeof(err)), 0);
     scrape_init(&sc);
     sc.path_prefix = "/base/";
     sc.scheme = "https";
