@@ -3,6 +3,8 @@
  *
  *   /, /targets        targets by job and profile type, streamed target by
  *                      target (text table: /targets?format=text)
+ *   /service-discovery what discovery found per job: the kept targets'
+ *                      discovered and final labels, the dropped ones and why
  *   /profile?key=K     the latest profile of a pair as a flame graph and a
  *                      table of the top functions (&type= picks the sample
  *                      type); /profile.pb.gz?key=K downloads it
@@ -50,6 +52,7 @@ static const char page_head[] =
     "white-space:nowrap;overflow:hidden;background:#f5b26b;border:1px solid #fff;"
     "padding:1px 2px}.fc{display:flex}"
     "</style></head><body><header><b>proflet</b> %s &nbsp; <a href=\"/targets\">Targets</a>"
+    "<a href=\"/service-discovery\">Service discovery</a>"
     "<a href=\"/metrics\">Metrics</a><a href=\"/api/v1/targets\">API</a></header><main>";
 
 static const char page_tail[] = "</main></body></html>\n";
@@ -145,6 +148,11 @@ static int target_row(const struct scrape_target_view *v, void *ud)
     ago(b, v->last_scrape_ns);
     buf_printf(b, "</td><td>%.3fs</td><td>", (double)v->last_duration_us / 1e6);
     esc(b, v->url);
+    if (v->owner) {
+        buf_puts(b, " <span class=\"l\">owner ");
+        esc(b, v->owner);
+        buf_puts(b, "</span>");
+    }
     buf_puts(b, "<br>");
     labels_html(b, v->labels, false);
     if (v->last_error) {
@@ -214,6 +222,132 @@ static void targets_page(struct agent *a, struct net_http_response *resp)
     resp->stream = targets_part;
     resp->stream_state = pg;
     resp->stream_free = targets_free;
+}
+
+/* ---------------------------------------------------- service discovery */
+
+/* The kept targets (one row per target, not per profile type), then the
+ * dropped ones with their reason; both by job, streamed. */
+struct sd_page {
+    struct scrape_targets_iter *kept, *dropped;
+    struct buf *out;
+    size_t chunk;
+    char *last_job;
+    uint64_t last_target; /* a target's pairs come together: show it once */
+    int part;             /* 0 head, 1 kept, 2 dropped head, 3 dropped, 4 done */
+};
+
+static void sd_job(struct sd_page *pg, const char *job)
+{
+    if (pg->last_job && strcmp(pg->last_job, job) == 0)
+        return;
+    free(pg->last_job);
+    pg->last_job = strdup(job);
+    buf_puts(pg->out, "<tr class=\"job\"><td colspan=\"2\">");
+    esc(pg->out, job);
+    buf_puts(pg->out, "</td></tr>");
+}
+
+static int sd_row(const struct scrape_target_view *v, void *ud)
+{
+    struct sd_page *pg = ud;
+    struct buf *b = pg->out;
+    uint64_t id = labels_hash(v->discovered);
+
+    if (v->labels && id == pg->last_target)
+        return 0;
+    pg->last_target = id;
+    sd_job(pg, v->job);
+    buf_printf(b, "<tr class=\"t\" data-health=\"%s\"><td>", v->labels ? "kept" : "dropped");
+    labels_html(b, v->discovered, true);
+    buf_puts(b, "</td><td>");
+    if (v->labels) {
+        labels_html(b, v->labels, false);
+    } else {
+        buf_puts(b, "<div class=\"err\">");
+        esc(b, v->drop_reason ? v->drop_reason : v->error ? v->error : "dropped");
+        if (v->drop_reason && v->error) {
+            buf_puts(b, ": ");
+            esc(b, v->error);
+        }
+        buf_puts(b, "</div>");
+    }
+    buf_puts(b, "</td></tr>");
+    return b->len >= pg->chunk;
+}
+
+static int sd_part(struct buf *out, size_t chunk, void *state)
+{
+    struct sd_page *pg = state;
+    int rc;
+
+    pg->out = out;
+    pg->chunk = chunk;
+    switch (pg->part) {
+    case 0:
+        head(out, "Service discovery");
+        buf_puts(out, "<h2>Service discovery</h2><p><input id=\"q\" placeholder=\"filter by "
+                      "label or text\" size=\"40\"> <select id=\"h\"><option value=\"\">all"
+                      "</option><option>kept</option><option>dropped</option></select></p>"
+                      "<h3>Kept</h3><table><tr><th>discovered labels</th><th>target labels"
+                      "</th></tr>");
+        pg->part = 1;
+        return 1;
+    case 1:
+        rc = scrape_targets_iter_visit(pg->kept, false, sd_row, pg);
+        if (rc != 0)
+            return rc;
+        pg->part = 2;
+        return 1;
+    case 2:
+        free(pg->last_job);
+        pg->last_job = NULL;
+        buf_puts(out, "</table><h3>Dropped</h3><p>The relabel rules' drops are listed up to "
+                      "each job's keep-dropped-targets; all are counted in "
+                      "<a href=\"/metrics\">proflet_scrape_dropped_targets</a>.</p><table><tr>"
+                      "<th>discovered labels</th><th>why</th></tr>");
+        pg->part = 3;
+        return 1;
+    case 3:
+        rc = scrape_targets_iter_visit(pg->dropped, true, sd_row, pg);
+        if (rc != 0)
+            return rc;
+        buf_puts(out, "</table>");
+        buf_puts(out, filter_script);
+        buf_puts(out, page_tail);
+        pg->part = 4;
+        return 0;
+    }
+    return 0;
+}
+
+static void sd_free(void *state)
+{
+    struct sd_page *pg = state;
+
+    scrape_targets_iter_free(pg->kept);
+    scrape_targets_iter_free(pg->dropped);
+    free(pg->last_job);
+    free(pg);
+}
+
+static void sd_page(struct agent *a, struct net_http_response *resp)
+{
+    struct sd_page *pg = calloc(1, sizeof(*pg));
+
+    if (!pg || !(pg->kept = scrape_targets_iter_new(a->scrape, NULL)) ||
+        !(pg->dropped = scrape_targets_iter_new(a->scrape, NULL))) {
+        if (pg)
+            scrape_targets_iter_free(pg->kept);
+        free(pg);
+        resp->status = 500;
+        buf_puts(&resp->body, "out of memory\n");
+        return;
+    }
+    resp->content_type = "text/html; charset=utf-8";
+    resp->stream = sd_part;
+    resp->stream_state = pg;
+    resp->stream_free = sd_free;
 }
 
 /* ------------------------------------------------------------- profiles */
@@ -385,6 +519,10 @@ bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
         (strcmp(req->path, "/targets") == 0 &&
          !(net_query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
+        return true;
+    }
+    if (strcmp(req->path, "/service-discovery") == 0) {
+        sd_page(a, resp);
         return true;
     }
     if (strcmp(req->path, "/profile") == 0) {

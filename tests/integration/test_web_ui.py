@@ -2,7 +2,8 @@
 nothing but loopback): the targets page lists the demo service's targets as
 up and loads without console errors; ?q= filtering hides the other rows; a
 label and an error message carrying HTML (a hostile target's labels) are
-shown as text, never run; the latest CPU profile's page draws a flame graph
+shown as text, never run; the service discovery page lists kept and dropped targets with the reason;
+the latest CPU profile's page draws a flame graph
 in which the demo's hottest function appears, and its top-functions table
 names it. Screenshots of each page go to the build directory (not
 committed)."""
@@ -50,6 +51,10 @@ scrape-configs:
     static-configs:
       - application: demo
         targets: [127.0.0.1:{port}]
+      - targets: [127.0.0.1:2]
+        labels: {{drop_me: "yes"}}
+    relabel-configs:
+      - {{source-labels: [drop_me], regex: "yes", action: drop}}
   - job-name: hostile
     scrape-interval: 3s
     enabled-profiles: [goroutine]
@@ -80,6 +85,16 @@ remote-write:
         dom, _ = browse(tmp, base + "/targets?q=goroutine")
         shown = [r for r in re.findall(r'<tr class="t"([^>]*)>', dom) if "display: none" not in r]
         check(len(shown) == 2, f"filtering by 'goroutine' leaves its 2 rows, got {len(shown)}")
+
+        dom, console = browse(tmp, base + "/service-discovery")
+        check(not console, f"console messages on the service discovery page: {console}")
+        kept, dropped = dom.split("<h3>Dropped</h3>", 1)
+        check(f"127.0.0.1:{port}" in kept and "127.0.0.1:2" not in kept, "kept targets listed")
+        check("127.0.0.1:2" in dropped and "dropped by relabeling" in dropped,
+              "the dropped target is listed with its reason")
+        check(not re.search(r"<body[^>]*data-pwned", dom) and "<img" not in dom,
+              "a label's HTML ran on the service discovery page")
+        browse(tmp, base + "/service-discovery", shot=os.path.join(shots, "service-discovery.png"))
 
         links = re.findall(r'href="(/profile\?key=[0-9a-f]+)"', browse(tmp, base + "/")[0])
         cpu = None
