@@ -225,3 +225,22 @@ const struct agent_config *agent_config(const struct conf_doc *doc)
 {
     return conf_doc_data(doc);
 }
+
+/* Keys whose values are secrets wherever they appear (Prometheus' Secret
+ * fields and Alloy's secret attributes); file names are not secrets. */
+static bool secret_key(const char *key)
+{
+    static const char *const secret[] = {
+        "password", "bearer-token", "credentials", "client-secret", "secrets", "key", "headers",
+    };
+
+    for (size_t i = 0; i < sizeof(secret) / sizeof(secret[0]); i++)
+        if (strcmp(key, secret[i]) == 0)
+            return true;
+    return false;
+}
+
+void agent_config_dump(const struct conf_doc *doc, struct buf *out)
+{
+    conf_dump(&top_value, conf_doc_data(doc), secret_key, out);
+}

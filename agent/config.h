@@ -65,5 +65,8 @@ int agent_config_load_string(const char *yaml, size_t len, const char *name, uns
                              struct conf_doc **out, char *err, size_t errlen);
 /** The configuration a document holds. */
 const struct agent_config *agent_config(const struct conf_doc *doc);
+/** Appends the configuration as loaded, as YAML, secrets shown as
+ * <secret> (for the web UI). */
+void agent_config_dump(const struct conf_doc *doc, struct buf *out);
 
 #endif

@@ -5,6 +5,8 @@
  *                      target (text table: /targets?format=text)
  *   /service-discovery what discovery found per job: the kept targets'
  *                      discovered and final labels, the dropped ones and why
+ *   /config            the configuration as loaded, secrets shown as <secret>;
+ *                      version, start, last reload and its warnings
  *   /profile?key=K     the latest profile of a pair as a flame graph and a
  *                      table of the top functions (&type= picks the sample
  *                      type); /profile.pb.gz?key=K downloads it
@@ -19,6 +21,7 @@
 #include <string.h>
 
 #include "agent/agent.h"
+#include "agent/config.h"
 #include "agent/recent.h"
 #include "common/clock.h"
 #include "common/labels.h"
@@ -52,7 +55,7 @@ static const char page_head[] =
     "white-space:nowrap;overflow:hidden;background:#f5b26b;border:1px solid #fff;"
     "padding:1px 2px}.fc{display:flex}"
     "</style></head><body><header><b>proflet</b> %s &nbsp; <a href=\"/targets\">Targets</a>"
-    "<a href=\"/service-discovery\">Service discovery</a>"
+    "<a href=\"/service-discovery\">Service discovery</a><a href=\"/config\">Configuration</a>"
     "<a href=\"/metrics\">Metrics</a><a href=\"/api/v1/targets\">API</a></header><main>";
 
 static const char page_tail[] = "</main></body></html>\n";
@@ -350,6 +353,44 @@ static void sd_page(struct agent *a, struct net_http_response *resp)
     resp->stream_free = sd_free;
 }
 
+/* --------------------------------------------------------------- config */
+
+static void config_page(struct agent *a, struct net_http_response *resp)
+{
+    struct buf *b = &resp->body;
+    const char *w;
+
+    resp->content_type = "text/html; charset=utf-8";
+    head(b, "Configuration");
+    buf_puts(b, "<h2>Configuration</h2><table><tr><th>version</th><td>" PROFLET_VERSION
+                "</td></tr><tr><th>started</th><td>");
+    ago(b, a->start_time_ns);
+    buf_puts(b, "</td></tr><tr><th>file</th><td>");
+    esc(b, a->doc ? conf_doc_name(a->doc) : "");
+    buf_printf(b, "</td></tr><tr><th>last reload</th><td>%s, ",
+               a->last_reload_ok ? "successful" : "<span class=\"err\">failed</span>");
+    ago(b, a->last_reload_ns);
+    buf_printf(b, " (%" PRIu64 " successful, %" PRIu64 " failed)</td></tr></table>",
+               a->reloads_ok, a->reloads_failed);
+    for (size_t i = 0; a->doc && (w = conf_doc_warning(a->doc, i)) != NULL; i++) {
+        buf_puts(b, "<p class=\"err\">warning: ");
+        esc(b, w);
+        buf_puts(b, "</p>");
+    }
+    buf_puts(b, "<h3>As loaded</h3><p>Defaults filled in; durations in milliseconds and sizes "
+                "in bytes, as proflet holds them; secrets are not shown.</p><pre id=\"config\">");
+    if (a->doc) {
+        struct buf dump;
+
+        buf_init(&dump, 16u << 20);
+        agent_config_dump(a->doc, &dump);
+        esc(b, dump.data ? dump.data : "");
+        buf_done(&dump);
+    }
+    buf_puts(b, "</pre>");
+    buf_puts(b, page_tail);
+}
+
 /* ------------------------------------------------------------- profiles */
 
 static void flame_node(struct buf *b, const struct pprof_flame *f, uint32_t i, int64_t root,
@@ -519,6 +560,10 @@ bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
         (strcmp(req->path, "/targets") == 0 &&
          !(net_query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
+        return true;
+    }
+    if (strcmp(req->path, "/config") == 0) {
+        config_page(a, resp);
         return true;
     }
     if (strcmp(req->path, "/service-discovery") == 0) {

@@ -144,6 +144,12 @@ void conf_doc_unref(struct conf_doc *d);
  * running objects across reloads compare signatures to tell whether their
  * settings changed. */
 void conf_signature(const cyaml_schema_value_t *v, const void *data, struct buf *out);
+/** Appends the object `data` (described by `v`) as YAML for people: the keys the
+ * schema knows in its order (absent ones left out; durations and sizes as
+ * the numbers they are stored as, milliseconds and bytes). Every value
+ * under a key for which `is_secret(key)` holds is printed as <secret>. */
+void conf_dump(const cyaml_schema_value_t *v, const void *data,
+               bool (*is_secret)(const char *key), struct buf *out);
 
 /* ---------------------------------------------------------- node access
  * For section hooks. Nodes belong to the load and die with it. Scalars of

@@ -412,3 +412,124 @@ void conf_signature(const cyaml_schema_value_t *v, const void *data, struct buf 
 {
     sig_value(v, data, 1, out);
 }
+
+/* --- dumps ------------------------------------------------------------- */
+
+static void dump_str(struct buf *out, const char *s)
+{
+    buf_puts(out, "\"");
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+
+        if (c == '"' || c == '\\')
+            buf_printf(out, "\\%c", c);
+        else if (c < 0x20 || c == 0x7f)
+            buf_printf(out, "\\x%02x", c);
+        else
+            buf_append(out, s, 1);
+    }
+    buf_puts(out, "\"");
+}
+
+/* Whether `v` at `data` holds anything worth printing. */
+static bool dump_present(const cyaml_schema_value_t *v, const void *data, unsigned count)
+{
+    if (v->type == CYAML_SEQUENCE)
+        return count > 0;
+    if ((v->flags & CYAML_FLAG_POINTER) || v->type == CYAML_STRING)
+        return *(void *const *)data != NULL || !(v->flags & CYAML_FLAG_POINTER);
+    return true;
+}
+
+static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned count,
+                       int indent, bool secret, bool (*is_secret)(const char *key),
+                       struct buf *out);
+
+static void dump_scalar(const cyaml_schema_value_t *v, const void *data, bool secret,
+                        struct buf *out)
+{
+    uint64_t u = 0;
+    int64_t i = 0;
+
+    if (secret) {
+        buf_puts(out, "<secret>");
+        return;
+    }
+    switch (v->type) {
+    case CYAML_STRING: {
+        const char *s = (v->flags & CYAML_FLAG_POINTER) ? *(char *const *)data : data;
+
+        dump_str(out, s ? s : "");
+        return;
+    }
+    case CYAML_BOOL:
+        buf_puts(out, *(const bool *)data ? "true" : "false");
+        return;
+    case CYAML_INT:
+        memcpy(&i, data, v->data_size < sizeof(i) ? v->data_size : sizeof(i));
+        if (v->data_size < sizeof(i) && (i >> (8 * v->data_size - 1)) & 1)
+            i |= -((int64_t)1 << (8 * v->data_size));
+        buf_printf(out, "%" PRId64, i);
+        return;
+    case CYAML_ENUM:
+        memcpy(&u, data, v->data_size < sizeof(u) ? v->data_size : sizeof(u));
+        if (u < v->enumeration.count)
+            dump_str(out, v->enumeration.strings[u].str);
+        else
+            buf_printf(out, "%" PRIu64, u);
+        return;
+    default:
+        memcpy(&u, data, v->data_size < sizeof(u) ? v->data_size : sizeof(u));
+        buf_printf(out, "%" PRIu64, u);
+    }
+}
+
+static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned count,
+                       int indent, bool secret, bool (*is_secret)(const char *key),
+                       struct buf *out)
+{
+    if (v->type != CYAML_STRING && (v->flags & CYAML_FLAG_POINTER)) {
+        data = *(void *const *)data;
+        if (!data) {
+            buf_puts(out, " null\n");
+            return;
+        }
+    }
+    if (v->type == CYAML_MAPPING) {
+        buf_puts(out, "\n");
+        for (const cyaml_schema_field_t *f = v->mapping.fields; f->key; f++) {
+            const void *fd = (const unsigned char *)data + f->data_offset;
+            unsigned n = f->value.type == CYAML_SEQUENCE ? (unsigned)read_count(data, f) : 1;
+
+            if (f->value.type == CYAML_IGNORE || !dump_present(&f->value, fd, n))
+                continue;
+            /* derived keys (".name") are shown under their plain name */
+            buf_printf(out, "%*s%s:", indent, "", f->key[0] == '.' ? f->key + 1 : f->key);
+            dump_value(&f->value, fd, n, indent + 2, secret || is_secret(f->key), is_secret,
+                       out);
+        }
+    } else if (v->type == CYAML_SEQUENCE) {
+        const cyaml_schema_value_t *e = v->sequence.entry;
+        size_t step = (e->flags & CYAML_FLAG_POINTER) ? sizeof(void *) : e->data_size;
+
+        buf_puts(out, "\n");
+        for (unsigned k = 0; k < count; k++) {
+            buf_printf(out, "%*s-", indent, "");
+            dump_value(e, (const unsigned char *)data + (size_t)k * step, 1, indent + 2, secret,
+                       is_secret, out);
+        }
+    } else {
+        buf_puts(out, " ");
+        dump_scalar(v, data, secret, out);
+        buf_puts(out, "\n");
+    }
+}
+
+void conf_dump(const cyaml_schema_value_t *v, const void *data,
+               bool (*is_secret)(const char *key), struct buf *out)
+{
+    cyaml_schema_value_t top = *v;
+
+    top.flags &= ~CYAML_FLAG_POINTER; /* `data` is the object itself */
+    dump_value(&top, data, 1, 0, false, is_secret, out);
+}

@@ -683,6 +683,34 @@ TEST(target_sampling_and_limit)
            "t.yaml:3:22: target-sampling needs a non-empty group-by");
 }
 
+/* The web UI's view of the configuration: everything as loaded, no secret. */
+TEST(dump_hides_secrets)
+{
+    const char *y = "scrape-configs:\n  - job-name: shop\n    scrape-interval: 30s\n"
+                    "    basic-auth: {username: bob, password: hunter2-scrape}\n"
+                    "    static-configs: [{targets: [127.0.0.1:6060]}]\n"
+                    "remote-write:\n  - url: http://127.0.0.1:4040\n"
+                    "    bearer-token: tok-4f3a9\n"
+                    "    headers: {X-Api-Key: key-77c1}\n";
+    struct conf_doc *doc = NULL;
+    struct buf b;
+    char err[512];
+
+    ASSERT_EQ(agent_config_load_string(y, strlen(y), "t.yaml", 0, &doc, err, sizeof(err)), 0);
+    buf_init(&b, 1u << 20);
+    agent_config_dump(doc, &b);
+    ASSERT_NOT_NULL(strstr(b.data, "job-name: \"shop\""));
+    ASSERT_NOT_NULL(strstr(b.data, "scrape-interval: 30000"));
+    ASSERT_NOT_NULL(strstr(b.data, "username: \"bob\""));
+    ASSERT_NOT_NULL(strstr(b.data, "127.0.0.1:4040"));
+    ASSERT_NOT_NULL(strstr(b.data, "<secret>"));
+    ASSERT_NULL(strstr(b.data, "hunter2"));
+    ASSERT_NULL(strstr(b.data, "tok-4f3a9"));
+    ASSERT_NULL(strstr(b.data, "key-77c1"));
+    buf_done(&b);
+    conf_doc_unref(doc);
+}
+
 TEST(scrape_timeout_rules)
 {
     const char *over = "scrape-configs:\n  - job-name: a\n    scrape-interval: 15s\n"

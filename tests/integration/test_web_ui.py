@@ -3,6 +3,7 @@ nothing but loopback): the targets page lists the demo service's targets as
 up and loads without console errors; ?q= filtering hides the other rows; a
 label and an error message carrying HTML (a hostile target's labels) are
 shown as text, never run; the service discovery page lists kept and dropped targets with the reason;
+the configuration page shows the file as loaded without its secrets;
 the latest CPU profile's page draws a flame graph
 in which the demo's hottest function appears, and its top-functions table
 names it. Screenshots of each page go to the build directory (not
@@ -58,6 +59,7 @@ scrape-configs:
   - job-name: hostile
     scrape-interval: 3s
     enabled-profiles: [goroutine]
+    basic-auth: {{username: ui-user, password: pw-sekrit-123}}
     static-configs:
       - application: hostile
         targets: [127.0.0.1:1]
@@ -95,6 +97,13 @@ remote-write:
         check(not re.search(r"<body[^>]*data-pwned", dom) and "<img" not in dom,
               "a label's HTML ran on the service discovery page")
         browse(tmp, base + "/service-discovery", shot=os.path.join(shots, "service-discovery.png"))
+
+        dom, console = browse(tmp, base + "/config")
+        check(not console, f"console messages on the configuration page: {console}")
+        check("pw-sekrit-123" not in dom, "a password is shown on the configuration page")
+        check("&lt;secret&gt;" in dom and "ui-user" in dom and "job-name" in dom,
+              "the configuration is shown, its secrets masked")
+        browse(tmp, base + "/config", shot=os.path.join(shots, "config.png"))
 
         links = re.findall(r'href="(/profile\?key=[0-9a-f]+)"', browse(tmp, base + "/")[0])
         cpu = None
