@@ -5,6 +5,8 @@
  *                      target (text table: /targets?format=text)
  *   /service-discovery what discovery found per job: the kept targets'
  *                      discovered and final labels, the dropped ones and why
+ *   /forwarding        per endpoint: queue, requests in flight, spool, sent,
+ *                      retried and dropped profiles, the last error and when
  *   /config            the configuration as loaded, secrets shown as <secret>;
  *                      version, start, last reload and its warnings
  *   /profile?key=K     the latest profile of a pair as a flame graph and a
@@ -25,6 +27,7 @@
 #include "agent/recent.h"
 #include "common/clock.h"
 #include "common/labels.h"
+#include "forward/forward.h"
 #include "net/net.h"
 #include "pprof/pprof.h"
 #include "proflet_version.h"
@@ -55,7 +58,7 @@ static const char page_head[] =
     "white-space:nowrap;overflow:hidden;background:#f5b26b;border:1px solid #fff;"
     "padding:1px 2px}.fc{display:flex}"
     "</style></head><body><header><b>proflet</b> %s &nbsp; <a href=\"/targets\">Targets</a>"
-    "<a href=\"/service-discovery\">Service discovery</a><a href=\"/config\">Configuration</a>"
+    "<a href=\"/service-discovery\">Service discovery</a><a href=\"/forwarding\">Forwarding</a><a href=\"/config\">Configuration</a>"
     "<a href=\"/metrics\">Metrics</a><a href=\"/api/v1/targets\">API</a></header><main>";
 
 static const char page_tail[] = "</main></body></html>\n";
@@ -353,6 +356,50 @@ static void sd_page(struct agent *a, struct net_http_response *resp)
     resp->stream_free = sd_free;
 }
 
+/* ----------------------------------------------------------- forwarding */
+
+static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
+{
+    struct buf *b = ud;
+
+    buf_puts(b, "<tr class=\"t\"><td>");
+    esc(b, e->name);
+    buf_puts(b, "<br><span class=\"l\">");
+    esc(b, e->url);
+    buf_printf(b, "</span></td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%"
+                  PRIu64 " B, %" PRIu64 " profiles", e->queue_profiles, e->queue_bytes,
+               e->inflight_profiles, e->spool_bytes, e->spool_records);
+    if (e->spool_oldest_ms) {
+        buf_puts(b, ", oldest ");
+        ago(b, e->spool_oldest_ms * 1000000ULL);
+    }
+    buf_printf(b, "</td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%" PRIu64
+                  "</td><td>%" PRIu64 "</td><td>", e->sent_profiles, e->sent_bytes,
+               e->retried_profiles, e->failed_requests, e->dropped_profiles);
+    if (e->last_error && e->last_error[0]) {
+        buf_puts(b, "<div class=\"err\">");
+        esc(b, e->last_error);
+        buf_puts(b, "</div>");
+        ago(b, e->last_error_ms * 1000000ULL);
+    }
+    buf_puts(b, "</td></tr>");
+}
+
+static void forwarding_page(struct agent *a, struct net_http_response *resp)
+{
+    struct buf *b = &resp->body;
+
+    resp->content_type = "text/html; charset=utf-8";
+    head(b, "Forwarding");
+    buf_puts(b, "<h2>Forwarding</h2><table><tr><th>endpoint</th><th>queued</th>"
+                "<th>in flight</th><th>spool</th><th>sent</th><th>retried</th>"
+                "<th>failed requests</th><th>dropped</th><th>last error</th></tr>");
+    fwd_endpoints_visit(a->fwd, endpoint_row, b);
+    buf_puts(b, "</table><p>Counters since start; <a href=\"/metrics\">/metrics</a> has them "
+                "by reason.</p>");
+    buf_puts(b, page_tail);
+}
+
 /* --------------------------------------------------------------- config */
 
 static void config_page(struct agent *a, struct net_http_response *resp)
@@ -560,6 +607,10 @@ bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
         (strcmp(req->path, "/targets") == 0 &&
          !(net_query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
+        return true;
+    }
+    if (strcmp(req->path, "/forwarding") == 0) {
+        forwarding_page(a, resp);
         return true;
     }
     if (strcmp(req->path, "/config") == 0) {

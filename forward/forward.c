@@ -238,6 +238,7 @@ void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ep->last_error, sizeof(ep->last_error), fmt, ap);
     va_end(ap);
+    ep->last_error_ms = fwd__wall_ms();
     snprintf(ep->f->last_error, sizeof(ep->f->last_error), "%s: %s", ep->name, ep->last_error);
     if (ep->f->err_cb)
         ep->f->err_cb(ep->name, ep->last_error, ep->f->err_ud);
@@ -591,5 +592,32 @@ void fwd_metrics(const struct fwd *f, struct buf *out)
         line(out, "push_duration_seconds_bucket", ep, "le", "+Inf", (double)ep->st.lat_count);
         line(out, "push_duration_seconds_sum", ep, NULL, NULL, ep->st.lat_sum);
         line(out, "push_duration_seconds_count", ep, NULL, NULL, (double)ep->st.lat_count);
+    }
+}
+
+void fwd_endpoints_visit(const struct fwd *f,
+                         void (*fn)(const struct fwd_endpoint_view *e, void *ud), void *ud)
+{
+    for (const struct fwd_ep *ep = f ? f->eps : NULL; ep; ep = ep->next) {
+        struct fwd_endpoint_view v = {
+            .name = ep->name,
+            .url = ep->cfg.url,
+            .queue_profiles = ep->st.queue_len,
+            .queue_bytes = ep->st.queue_bytes,
+            .inflight_profiles = ep->st.inflight_profiles,
+            .spool_bytes = ep->st.spool_bytes,
+            .spool_records = ep->st.spool_records,
+            .spool_oldest_ms = ep->st.spool_oldest_ms,
+            .sent_profiles = ep->st.sent_profiles,
+            .sent_bytes = ep->st.sent_bytes,
+            .retried_profiles = ep->st.retried_profiles,
+            .failed_requests = ep->st.failed_requests,
+            .last_error = ep->last_error,
+            .last_error_ms = ep->last_error_ms,
+        };
+
+        for (int r = 0; r < FWD_DROP__N; r++)
+            v.dropped_profiles += ep->st.dropped_profiles[r];
+        fn(&v, ud);
     }
 }

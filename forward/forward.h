@@ -104,6 +104,19 @@ int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
 void fwd_submit(struct fwd *f, struct fwd_profile *p);
 /** Appends the forwarding metrics in Prometheus text format. */
 void fwd_metrics(const struct fwd *f, struct buf *out);
+/** One endpoint as the status pages show it (borrowed for the call). */
+struct fwd_endpoint_view {
+    const char *name, *url;
+    uint64_t queue_profiles, queue_bytes, inflight_profiles;
+    uint64_t spool_bytes, spool_records, spool_oldest_ms; /**< wall ms, 0 if empty */
+    uint64_t sent_profiles, sent_bytes, retried_profiles, failed_requests;
+    uint64_t dropped_profiles;   /**< for every reason */
+    const char *last_error;      /**< "" if none */
+    uint64_t last_error_ms;      /**< wall ms, 0 if none */
+};
+/** Calls `fn` for each active endpoint, in configuration order. */
+void fwd_endpoints_visit(const struct fwd *f,
+                         void (*fn)(const struct fwd_endpoint_view *e, void *ud), void *ud);
 /** Flushes: tries to deliver what is queued until `deadline_ms` from now,
  * spools the rest, then closes everything and calls `cb`. */
 void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *ud);

@@ -96,6 +96,7 @@ struct fwd_ep {
     void *sink;              /* sink-private state */
     bool closing;
     char last_error[FWD__ERRLEN];
+    uint64_t last_error_ms;  /* wall clock of last_error, 0 if none */
 };
 
 /* Reports an endpoint error to the agent's callback and keeps it as the

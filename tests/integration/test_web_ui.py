@@ -3,7 +3,8 @@ nothing but loopback): the targets page lists the demo service's targets as
 up and loads without console errors; ?q= filtering hides the other rows; a
 label and an error message carrying HTML (a hostile target's labels) are
 shown as text, never run; the service discovery page lists kept and dropped targets with the reason;
-the configuration page shows the file as loaded without its secrets;
+the forwarding page shows the endpoint and what it sent; the
+configuration page shows the file as loaded without its secrets;
 the latest CPU profile's page draws a flame graph
 in which the demo's hottest function appears, and its top-functions table
 names it. Screenshots of each page go to the build directory (not
@@ -97,6 +98,13 @@ remote-write:
         check(not re.search(r"<body[^>]*data-pwned", dom) and "<img" not in dom,
               "a label's HTML ran on the service discovery page")
         browse(tmp, base + "/service-discovery", shot=os.path.join(shots, "service-discovery.png"))
+
+        dom, console = browse(tmp, base + "/forwarding")
+        check(not console, f"console messages on the forwarding page: {console}")
+        rows = re.findall(r'<tr class="t">(.*?)</tr>', dom, re.S)
+        check(len(rows) == 1 and f"file://{sink}" in rows[0], f"the one endpoint is listed: {rows}")
+        cells = re.findall(r"<td>(.*?)</td>", rows[0], re.S)
+        check(int(cells[4].split()[0]) > 0, f"the endpoint has sent profiles: {cells}")
 
         dom, console = browse(tmp, base + "/config")
         check(not console, f"console messages on the configuration page: {console}")
