@@ -113,7 +113,7 @@ static void structured(const uint8_t *data, size_t size)
     bool hit[MAXREC] = {false};
     size_t n_hit = 0, n_whole, kept;
     struct fwd__seg_scan sc = {0};
-    uint8_t *file = malloc(FWD_SEG_HDR);
+    uint8_t *file = malloc(FWD_SEG_HDR), *clean = NULL;
     char path[64];
 
     if (!file)
@@ -146,6 +146,9 @@ static void structured(const uint8_t *data, size_t size)
         free(rec);
     }
     offs[n] = len;
+    if (!(clean = malloc(len)))
+        goto out;
+    memcpy(clean, file, len);
     /* Damage: (u16 position, xor) pairs; then an optional cut. */
     cut = len;
     while (size - pos >= 3) {
@@ -157,14 +160,14 @@ static void structured(const uint8_t *data, size_t size)
             cut = FWD_SEG_HDR + at % (len - FWD_SEG_HDR + 1);
             continue;
         }
-        if (!x)
-            continue;
         file[at] ^= x;
-        for (size_t i = 0; i < n; i++) {
-            if (at >= offs[i] && at < offs[i + 1] && !hit[i]) {
-                hit[i] = true;
-                n_hit++;
-            }
+    }
+    /* A record is damaged when its bytes changed in the end (the same byte
+     * hit an even number of times by the same xor is intact again). */
+    for (size_t i = 0; i < n; i++) {
+        if (memcmp(file + offs[i], clean + offs[i], offs[i + 1] - offs[i]) != 0) {
+            hit[i] = true;
+            n_hit++;
         }
     }
     /* Records wholly past the cut were never written; the one it splits is
@@ -209,6 +212,7 @@ out:
         fwd_profile_unref(got[i]);
     }
     free(file);
+    free(clean);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
