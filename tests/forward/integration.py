@@ -21,13 +21,8 @@ import time
 import urllib.request
 
 
-def _terminated(signum, frame):
-    # meson sends SIGTERM on a timeout: unwind so the cleanup code (finally
-    # blocks, context managers) still stops the children and removes temp dirs.
-    raise SystemExit(128 + signum)
-
-
-signal.signal(signal.SIGTERM, _terminated)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402  (the shared helpers; unwinds on meson's SIGTERM)
 
 DRIVER, RECEIVER, PROTO, SCENARIO = sys.argv[1:5]
 TMP = tempfile.mkdtemp(prefix="fwd-it-")
@@ -113,13 +108,6 @@ def check_exactly_once(submitted_ids, accepted, allow_missing=()):
     assert not extra, "unknown ids received: %s" % extra[:3]
 
 
-def wait_for(cond, timeout, what):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return
-        time.sleep(0.1)
-    raise AssertionError("timed out waiting for " + what)
 
 
 def mount_tmpfs(name, size):
@@ -248,7 +236,7 @@ def s_partial():
     r.ctl("/reset", {})
     p, ids2, m2 = driver(["name=a,url=%s" % r.url], "--count", 60, "--rate", 20,
                          "--batch", 10, "--wait-ms", 1500, wait=False, tag="p2")
-    wait_for(lambda: len(read_ids(ids2)) >= 10, 20, "ids")
+    lib.wait_for("ids", lambda: len(read_ids(ids2)) >= 10, timeout=20)
     bad = [i for i, _, _ in read_ids(ids2)[:10:3]]
     r.ctl("/faults", {"fail_ids": {i: 400 for i in bad}})
     rc = p.wait(timeout=120)
@@ -301,7 +289,7 @@ def s_two_endpoints():
                        "--count", 200, "--rate", 50, "--linger-s", 2, "--spool",
                        os.path.join(TMP, "spool"), wait=False)
     # the live endpoint keeps up while submission runs
-    wait_for(lambda: len(r.accepted()) >= 100, 10, "live endpoint progress")
+    lib.wait_for("live endpoint progress", lambda: len(r.accepted()) >= 100, timeout=10)
     elapsed = time.time() - t0
     assert elapsed < 6, "live endpoint delayed: %.1fs for 100 profiles at 50/s" % elapsed
     p.wait(timeout=60)
@@ -324,7 +312,7 @@ def s_outage():
                        "--series", 4, "--spool", spool, "--min-backoff-ms", 200,
                        "--max-backoff-ms", 2000, "--linger-s", 60, wait=False)
     # Let healthy traffic flow first, so the outage cuts a running stream.
-    wait_for(lambda: len(r.accepted()) >= 50, 30, "deliveries before the outage")
+    lib.wait_for("deliveries before the outage", lambda: len(r.accepted()) >= 50, timeout=30)
     r.ctl("/faults", {"down_for": 60})
     rc = p.wait(timeout=200)
     assert rc == 0, rc
@@ -343,9 +331,9 @@ def s_sigkill():
     r.ctl("/faults", {"down_for": 12})
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 150, "--rate", 50,
                        "--spool", spool, "--linger-s", 60, wait=False)
-    wait_for(lambda: len(read_ids(ids)) >= 150, 20, "submission")
-    wait_for(lambda: os.path.exists(m) and
-             metric(m, "proflet_remote_spool_written_profiles_total") >= 150, 10, "spool writes")
+    lib.wait_for("submission", lambda: len(read_ids(ids)) >= 150, timeout=20)
+    lib.wait_for("spool writes", lambda: os.path.exists(m) and
+             metric(m, "proflet_remote_spool_written_profiles_total") >= 150, timeout=10)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     # Tear the tail of the newest segment: the scan must truncate it, count it.
@@ -432,12 +420,11 @@ def s_disk_full_restart():
     # 400 x 4 KiB: more than the 1 MB left, less than the 2 MB without ballast.
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 400, "--rate", 100, "--size", 4096,
                        "--spool", spool, "--linger-s", 120, wait=False)
-    wait_for(lambda: "No space left on device" in log_of("d"), 20, "a full disk")
-    wait_for(lambda: len(read_ids(ids)) >= 400, 20, "submission")
+    lib.wait_for("a full disk", lambda: "No space left on device" in log_of("d"), timeout=20)
+    lib.wait_for("submission", lambda: len(read_ids(ids)) >= 400, timeout=20)
     os.unlink(os.path.join(fs, "ballast"))
     # Recovery by itself: every profile reaches the disk once space is back.
-    wait_for(lambda: metric(m, "proflet_remote_spool_written_profiles_total") >= 400, 20,
-             "every profile written to the spool after space came back")
+    lib.wait_for("every profile written to the spool after space came back", lambda: metric(m, "proflet_remote_spool_written_profiles_total") >= 400, timeout=20)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     r2 = Receiver()
@@ -460,8 +447,8 @@ def s_corrupt():
     r.ctl("/faults", {"down_for": 600})
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 500, "--rate", 250, "--size", 1024,
                        "--spool", spool, "--linger-s", 60, wait=False)
-    wait_for(lambda: os.path.exists(m) and
-             metric(m, "proflet_remote_spool_written_profiles_total") >= 500, 20, "spool writes")
+    lib.wait_for("spool writes", lambda: os.path.exists(m) and
+             metric(m, "proflet_remote_spool_written_profiles_total") >= 500, timeout=20)
     p.send_signal(signal.SIGKILL)
     p.wait(timeout=10)
     segs = sorted(f for f in os.listdir(os.path.join(spool, "a")) if f.endswith(".seg"))
