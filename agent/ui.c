@@ -51,7 +51,7 @@ static const char page_head[] =
     "header a{color:#cde;margin-right:16px;text-decoration:none}"
     "main{padding:8px 16px}table{border-collapse:collapse;width:100%%}"
     "td,th{border-bottom:1px solid #ddd;padding:3px 6px;text-align:left;vertical-align:top}"
-    "th{background:#f3f3f3}.up{color:#176f2c}.down{color:#b3261e}.unknown{color:#777}"
+    "th{background:#f3f3f3}.counts td{color:#555;font-size:12px}.up{color:#176f2c}.down{color:#b3261e}.unknown{color:#777}"
     ".l{display:inline-block;background:#eef;border-radius:3px;padding:0 4px;margin:1px;"
     "font-size:12px}.err{color:#b3261e;font-size:12px}.job{background:#e8eef5;font-weight:600}"
     ".fg{font:11px monospace;width:100%%}.fn{overflow:hidden}.fn>span{display:block;"
@@ -131,8 +131,19 @@ struct targets_page {
     struct buf *out;
     size_t chunk;
     char *last_job;
+    size_t up, down, unknown; /* of the current job's rows */
     int part; /* 0 head, 1 rows, 2 done */
 };
+
+/* The counts of the job whose rows just ended, under them. */
+static void job_counts(struct targets_page *pg)
+{
+    if (!pg->last_job)
+        return;
+    buf_printf(pg->out, "<tr class=\"counts\"><td colspan=\"6\">%zu up, %zu down, %zu not "
+                        "scraped yet</td></tr>", pg->up, pg->down, pg->unknown);
+    pg->up = pg->down = pg->unknown = 0;
+}
 
 static int target_row(const struct scrape_target_view *v, void *ud)
 {
@@ -142,12 +153,16 @@ static int target_row(const struct scrape_target_view *v, void *ud)
     uint64_t key = labels_hash(v->labels);
 
     if (!pg->last_job || strcmp(pg->last_job, v->job) != 0) {
+        job_counts(pg);
         free(pg->last_job);
         pg->last_job = strdup(v->job);
         buf_puts(b, "<tr class=\"job\"><td colspan=\"6\">");
         esc(b, v->job);
         buf_puts(b, "</td></tr>");
     }
+    pg->up += health[0] == 'u' && health[1] == 'p';
+    pg->down += health[0] == 'd';
+    pg->unknown += health[0] == 'u' && health[1] == 'n';
     buf_printf(b, "<tr class=\"t\" data-health=\"%s\"><td>", health);
     esc(b, v->profile_type);
     buf_printf(b, "</td><td class=\"%s\">%s</td><td>", health, health);
@@ -198,6 +213,7 @@ static int targets_part(struct buf *out, size_t chunk, void *state)
         return rc;
     if (rc == 1)
         return 1;
+    job_counts(pg);
     buf_puts(out, "</table>");
     buf_puts(out, filter_script);
     buf_puts(out, page_tail);

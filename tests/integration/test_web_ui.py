@@ -79,6 +79,8 @@ remote-write:
         rows = re.findall(r'<tr class="t" data-health="(\w+)"[^>]*>(.*?)</tr>', dom, re.S)
         demo = [h for h, r in rows if f"127.0.0.1:{port}" in r]
         check(len(demo) == 2 and set(demo) == {"up"}, f"the demo's two targets up: {demo}")
+        counts = re.findall(r'<tr class="counts"><td[^>]*>(\d+) up, (\d+) down', dom)
+        check(("2", "0") in counts and ("0", "1") in counts, f"counts per job: {counts}")
         check(not re.search(r"<body[^>]*data-pwned", dom), "a label's HTML ran in the page")
         check("<img" not in dom, "a label's HTML became an element")
         check("&lt;img src=x onerror=" in dom, "the hostile label is shown as text")
