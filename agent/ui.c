@@ -97,11 +97,12 @@ static void head(struct buf *b, const char *title)
     buf_printf(b, page_head, title, PROFLET_VERSION);
 }
 
-static void labels_html(struct buf *b, const struct labels *ls, bool meta)
+/* `meta`: also the "__" labels; else only __name__ of them, when `name`. */
+static void labels_html(struct buf *b, const struct labels *ls, bool meta, bool name)
 {
     for (size_t i = 0; i < ls->n; i++) {
         if (!meta && strncmp(ls->v[i].name, "__", 2) == 0 &&
-            strcmp(ls->v[i].name, "__name__") != 0)
+            !(name && strcmp(ls->v[i].name, "__name__") == 0))
             continue;
         buf_puts(b, "<span class=\"l\">");
         esc(b, ls->v[i].name);
@@ -175,14 +176,14 @@ static int target_row(const struct scrape_target_view *v, void *ud)
         buf_puts(b, "</span>");
     }
     buf_puts(b, "<br>");
-    labels_html(b, v->labels, false);
+    labels_html(b, v->labels, false, true);
     if (v->last_error) {
         buf_puts(b, "<div class=\"err\">");
         esc(b, v->last_error);
         buf_puts(b, "</div>");
     }
     buf_puts(b, "<details><summary>discovered labels</summary>");
-    labels_html(b, v->discovered, true);
+    labels_html(b, v->discovered, true, true);
     buf_puts(b, "</details></td><td>");
     if (recent_get(pg->a->recent, key))
         buf_printf(b, "<a href=\"/profile?key=%016" PRIx64 "\">profile</a>", key);
@@ -281,10 +282,10 @@ static int sd_row(const struct scrape_target_view *v, void *ud)
     pg->last_target = id;
     sd_job(pg, v->job);
     buf_printf(b, "<tr class=\"t\" data-health=\"%s\"><td>", v->labels ? "kept" : "dropped");
-    labels_html(b, v->discovered, true);
+    labels_html(b, v->discovered, true, true);
     buf_puts(b, "</td><td>");
     if (v->labels) {
-        labels_html(b, v->labels, false);
+        labels_html(b, v->labels, false, false); /* the target's, not one type's */
     } else {
         buf_puts(b, "<div class=\"err\">");
         esc(b, v->drop_reason ? v->drop_reason : v->error ? v->error : "dropped");
