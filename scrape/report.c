@@ -401,16 +401,6 @@ void scrape_targets_iter_free(struct scrape_targets_iter *it)
     free(it);
 }
 
-void scrape_manager_targets_json(const struct scrape_manager *m, const char *only_job,
-                                 struct buf *out)
-{
-    struct scrape_targets_iter *it = scrape_targets_iter_new(m, only_job);
-
-    while (it && scrape_targets_iter_next(it, out, SIZE_MAX) == 1)
-        ;
-    scrape_targets_iter_free(it);
-}
-
 /* /targets: the same for people. */
 void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out)
 {

@@ -215,11 +215,6 @@ void scrape_manager_close(struct scrape_manager *m, void (*cb)(void *ud), void *
  * (JSON list of discovered and final labels), for `proflet targets`. */
 void scrape_manager_print(const struct scrape_manager *m, const char *job, bool show_dropped,
                           struct buf *out);
-/** Appends /api/v1/targets whole (see scrape_targets_iter_new); for small
- * sets and tests: a large set should be streamed with the iterator. */
-void scrape_manager_targets_json(const struct scrape_manager *m, const char *job,
-                                 struct buf *out);
-
 struct scrape_targets_iter;
 /** Starts /api/v1/targets (Prometheus' API shape: one active target per
  * (target, profile type) with its last scrape; dropped ones with their
