@@ -78,6 +78,10 @@ struct fwd__spool {
     struct fwd__pend *pend;
     size_t n_pend, cap_pend;
     uint64_t pend_bytes;
+    /* The records the running append job holds: still undelivered, so
+     * still counted (gauges, byte cap) though in neither list above. */
+    size_t writing_n;
+    uint64_t writing_bytes, writing_oldest_ms;
     bool ready, writing, loading_job, cursor_job, cursor_dirty;
     bool write_failing;     /* the last write was refused */
     uint64_t write_retry_at; /* loop ms; 0: no wait */
@@ -118,9 +122,11 @@ static void stats(struct fwd__spool *s)
         if (!oldest || s->pend[i].wall_ms < oldest)
             oldest = s->pend[i].wall_ms;
     }
-    st->spool_bytes = bytes;
+    if (s->writing_n && (!oldest || s->writing_oldest_ms < oldest))
+        oldest = s->writing_oldest_ms;
+    st->spool_bytes = bytes + s->writing_bytes;
     st->spool_segments = s->idx.n_segs;
-    st->spool_records = recs + s->n_pend;
+    st->spool_records = recs + s->n_pend + s->writing_n;
     st->spool_oldest_ms = oldest;
 }
 
@@ -214,7 +220,7 @@ static void cursor_update(struct fwd__spool *s)
 static void enforce_caps(struct fwd__spool *s, bool age)
 {
     const struct cfg_spool *c = &s->ep->spool;
-    uint64_t now = fwd__wall_ms(), total = s->pend_bytes;
+    uint64_t now = fwd__wall_ms(), total = s->pend_bytes + s->writing_bytes;
 
     for (size_t i = 0; i < s->idx.n_segs; i++)
         total += s->idx.segs[i].size;
@@ -273,6 +279,8 @@ static void write_done(uv_work_t *w, int status)
     size_t n_retry = 0;
 
     s->writing = false;
+    s->writing_n = 0;
+    s->writing_bytes = 0;
     for (size_t i = 0; i < j->a.n; i++) {
         struct fwd__pend *pd = &j->a.pend[i];
         int64_t res = g ? j->a.res[i] : 0;
@@ -354,8 +362,13 @@ static void kick(struct fwd__spool *s)
     memcpy(j->a.pend, s->pend, n * sizeof(*s->pend));
     if (uv_queue_work(s->ep->loop, &j->work, write_work, write_done) < 0)
         goto fail;
-    for (size_t i = 0; i < n; i++)
+    s->writing_n = n;
+    s->writing_bytes = 0;
+    s->writing_oldest_ms = s->pend[0].wall_ms;
+    for (size_t i = 0; i < n; i++) {
         s->pend_bytes -= s->pend[i].p->len;
+        s->writing_bytes += s->pend[i].p->len;
+    }
     memmove(s->pend, s->pend + n, (s->n_pend - n) * sizeof(*s->pend));
     s->n_pend -= n;
     s->writing = true;

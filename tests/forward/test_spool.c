@@ -546,6 +546,37 @@ TEST(record_damaged_after_the_scan_is_counted_once)
     rmdir(root);
 }
 
+/* The gauges count what an append job holds: between the job's start and
+ * its end those records are in neither the pending list nor the index, and
+ * a spool that reads empty then lets a caller think everything went out. */
+TEST(records_being_written_are_counted)
+{
+    char root[] = "/tmp/fwd-spooldir-XXXXXX", cmd[600];
+    struct loop_env e;
+    struct fwd_profile *p0 = mk(0), *p1 = mk(1);
+
+    ASSERT_NOT_NULL(mkdtemp(root));
+    env_open(&e, root);
+    fwd__spool_append(e.s, p0); /* starts the append job, which holds p0 */
+    ASSERT(fwd__spool_busy(e.s));
+    fwd__spool_append(e.s, p1); /* recomputes the gauges while it runs */
+    ASSERT_U64_EQ(e.ep.st.spool_records, 2);
+    ASSERT_U64_EQ(e.ep.st.spool_bytes, p0->len + p1->len);
+    ASSERT(e.ep.st.spool_oldest_ms > 0);
+    run_idle(&e);
+    ASSERT_U64_EQ(e.ep.st.spool_records, 2);
+    env_load_all(&e);
+    for (size_t i = 0; i < e.n_got; i++)
+        fwd__spool_ack(e.s, e.tokens[i]);
+    run_idle(&e);
+    ASSERT_U64_EQ(e.ep.st.spool_records, 0);
+    env_close(&e);
+    fwd_profile_unref(p0);
+    fwd_profile_unref(p1);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    ASSERT_EQ(system(cmd), 0);
+}
+
 int main(int argc, char **argv)
 {
     return test_main(argc, argv);
