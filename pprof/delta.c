@@ -16,20 +16,23 @@
  * address is 0 as non-Go producers write them) plus an order-independent
  * sum of its label hashes, labels compared by content (the heap `bytes`
  * label included, which makes Go's per-sample heap scaling constant per key
- * so differencing scaled values is exact). A key is a 63-bit hash: a sum
+ * so differencing scaled values is exact). A key is a 64-bit hash: a sum
  * of the mixed per-location keys times random weights by depth (see
  * add_locs()), finished with the labels' hash; strings are hashed with
  * xxh3, once per string per profile. Location keys are looked up by id in a
  * dense array when ids are dense, as Go writes them.
  *
- * State. One open-addressing table per (target, profile type): a slot is
- * the key plus the previous value of each cumulative column, nothing else.
- * During a call, a slot already met in this profile has bit 0 of its key
- * set and holds the index of its entry in place of its first value, so one
- * probe per sample finds both the previous values and any duplicate of the
- * same key in the current profile. At the end every met slot receives the
- * new cumulative sums; slots not met (stacks that vanished) are deleted in
- * place when they are few, else the table is rebuilt from the current keys.
+ * State. Per (target, profile type), one malloc'd block: the keys of the
+ * last profile in ascending order, eight bytes each, then the cumulative
+ * values of each key in the same order as varints (under 14 bytes per key
+ * for Go heap profiles, against 35 for a hash table of keys and values).
+ * A call parses every sample into a per-call entry (key, values), sorts the
+ * entries by key (a counting sort on the key's top bits, then insertion
+ * sort within a bucket), sums duplicate keys into the first sample of each,
+ * walks the sorted entries and the state side by side to find the previous
+ * values, and writes the new state from the sorted entries: no probe into a
+ * table larger than the caches, nothing to prune, and the state holds only
+ * what the next call reads.
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
@@ -50,20 +53,10 @@
 
 #include "pprof/pprof_internal.h"
 
-/* Table sizing, in percent of slots used: tables are built at 70% and grow
- * past 85%, so the state stays within 1.2x-1.45x of its keys and values
- * (DESIGN.md: at most 2x). Any size works: slots are found by a multiply,
- * not a mask. */
-#define LOAD_BUILD 70
-#define LOAD_MAX 85
-#define SEEN_BIT 1ULL
-
-/* Samples are parsed a few ahead of their table lookup, with the slot
- * prefetched: the state table is larger than the caches, and the lookup's
- * cache miss otherwise dominates the delta. */
-#define PIPELINE 8
-
-__extension__ typedef unsigned __int128 u128;
+/* Buckets past this size are sorted with qsort(): keys are hashes, so
+ * buckets hold one or two keys, but a profile crafted to put many keys in
+ * one bucket must not make the insertion sort quadratic. */
+#define BUCKET_INSERTION_MAX 32
 
 /* A restart is declared when more than this fraction of the keys found in
  * both profiles went down. */
@@ -80,11 +73,12 @@ struct pprof_delta {
     int64_t prev_time;
     uint64_t types_fp;
     uint64_t mapping_fp;
-    unsigned ncum;   /* cumulative columns kept per key */
-    unsigned stride; /* uint64 words per slot: key + max(ncum, 1) */
-    uint64_t *slots;
-    size_t cap; /* slots; 0 or a power of two */
-    size_t n;   /* keys in the table */
+    unsigned ncum; /* cumulative columns kept per key */
+    /* n keys (uint64, ascending), then ncum varints per key in key order;
+     * NULL when n is 0. */
+    uint8_t *state;
+    size_t n;
+    size_t state_len; /* bytes of `state` */
 };
 
 /* Content span of a length-delimited record inside the raw profile. */
@@ -105,12 +99,18 @@ struct loc {
 struct ent {
     uint32_t sample; /* first sample with this key: its fields are emitted */
     uint32_t vbytes; /* bytes of that sample's value fields, tags included */
-    size_t slot;
     uint32_t out_vlen; /* encode(): bytes of its output values, 0 = dropped */
     /* [voff, vend): the sample's only value field, tag included, relative
      * to the sample's content; vend = 0 when it has several (or none). */
     uint32_t voff, vend;
     bool matched;      /* the key was in the state */
+    bool dup;          /* an earlier sample has the same key: summed into it */
+};
+
+/* An entry's key and index, as the sort moves them. */
+struct keyed {
+    uint64_t key;
+    uint32_t ent;
 };
 
 struct ctx {
@@ -156,9 +156,11 @@ struct ctx {
     unsigned ncum;
     uint64_t types_fp, mapping_fp;
 
-    int64_t *row;
-    struct ent *ents;
+    struct ent *ents; /* one per sample, in sample order */
     size_t n_ents, matched, decreased;
+    uint64_t *keys;   /* key of each entry */
+    struct keyed *sorted; /* the entries by key; n_unique after merging */
+    size_t n_unique;
     int64_t *sums;  /* n_ents x ncols */
     int64_t *prevs; /* n_ents x ncum */
 
@@ -276,105 +278,15 @@ static void mark_str(struct ctx *c, uint64_t i)
         c->max_str_used = i;
 }
 
-/* ---- state table ---- */
-
-static size_t fit_cap(size_t keys)
-{
-    return (size_t)((u128)keys * 100 / LOAD_BUILD) + 16;
-}
-
-static bool overloaded(size_t keys, size_t cap)
-{
-    return (u128)keys * 100 > (u128)cap * LOAD_MAX;
-}
-
-/* Home slot of a key: its hash scaled onto [0, cap). */
-static size_t home(uint64_t key, size_t cap)
-{
-    return (size_t)(((u128)(key & ~SEEN_BIT) * cap) >> 64);
-}
-
-static size_t next_slot(size_t s, size_t cap)
-{
-    return s + 1 == cap ? 0 : s + 1;
-}
-
-static uint64_t *slot_at(const struct pprof_delta *d, size_t s)
-{
-    return d->slots + s * d->stride;
-}
+/* ---- state ---- */
 
 static void state_clear(struct pprof_delta *d)
 {
-    free(d->slots);
-    d->slots = NULL;
-    d->cap = 0;
+    free(d->state);
+    d->state = NULL;
+    d->state_len = 0;
     d->n = 0;
     d->seeded = false;
-}
-
-/* Moves every slot into a table of `cap` slots; slots met in this call
- * carry their entry index, which learns the new position. */
-static int state_rehash(struct pprof_delta *d, size_t cap, struct ent *ents)
-{
-    uint64_t *ns = calloc(cap, d->stride * sizeof(uint64_t));
-    if (!ns)
-        return -ENOMEM;
-    for (size_t i = 0; i < d->cap; i++) {
-        uint64_t *o = slot_at(d, i);
-        size_t s;
-
-        if (o[0] == 0)
-            continue;
-        for (s = home(o[0], cap); ns[s * d->stride] != 0; s = next_slot(s, cap))
-            ;
-        memcpy(ns + s * d->stride, o, d->stride * sizeof(uint64_t));
-        if (o[0] & SEEN_BIT)
-            ents[o[1]].slot = s;
-    }
-    free(d->slots);
-    d->slots = ns;
-    d->cap = cap;
-    return 0;
-}
-
-/* Deletes every slot not met in this call (stacks that vanished), with
- * backward-shift deletion: the slots after a hole that may move into it do,
- * so probe sequences never cross a hole and lookups need no tombstones.
- * Moved slots met in this call tell their entry where they went. */
-static void state_prune(struct pprof_delta *d, struct ent *ents)
-{
-    size_t cap = d->cap;
-
-    for (size_t s = 0; s < cap;) {
-        uint64_t *sl = slot_at(d, s);
-        size_t hole = s, j = s;
-
-        if (sl[0] == 0 || (sl[0] & SEEN_BIT)) {
-            s++;
-            continue;
-        }
-        for (;;) {
-            uint64_t *o;
-            size_t h;
-
-            j = next_slot(j, cap);
-            o = slot_at(d, j);
-            if (o[0] == 0)
-                break;
-            h = home(o[0], cap);
-            /* The slot at j stays if its home lies cyclically in (hole, j]. */
-            if (hole <= j ? (hole < h && h <= j) : (hole < h || h <= j))
-                continue;
-            memcpy(slot_at(d, hole), o, d->stride * sizeof(uint64_t));
-            if (o[0] & SEEN_BIT)
-                ents[o[1]].slot = hole;
-            hole = j;
-        }
-        memset(slot_at(d, hole), 0, d->stride * sizeof(uint64_t));
-        d->n--;
-        /* Slot s may have received a slot that follows: look at it again. */
-    }
 }
 
 /* ---- pass 1: top-level records ---- */
@@ -615,9 +527,7 @@ static int scan_types(struct ctx *c)
     if (c->ncols && c->n[F_SAMPLE] > c->samples_in / c->ncols)
         return corrupt(c, "sample has fewer values than sample types");
     c->cum_of_col = pprof__scratch(PPROF__S_COLUMNS, (c->ncols ? c->ncols : 1) * sizeof(int), false);
-    c->row = pprof__scratch(PPROF__S_ROWS, PIPELINE * (c->ncols ? c->ncols : 1) * sizeof(int64_t),
-                            false);
-    if (!c->cum_of_col || !c->row)
+    if (!c->cum_of_col)
         return -ENOMEM;
     c->types_fp = 0x51ed27;
     for (size_t i = 0; i < c->ncols; i++) {
@@ -1011,34 +921,6 @@ static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const u
     return 0;
 }
 
-/* Finds or inserts `key`; returns the slot. */
-static int lookup(struct ctx *c, uint64_t key, size_t *slot, bool *inserted)
-{
-    struct pprof_delta *d = c->d;
-    size_t s;
-
-    if (overloaded(d->n + 1, d->cap)) {
-        int rc = state_rehash(d, fit_cap(2 * d->n), c->ents);
-        if (rc < 0)
-            return rc;
-    }
-    for (s = home(key, d->cap);; s = next_slot(s, d->cap)) {
-        uint64_t k = d->slots[s * d->stride];
-        if (k == 0) {
-            d->slots[s * d->stride] = key;
-            d->n++;
-            *inserted = true;
-            break;
-        }
-        if ((k & ~SEEN_BIT) == key) {
-            *inserted = false;
-            break;
-        }
-    }
-    *slot = s;
-    return 0;
-}
-
 /* Parses sample `i`: its key, its values into `row`, and the bytes its
  * value fields take. */
 static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out,
@@ -1125,149 +1007,199 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
         return corrupt(c, "bad sample");
     if (nv != c->ncols)
         return corrupt(c, "sample has fewer values than sample types");
-    key = mix64(stack ^ (labels + depth) * GOLDEN) & ~SEEN_BIT;
-    *key_out = key ? key : 2;
+    key = mix64(stack ^ (labels + depth) * GOLDEN);
+    *key_out = key;
     *vbytes_out = (uint32_t)vbytes;
     *vspan_out = nvf == 1 ? vspan : 0;
     return 0;
 }
 
-/* Enters parsed sample `i` into the table: a new entry, or a duplicate
- * summed into the entry of its key. */
-static int commit_sample(struct ctx *c, size_t i, uint64_t key, const int64_t *row,
-                         uint32_t vbytes, uint64_t vspan)
-{
-    struct pprof_delta *d = c->d;
-    size_t slot;
-    bool inserted;
-    int rc;
-
-    if ((rc = lookup(c, key, &slot, &inserted)) < 0)
-        return rc;
-    uint64_t *sl = slot_at(d, slot);
-    if (!inserted && (sl[0] & SEEN_BIT)) {
-        int64_t *sum = c->sums + sl[1] * c->ncols;
-        for (size_t k = 0; k < c->ncols; k++)
-            sum[k] = sat_add(sum[k], row[k]);
-        return 0;
-    }
-    struct ent *e = &c->ents[c->n_ents];
-    int64_t *prev = c->prevs + c->n_ents * (c->ncum ? c->ncum : 1);
-    e->sample = (uint32_t)i;
-    e->vbytes = vbytes;
-    e->voff = (uint32_t)vspan;
-    e->vend = (uint32_t)(vspan >> 32);
-    e->slot = slot;
-    e->matched = !inserted;
-    if (inserted)
-        memset(prev, 0, c->ncum * sizeof(int64_t));
-    else
-        memcpy(prev, sl + 1, c->ncum * sizeof(int64_t));
-    memcpy(c->sums + c->n_ents * c->ncols, row, c->ncols * sizeof(int64_t));
-    sl[0] |= SEEN_BIT;
-    sl[1] = c->n_ents;
-    c->n_ents++;
-    return 0;
-}
-
 static int scan_samples(struct ctx *c)
 {
-    struct pprof_delta *d = c->d;
     size_t n = c->n[F_SAMPLE], ncols1 = c->ncols ? c->ncols : 1;
-    uint64_t keys[PIPELINE];
-    uint32_t vbytes[PIPELINE];
-    uint64_t vspans[PIPELINE];
-    int64_t *rows;
     int rc;
 
     c->ents = pprof__scratch(PPROF__S_ENTS, (n ? n : 1) * sizeof(struct ent), false);
+    c->keys = pprof__scratch(PPROF__S_KEYS, (n ? n : 1) * sizeof(uint64_t), false);
     c->sums = pprof__scratch(PPROF__S_SUMS, (n ? n : 1) * ncols1 * sizeof(int64_t), false);
     c->prevs = pprof__scratch(PPROF__S_PREVS,
                               (n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
-    rows = c->row; /* PIPELINE rows */
-    if (!c->ents || !c->sums || !c->prevs)
+    if (!c->ents || !c->keys || !c->sums || !c->prevs)
         return -ENOMEM;
-    {
-        size_t want = d->n > n ? d->n : n;
-        if (overloaded(want, d->cap) && (rc = state_rehash(d, fit_cap(want), c->ents)) < 0)
+    for (size_t i = 0; i < n; i++) {
+        struct ent *e = &c->ents[i];
+        uint64_t vspan;
+
+        if ((rc = parse_sample(c, i, c->sums + i * c->ncols, &c->keys[i], &e->vbytes, &vspan)) < 0)
             return rc;
+        e->sample = (uint32_t)i;
+        e->voff = (uint32_t)vspan;
+        e->vend = (uint32_t)(vspan >> 32);
+        e->matched = false;
+        e->dup = false;
     }
-    for (size_t i = 0; i < n + PIPELINE; i++) {
-        size_t ring = i % PIPELINE;
-        if (i >= PIPELINE) {
-            size_t j = i - PIPELINE;
-            if ((rc = commit_sample(c, j, keys[ring], rows + ring * ncols1, vbytes[ring],
-                                    vspans[ring])) < 0)
-                return rc;
+    c->n_ents = n;
+    return 0;
+}
+
+static int cmp_keyed(const void *a, const void *b)
+{
+    const struct keyed *x = a, *y = b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->ent < y->ent ? -1 : x->ent > y->ent;
+}
+
+/* Sorts the entries by key, ties by sample order: a counting sort on the
+ * key's top bits (one bucket per entry or so: keys are hashes), then each
+ * bucket sorted in place. The scatter keeps sample order within a bucket,
+ * and both sorts are stable, so the first of equal keys is the earliest
+ * sample. */
+static int sort_entries(struct ctx *c)
+{
+    size_t n = c->n_ents;
+    unsigned bits = 1;
+    uint32_t *start;
+    struct keyed *out;
+
+    while (bits < 24 && ((size_t)1 << bits) < n)
+        bits++;
+    start = pprof__scratch(PPROF__S_BUCKETS, (((size_t)1 << bits) + 1) * sizeof(uint32_t), false);
+    out = pprof__scratch(PPROF__S_SORTED, (n ? n : 1) * sizeof(struct keyed), false);
+    if (!start || !out)
+        return -ENOMEM;
+    c->sorted = out;
+    memset(start, 0, (((size_t)1 << bits) + 1) * sizeof(uint32_t));
+    for (size_t i = 0; i < n; i++)
+        start[(c->keys[i] >> (64 - bits)) + 1]++;
+    for (size_t b = 1; b <= (size_t)1 << bits; b++)
+        start[b] += start[b - 1];
+    for (size_t i = 0; i < n; i++) {
+        uint64_t k = c->keys[i];
+        out[start[k >> (64 - bits)]++] = (struct keyed){k, (uint32_t)i};
+    }
+    /* start[b] is now the end of bucket b, hence the start of b + 1. */
+    for (size_t b = 0, lo = 0; b < (size_t)1 << bits; lo = start[b++]) {
+        size_t hi = start[b];
+        if (hi - lo <= 1)
+            continue;
+        if (hi - lo > BUCKET_INSERTION_MAX) {
+            qsort(out + lo, hi - lo, sizeof(*out), cmp_keyed);
+            continue;
         }
-        if (i < n) {
-            if ((rc = parse_sample(c, i, rows + ring * ncols1, &keys[ring], &vbytes[ring],
-                                   &vspans[ring])) < 0)
-                return rc;
-            __builtin_prefetch(slot_at(d, home(keys[ring], d->cap)), 1);
+        for (size_t i = lo + 1; i < hi; i++) {
+            struct keyed x = out[i];
+            size_t j = i;
+            while (j > lo && out[j - 1].key > x.key) {
+                out[j] = out[j - 1];
+                j--;
+            }
+            out[j] = x;
         }
     }
     return 0;
 }
 
-/* Counts keys that went down, then stores the new cumulative sums and prunes
- * keys that vanished. */
+/* Sums every run of equal keys into its first entry, marks the others
+ * `dup`, and compacts `sorted` to one entry per key. */
+static void merge_duplicates(struct ctx *c)
+{
+    size_t ncols = c->ncols, w = 0;
+
+    for (size_t i = 0; i < c->n_ents; i++) {
+        if (w > 0 && c->sorted[i].key == c->sorted[w - 1].key) {
+            int64_t *sum = c->sums + (size_t)c->sorted[w - 1].ent * ncols;
+            const int64_t *row = c->sums + (size_t)c->sorted[i].ent * ncols;
+            for (size_t k = 0; k < ncols; k++)
+                sum[k] = sat_add(sum[k], row[k]);
+            c->ents[c->sorted[i].ent].dup = true;
+            continue;
+        }
+        c->sorted[w++] = c->sorted[i];
+    }
+    c->n_unique = w;
+}
+
+/* Entries are visited in key order, their sums and prevs lie in sample
+ * order: those of the entry this far ahead are prefetched, or the walk
+ * waits on a cache miss per key once the arrays outgrow the caches. */
+#define PREFETCH_AHEAD 16
+
+/* Walks the sorted keys and the state side by side: each key found in the
+ * state gets its previous values (the others keep zeros) and is counted,
+ * as are the keys that went down. The new cumulative sums are written as
+ * varints, in key order, into scratch on the way; the new state (keys,
+ * then those varints) then replaces the old one. */
 static int finish_state(struct ctx *c)
 {
     struct pprof_delta *d = c->d;
-    size_t stride_cum = c->ncum ? c->ncum : 1;
+    size_t ncum = c->ncum, stride_cum = ncum ? ncum : 1, ncols = c->ncols;
+    size_t nu = c->n_unique, vlen;
+    const uint64_t *okeys = (const uint64_t *)d->state;
+    const uint8_t *ov = d->state ? d->state + d->n * sizeof(uint64_t) : NULL;
+    const uint8_t *oend = d->state ? d->state + d->state_len : NULL;
+    uint8_t *vals, *o, *ns = NULL;
+    size_t j = 0;
 
-    for (size_t i = 0; i < c->n_ents; i++) {
-        const int64_t *sum = c->sums + i * c->ncols, *prev = c->prevs + i * stride_cum;
-        if (!c->ents[i].matched)
-            continue;
-        c->matched++;
-        for (size_t k = 0; k < c->ncols; k++) {
-            int ci = c->cum_of_col[k];
-            if (ci >= 0 && sum[k] < prev[ci]) {
-                c->decreased++;
-                break;
+    /* At most ten bytes per varint. */
+    vals = pprof__scratch(PPROF__S_STATEVALS, (nu ? nu : 1) * stride_cum * 10, false);
+    if (!vals)
+        return -ENOMEM;
+    o = vals;
+    for (size_t i = 0; i < nu; i++) {
+        uint32_t ei = c->sorted[i].ent;
+        uint64_t key = c->sorted[i].key;
+        int64_t *prev = c->prevs + (size_t)ei * stride_cum;
+        const int64_t *sum = c->sums + (size_t)ei * ncols;
+        uint64_t v = 0;
+
+        if (i + PREFETCH_AHEAD < nu) {
+            uint32_t ea = c->sorted[i + PREFETCH_AHEAD].ent;
+            __builtin_prefetch(c->sums + (size_t)ea * ncols);
+            __builtin_prefetch(c->prevs + (size_t)ea * stride_cum, 1);
+            __builtin_prefetch(&c->ents[ea], 1);
+        }
+        /* Keys of the state below this one vanished: skip their values. */
+        for (; j < d->n && okeys[j] < key; j++)
+            for (size_t k = 0; k < ncum; k++)
+                pprof__varint(&ov, oend, &v);
+        if (j < d->n && okeys[j] == key) {
+            for (size_t k = 0; k < ncum; k++) {
+                pprof__varint(&ov, oend, &v);
+                prev[k] = (int64_t)v;
             }
+            j++;
+            c->ents[ei].matched = true;
+            c->matched++;
+            for (size_t k = 0; k < ncols; k++) {
+                int ci = c->cum_of_col[k];
+                if (ci >= 0 && sum[k] < prev[ci]) {
+                    c->decreased++;
+                    break;
+                }
+            }
+        } else {
+            memset(prev, 0, ncum * sizeof(int64_t));
         }
-    }
-    if (d->n > c->n_ents && d->cap <= fit_cap(c->n_ents) / 4 * 5) {
-        /* Some stacks vanished (a few, usually): delete them in place. One
-         * sequential pass over the table costs far less than rebuilding it,
-         * which scatters every key into fresh, page-faulting memory. */
-        state_prune(d, c->ents);
-    } else if (d->n > c->n_ents || d->cap > 2 * fit_cap(c->n_ents)) {
-        /* Many stacks vanished, or the table was sized for duplicates:
-         * rebuild with only the current keys. */
-        size_t cap = fit_cap(c->n_ents);
-        uint64_t *ns = calloc(cap, d->stride * sizeof(uint64_t));
-        if (!ns)
-            return -ENOMEM;
-        for (size_t i = 0; i < c->n_ents; i++) {
-            if (i + PIPELINE < c->n_ents)
-                __builtin_prefetch(slot_at(d, c->ents[i + PIPELINE].slot));
-            uint64_t key = slot_at(d, c->ents[i].slot)[0] & ~SEEN_BIT;
-            size_t s;
-            for (s = home(key, cap); ns[s * d->stride] != 0; s = next_slot(s, cap))
-                ;
-            ns[s * d->stride] = key | SEEN_BIT;
-            c->ents[i].slot = s;
-        }
-        free(d->slots);
-        d->slots = ns;
-        d->cap = cap;
-        d->n = c->n_ents;
-    }
-    for (size_t i = 0; i < c->n_ents; i++) {
-        if (i + PIPELINE < c->n_ents)
-            __builtin_prefetch(slot_at(d, c->ents[i + PIPELINE].slot), 1);
-        uint64_t *sl = slot_at(d, c->ents[i].slot);
-        const int64_t *sum = c->sums + i * c->ncols;
-        sl[0] &= ~SEEN_BIT;
-        sl[1] = 0;
-        for (size_t k = 0; k < c->ncols; k++)
+        for (size_t k = 0; k < ncols; k++)
             if (c->cum_of_col[k] >= 0)
-                sl[1 + c->cum_of_col[k]] = (uint64_t)sum[k];
+                o = pprof__put_varint(o, (uint64_t)sum[k]);
     }
+    vlen = (size_t)(o - vals);
+    /* The new state, sized exactly: it is what the pair holds until the
+     * next profile. */
+    if (nu > 0) {
+        if (!(ns = malloc(nu * sizeof(uint64_t) + vlen)))
+            return -ENOMEM;
+        for (size_t i = 0; i < nu; i++)
+            memcpy(ns + i * sizeof(uint64_t), &c->sorted[i].key, sizeof(uint64_t));
+        memcpy(ns + nu * sizeof(uint64_t), vals, vlen);
+    }
+    free(d->state);
+    d->state = ns;
+    d->state_len = nu ? nu * sizeof(uint64_t) + vlen : 0;
+    d->n = nu;
     return 0;
 }
 
@@ -1485,6 +1417,10 @@ static int encode(struct ctx *c, int64_t prev_time)
         size_t vlen = 0, body;
         bool nonzero = false;
 
+        if (e->dup) {
+            e->out_vlen = 0;
+            continue;
+        }
         for (size_t k = 0; k < c->ncols; k++) {
             int ci = c->cum_of_col[k];
             if (ci >= 0) {
@@ -1630,7 +1566,7 @@ void pprof_delta_free(struct pprof_delta *d)
 {
     if (!d)
         return;
-    free(d->slots);
+    free(d->state);
     free(d);
 }
 
@@ -1638,7 +1574,7 @@ size_t pprof_delta_mem(const struct pprof_delta *d)
 {
     if (!d)
         return 0;
-    return sizeof(*d) + d->cap * d->stride * sizeof(uint64_t);
+    return sizeof(*d) + d->state_len;
 }
 
 size_t pprof_delta_keys(const struct pprof_delta *d)
@@ -1699,19 +1635,21 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         state_clear(d);
         d->seeded = true;
     }
-    if (!d->slots || d->ncum != c.ncum) {
-        free(d->slots);
-        d->slots = NULL;
-        d->cap = d->n = 0;
+    if (d->ncum != c.ncum) {
+        free(d->state);
+        d->state = NULL;
+        d->state_len = d->n = 0;
         d->ncum = c.ncum;
-        d->stride = 1 + (c.ncum ? c.ncum : 1);
     }
     if (ph) {
         t1 = now_ns();
         ph->decode = t1 - t0;
         t0 = t1;
     }
-    if ((rc = scan_samples(&c)) < 0 || (rc = finish_state(&c)) < 0)
+    if ((rc = scan_samples(&c)) < 0 || (rc = sort_entries(&c)) < 0)
+        goto fail;
+    merge_duplicates(&c);
+    if ((rc = finish_state(&c)) < 0)
         goto fail;
     if (d->seeded && c.decreased * RESET_DECREASE_DEN > c.matched * RESET_DECREASE_NUM)
         reset = true;
