@@ -107,11 +107,6 @@ struct ent {
     bool dup;          /* an earlier sample has the same key: summed into it */
 };
 
-/* An entry's key and index, as the sort moves them. */
-struct keyed {
-    uint64_t key;
-    uint32_t ent;
-};
 
 struct ctx {
     struct pprof_delta *d;
@@ -159,7 +154,7 @@ struct ctx {
     struct ent *ents; /* one per sample, in sample order */
     size_t n_ents, matched, decreased;
     uint64_t *keys;   /* key of each entry */
-    struct keyed *sorted; /* the entries by key; n_unique after merging */
+    struct pprof__keyed *sorted; /* the entries by key; n_unique after merging */
     size_t n_unique;
     int64_t *sums;  /* n_ents x ncols */
     int64_t *prevs; /* n_ents x ncum */
@@ -1044,40 +1039,37 @@ static int scan_samples(struct ctx *c)
 
 static int cmp_keyed(const void *a, const void *b)
 {
-    const struct keyed *x = a, *y = b;
+    const struct pprof__keyed *x = a, *y = b;
 
     if (x->key != y->key)
         return x->key < y->key ? -1 : 1;
     return x->ent < y->ent ? -1 : x->ent > y->ent;
 }
 
-/* Sorts the entries by key, ties by sample order: a counting sort on the
- * key's top bits (one bucket per entry or so: keys are hashes), then each
- * bucket sorted in place. The scatter keeps sample order within a bucket,
- * and both sorts are stable, so the first of equal keys is the earliest
- * sample. */
-static int sort_entries(struct ctx *c)
+unsigned pprof__sort_bits(size_t n)
 {
-    size_t n = c->n_ents;
     unsigned bits = 1;
-    uint32_t *start;
-    struct keyed *out;
 
     while (bits < 24 && ((size_t)1 << bits) < n)
         bits++;
-    start = pprof__scratch(PPROF__S_BUCKETS, (((size_t)1 << bits) + 1) * sizeof(uint32_t), false);
-    out = pprof__scratch(PPROF__S_SORTED, (n ? n : 1) * sizeof(struct keyed), false);
-    if (!start || !out)
-        return -ENOMEM;
-    c->sorted = out;
+    return bits;
+}
+
+/* A counting sort on the key's top bits (one bucket per entry or so: keys
+ * are hashes), then each bucket sorted in place. The scatter keeps input
+ * order within a bucket, and both sorts are stable (qsort through its tie
+ * break on the index), so the first of equal keys is the earliest. */
+void pprof__sort_keys(const uint64_t *keys, size_t n, unsigned bits, uint32_t *start,
+                      struct pprof__keyed *out)
+{
     memset(start, 0, (((size_t)1 << bits) + 1) * sizeof(uint32_t));
     for (size_t i = 0; i < n; i++)
-        start[(c->keys[i] >> (64 - bits)) + 1]++;
+        start[(keys[i] >> (64 - bits)) + 1]++;
     for (size_t b = 1; b <= (size_t)1 << bits; b++)
         start[b] += start[b - 1];
     for (size_t i = 0; i < n; i++) {
-        uint64_t k = c->keys[i];
-        out[start[k >> (64 - bits)]++] = (struct keyed){k, (uint32_t)i};
+        uint64_t k = keys[i];
+        out[start[k >> (64 - bits)]++] = (struct pprof__keyed){k, (uint32_t)i};
     }
     /* start[b] is now the end of bucket b, hence the start of b + 1. */
     for (size_t b = 0, lo = 0; b < (size_t)1 << bits; lo = start[b++]) {
@@ -1089,7 +1081,7 @@ static int sort_entries(struct ctx *c)
             continue;
         }
         for (size_t i = lo + 1; i < hi; i++) {
-            struct keyed x = out[i];
+            struct pprof__keyed x = out[i];
             size_t j = i;
             while (j > lo && out[j - 1].key > x.key) {
                 out[j] = out[j - 1];
@@ -1098,6 +1090,22 @@ static int sort_entries(struct ctx *c)
             out[j] = x;
         }
     }
+}
+
+/* Sorts the entries by key, ties by sample order. */
+static int sort_entries(struct ctx *c)
+{
+    size_t n = c->n_ents;
+    unsigned bits = pprof__sort_bits(n);
+    uint32_t *start;
+    struct pprof__keyed *out;
+
+    start = pprof__scratch(PPROF__S_BUCKETS, (((size_t)1 << bits) + 1) * sizeof(uint32_t), false);
+    out = pprof__scratch(PPROF__S_SORTED, (n ? n : 1) * sizeof(struct pprof__keyed), false);
+    if (!start || !out)
+        return -ENOMEM;
+    c->sorted = out;
+    pprof__sort_keys(c->keys, n, bits, start, out);
     return 0;
 }
 

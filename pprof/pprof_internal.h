@@ -227,6 +227,21 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
  * 0, -EINVAL for a bad level, or -ENOMEM. */
 int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
 
+/* An entry's key and index, as the delta's sort moves them. */
+struct pprof__keyed {
+    uint64_t key;
+    uint32_t ent;
+};
+
+/* Bucket bits of the sort of n keys: about one key per bucket. */
+unsigned pprof__sort_bits(size_t n);
+/* Sorts keys[0..n) into out (key, index), ascending by key and, among
+ * equal keys, by index. `start` holds 2^bits + 1 counters. Buckets beyond
+ * a few keys (crafted, or colliding, top bits) fall back to qsort, so no
+ * input makes the sort quadratic. */
+void pprof__sort_keys(const uint64_t *keys, size_t n, unsigned bits, uint32_t *start,
+                      struct pprof__keyed *out);
+
 /** Per-thread scratch buffers (scratch.c), reused across calls on one
  * thread so that their pages stay mapped. One id per purpose: a call uses
  * each id for one buffer at a time. */

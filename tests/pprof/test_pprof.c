@@ -393,6 +393,53 @@ TEST(duplicate_keys_summed)
     pprof_delta_free(d);
 }
 
+static int cmp_ref_keyed(const void *a, const void *b)
+{
+    const struct pprof__keyed *x = a, *y = b;
+
+    if (x->key != y->key)
+        return x->key < y->key ? -1 : 1;
+    return x->ent < y->ent ? -1 : x->ent > y->ent;
+}
+
+/* The delta's key sort against a plain comparison sort, on the shapes its
+ * buckets can take: hash-like keys (a bucket per key or so), every key in
+ * one bucket (the qsort fallback a crafted profile would hit), buckets just
+ * under the fallback (insertion sort), and runs of equal keys in each,
+ * whose first entry must stay the earliest sample (it is the one emitted). */
+TEST(key_sort_orders_every_bucket_shape_and_keeps_ties_in_order)
+{
+    enum { N = 600 };
+    static uint64_t keys[N];
+    static struct pprof__keyed got[N], want[N];
+    static uint32_t start[(1u << 12) + 1];
+    uint64_t x = 0x243f6a8885a308d3ULL;
+
+    for (int shape = 0; shape < 4; shape++) {
+        unsigned bits = pprof__sort_bits(N);
+
+        ASSERT((1u << bits) >= N && bits <= 12);
+        for (size_t i = 0; i < N; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            switch (shape) {
+            case 0: keys[i] = x; break;                                   /* hashes */
+            case 1: keys[i] = (0xabULL << 56) | (x >> 8); break;           /* one bucket */
+            case 2: keys[i] = ((i % 24) << (64 - bits)) | (x >> 40); break; /* 25 per bucket */
+            case 3: keys[i] = (0x7ULL << 60) | (x % 37); break;             /* one bucket, ties */
+            }
+            if (shape < 3 && i % 7 == 3)
+                keys[i] = keys[i / 2]; /* an earlier key again */
+            want[i] = (struct pprof__keyed){keys[i], (uint32_t)i};
+        }
+        pprof__sort_keys(keys, N, bits, start, got);
+        qsort(want, N, sizeof(*want), cmp_ref_keyed);
+        for (size_t i = 0; i < N; i++) {
+            ASSERT_U64_EQ(got[i].key, want[i].key);
+            ASSERT_EQ(got[i].ent, want[i].ent);
+        }
+    }
+}
+
 TEST(labels_keyed_sorted_and_by_content)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
