@@ -239,6 +239,14 @@ int pprof__gunzip_scratch(const uint8_t *in, size_t in_len, size_t max, const ui
     return 0;
 }
 
+int pprof_gzip_check(const uint8_t *in, size_t in_len, size_t max)
+{
+    const uint8_t *raw;
+    size_t raw_len;
+
+    return pprof__gunzip_scratch(in, in_len, max, &raw, &raw_len);
+}
+
 int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out,
                        size_t *out_len)
 {

@@ -102,6 +102,13 @@ int pprof_delta_process(struct pprof_delta *d, const uint8_t *in, size_t in_len,
  * 0, PPROF_ETOOLARGE, PPROF_ECORRUPT or -ENOMEM. */
 int pprof_gunzip(const uint8_t *in, size_t in_len, size_t max, uint8_t **out, size_t *out_len);
 
+/** Checks a body sent as it came: gzip framing, every member's CRC and
+ * size, and at most `max` bytes inflated (plain input: its length). The
+ * inflated bytes land in the calling thread's scratch and are dropped, so
+ * a check maps no fresh buffer. Returns 0, PPROF_ETOOLARGE,
+ * PPROF_ECORRUPT or -ENOMEM. */
+int pprof_gzip_check(const uint8_t *in, size_t in_len, size_t max);
+
 /** The memory a delta (or, with !delta, a pass-through check) of the body
  * `in` needs at its peak, for admission under a memory budget: from the
  * decompressed size the gzip trailer announces, stored in `*raw`. The job

@@ -137,14 +137,9 @@ static void delta_work(void *arg)
 
     j->err[0] = '\0';
     if (j->passthrough) {
-        uint8_t *plain = NULL;
-        size_t plain_len = 0;
-
         j->rc = 0;
         if (j->in_len >= 2 && j->in[0] == 0x1f && j->in[1] == 0x8b) {
-            j->rc = pprof_gunzip(j->in, j->in_len, j->limits.max_decompressed, &plain,
-                                 &plain_len);
-            free(plain);
+            j->rc = pprof_gzip_check(j->in, j->in_len, j->limits.max_decompressed);
             if (j->rc < 0)
                 snprintf(j->err, sizeof(j->err), "invalid gzip body: %s",
                          pprof_strerror(j->rc));

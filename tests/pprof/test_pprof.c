@@ -225,6 +225,40 @@ TEST(gunzip_grows_past_small_hint_and_multi_member)
     free(b);
 }
 
+/* The pass-through check refuses what pprof_gunzip() refuses, keeps
+ * nothing, and accepts what it accepts: a CRC flipped in the trailer (the
+ * deflate data intact) is caught only by the CRC. */
+TEST(gzip_check_agrees_with_gunzip_and_checks_the_crc)
+{
+    static uint8_t data[200000];
+    uint8_t *a, *b, *cat;
+    size_t a_len, b_len;
+
+    for (size_t i = 0; i < sizeof(data); i++)
+        data[i] = (uint8_t)(i % 251 ^ i / 1000);
+    ASSERT_EQ(pprof_gzip(data, 1000, 1, &a, &a_len), 0);
+    ASSERT_EQ(pprof_gzip(data, sizeof(data), 6, &b, &b_len), 0);
+    ASSERT_EQ(pprof_gzip_check(b, b_len, sizeof(data)), 0);
+    ASSERT_EQ(pprof_gzip_check(b, b_len, sizeof(data) - 1), PPROF_ETOOLARGE);
+    cat = malloc(a_len + b_len);
+    memcpy(cat, a, a_len);
+    memcpy(cat + a_len, b, b_len);
+    ASSERT_EQ(pprof_gzip_check(cat, a_len + b_len, 1000 + sizeof(data)), 0);
+    ASSERT_EQ(pprof_gzip_check(cat, a_len + b_len, 1000 + sizeof(data) - 1), PPROF_ETOOLARGE);
+    ASSERT_LT(pprof_gzip_check(b, b_len - 9, 1 << 20), 0);
+    b[b_len - 8] ^= 0x01; /* the CRC-32 */
+    ASSERT_EQ(pprof_gzip_check(b, b_len, 1 << 20), PPROF_ECORRUPT);
+    b[b_len - 8] ^= 0x01;
+    b[b_len / 2] ^= 0x55;
+    ASSERT_EQ(pprof_gzip_check(b, b_len, 1 << 20), PPROF_ECORRUPT);
+    /* Plain input is checked against the cap only. */
+    ASSERT_EQ(pprof_gzip_check(data, 100, 100), 0);
+    ASSERT_EQ(pprof_gzip_check(data, 101, 100), PPROF_ETOOLARGE);
+    free(cat);
+    free(a);
+    free(b);
+}
+
 /* ---- decoder ---- */
 
 TEST(decode_uses_a_handful_of_allocations)

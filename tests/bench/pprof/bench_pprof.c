@@ -223,18 +223,48 @@ fail:
     return -1;
 }
 
+/* The check of a profile sent as it came (CPU, goroutine, godeltaprof),
+ * timed two ways: gunzipped into a fresh buffer that is then freed, as
+ * the agent once did, and pprof_gzip_check() into the thread's scratch. */
+static int check_once(const uint8_t *cur, size_t cur_len, const struct pprof_limits *lim,
+                      int iters)
+{
+    static uint64_t fresh[MAX_ITERS], scratch[MAX_ITERS];
+
+    for (int i = 0; i < iters; i++) {
+        uint8_t *raw;
+        size_t raw_len;
+        uint64_t t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+
+        if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &raw, &raw_len) < 0)
+            return -1;
+        free(raw);
+        fresh[i] = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+        t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+        if (pprof_gzip_check(cur, cur_len, lim->max_decompressed) < 0)
+            return -1;
+        scratch[i] = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+    }
+    printf("in_bytes=%zu check_fresh_ms=%.3f check_ms=%.3f\n", cur_len, median_ms(fresh, iters),
+           median_ms(scratch, iters));
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     struct pprof_limits lim;
-    int iters = 20, opt, peak_mode = 0, floor_mode = 0, pairs = 0;
+    int iters = 20, opt, peak_mode = 0, floor_mode = 0, pairs = 0, check_mode = 0;
     uint8_t *prev, *cur;
     size_t prev_len, cur_len, out_len = 0, state_bytes = 0, raw_len = 0;
     static uint64_t gunzip[MAX_ITERS], decode[MAX_ITERS], delta[MAX_ITERS], encode[MAX_ITERS],
         gzip[MAX_ITERS], total[MAX_ITERS], cpu[MAX_ITERS], floor_ns[MAX_ITERS];
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "l:n:mfp:")) != -1) {
+    while ((opt = getopt(argc, argv, "l:n:mfp:c")) != -1) {
         switch (opt) {
+        case 'c':
+            check_mode = 1;
+            break;
         case 'l':
             lim.gzip_level = atoi(optarg);
             break;
@@ -259,7 +289,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2) {
-        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-m [-f] | -p pairs] prev cur\n");
+        fprintf(stderr,
+                "usage: bench_pprof [-l level] [-n iters] [-m [-f] | -p pairs | -c] prev cur\n");
         return 2;
     }
     prev = slurp(argv[optind], &prev_len);
@@ -267,6 +298,8 @@ int main(int argc, char **argv)
 
     if (pairs)
         return pairs_once(prev, prev_len, cur, cur_len, &lim, pairs) < 0;
+    if (check_mode)
+        return check_once(cur, cur_len, &lim, iters) < 0;
     if (peak_mode && floor_mode) {
         /* The memory floor: what any delta that gunzips and gzips with
          * libdeflate touches at least. */

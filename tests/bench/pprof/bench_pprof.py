@@ -206,6 +206,17 @@ def main():
         print("KB/pair: anonymous memory of %d pairs held at once (each after one delta; Go's "
               "after a collection and FreeOSMemory) less that of one pair, divided by %d; "
               "median of 3 processes each" % (PAIRS, PAIRS - 1))
+        # A profile sent as it came is only checked (gzip framing, CRC,
+        # size cap): CPU per check, gunzipped into a fresh buffer (the old
+        # way) and into the worker's scratch.
+        print("\n%-15s %9s %12s %12s %6s" % ("profile", "gzip B", "fresh ms", "scratch ms", "x"))
+        for name, _, cur in pairs:
+            c = kv(run([args.bench, "-c", "-n", str(args.iters), cur, cur]))
+            print("%-15s %9s %12s %12s %6.1f" % (name, c["in_bytes"], c["check_fresh_ms"],
+                                                  c["check_ms"], ratio(float(c["check_fresh_ms"]),
+                                                                       float(c["check_ms"]))))
+        print("pass-through check CPU, median of %d; the first call of each warms the scratch"
+              % args.iters)
         return 0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
