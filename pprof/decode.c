@@ -48,6 +48,8 @@ const char *pprof_strerror(int err)
         return "malformed profile";
     case PPROF_ETOOLARGE:
         return "profile too large";
+    case PPROF_EFILTER:
+        return "filter drops every sample type";
     case -ENOMEM:
         return "out of memory";
     case -EINVAL:

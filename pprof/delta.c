@@ -69,6 +69,7 @@ enum { F_SAMPLE_TYPE = 1, F_SAMPLE, F_MAPPING, F_LOCATION, F_FUNCTION, F_STRING,
 
 struct pprof_delta {
     enum pprof_delta_kind kind;
+    const struct pprof_filter *filter; /* borrowed; NULL: none */
     bool seeded;
     int64_t prev_time;
     uint64_t types_fp;
@@ -147,7 +148,8 @@ struct ctx {
     uint64_t *loc_ids; /* id of each location, by index */
 
     size_t ncols;
-    int *cum_of_col; /* column -> cumulative index, or -1 */
+    int *cum_of_col; /* column -> cumulative index, COL_PLAIN or COL_DROPPED */
+    size_t ncols_out;  /* columns the output keeps */
     unsigned ncum;
     uint64_t types_fp, mapping_fp;
 
@@ -169,7 +171,14 @@ struct ctx {
     const uint8_t *last_label;
     size_t last_label_len;
     uint64_t last_label_hash;
+
+    /* The label filter's verdict per key string: LBL_UNKNOWN until asked;
+     * NULL when no label filter is set. */
+    uint8_t *lbl_verdict;
 };
+
+enum { COL_PLAIN = -1, COL_DROPPED = -2 };
+enum { LBL_UNKNOWN, LBL_KEEP, LBL_DROP };
 
 static uint64_t now_ns(void)
 {
@@ -503,11 +512,26 @@ static int value_type(struct ctx *c, const struct span *s, uint64_t *type, uint6
 
 static bool is_cumulative(struct ctx *c, enum pprof_delta_kind kind, uint64_t type, uint64_t unit)
 {
+    if (kind == PPROF_DELTA_NONE)
+        return false;
     if (kind == PPROF_DELTA_MEMORY)
         return (str_eq(c, type, "alloc_objects") && str_eq(c, unit, "count")) ||
                (str_eq(c, type, "alloc_space") && str_eq(c, unit, "bytes"));
     return (str_eq(c, type, "contentions") && str_eq(c, unit, "count")) ||
            (str_eq(c, type, "delay") && str_eq(c, unit, "nanoseconds"));
+}
+
+/* Whether the filter keeps the sample type whose name is string `type`. */
+static bool type_kept(const struct ctx *c, uint64_t type)
+{
+    const struct pprof_filter *f = c->d->filter;
+    bool listed = false;
+
+    if (!f || !f->n_types)
+        return true;
+    for (size_t i = 0; i < f->n_types && !listed; i++)
+        listed = str_eq(c, type, f->types[i]);
+    return listed == f->types_keep;
 }
 
 static int scan_types(struct ctx *c)
@@ -529,8 +553,15 @@ static int scan_types(struct ctx *c)
         if ((rc = value_type(c, &c->spans[F_SAMPLE_TYPE][i], &type, &unit)) < 0)
             return rc;
         c->types_fp = mix64(c->types_fp ^ str_hash(c, type)) + str_hash(c, unit);
-        c->cum_of_col[i] = is_cumulative(c, c->d->kind, type, unit) ? (int)c->ncum++ : -1;
+        if (!type_kept(c, type))
+            c->cum_of_col[i] = COL_DROPPED;
+        else
+            c->cum_of_col[i] = is_cumulative(c, c->d->kind, type, unit) ? (int)c->ncum++ : COL_PLAIN;
+        c->ncols_out += c->cum_of_col[i] != COL_DROPPED;
     }
+    if (c->ncols && !c->ncols_out)
+        return pprof__err(c->err, c->errlen, PPROF_EFILTER,
+                          "the filter drops every sample type of the profile");
     if (c->has_period_type && (rc = value_type(c, &c->period_type, &type, &unit)) < 0)
         return rc;
     return 0;
@@ -735,6 +766,31 @@ static int64_t sat_sub(int64_t a, int64_t b)
 
 static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h);
 
+/* Whether the label filter drops labels whose key is string `key` (a
+ * checked index); asked once per key string per profile. */
+static bool label_dropped(struct ctx *c, uint64_t key)
+{
+    const struct pprof_filter *f = c->d->filter;
+
+    if (!c->lbl_verdict)
+        return false;
+    if (c->lbl_verdict[key] == LBL_UNKNOWN) {
+        const struct span *s = &c->spans[F_STRING][key];
+        c->lbl_verdict[key] =
+            f->label_keep((const char *)c->raw + s->off, s->len, f->label_ud) ? LBL_KEEP : LBL_DROP;
+    }
+    return c->lbl_verdict[key] == LBL_DROP;
+}
+
+/* The key string of a label the sample scan checked. */
+static uint64_t label_key(const uint8_t *p, size_t len)
+{
+    uint64_t v[2] = {0};
+
+    read_scalars(p, p + len, 1, v, 1);
+    return v[1];
+}
+
 /* Hashes a label and counts the references to its strings. */
 static inline int label_hash(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h)
 {
@@ -923,7 +979,7 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
 {
     const struct span *s = &c->spans[F_SAMPLE][i];
     const uint8_t *p = c->raw + s->off, *end = p + s->len, *base = p;
-    size_t depth = 0, nv = 0, nlabels = 0, vbytes = 0, nvf = 0;
+    size_t depth = 0, nv = 0, nlabels = 0, vbytes = 0, nvf = 0, dropped = 0;
     uint64_t vspan = 0;
     uint64_t labels = 0, stack = 0x5eed, key;
     struct pprof__field f;
@@ -991,6 +1047,14 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
                                   c->lim->max_labels);
             if ((rc = label_hash(c, f.data, f.len, &h)) < 0)
                 return rc;
+            if (c->lbl_verdict && label_dropped(c, c->last_label_str[0])) {
+                /* Not part of the key, not written, its strings unused. */
+                c->str_lblrefs[c->last_label_str[0]]--;
+                c->str_lblrefs[c->last_label_str[1]]--;
+                c->str_lblrefs[c->last_label_str[2]]--;
+                dropped += (size_t)(p - f.start);
+                break;
+            }
             labels += h; /* a sum: the order of labels does not matter */
             break;
         }
@@ -1004,8 +1068,10 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
         return corrupt(c, "sample has fewer values than sample types");
     key = mix64(stack ^ (labels + depth) * GOLDEN);
     *key_out = key;
-    *vbytes_out = (uint32_t)vbytes;
-    *vspan_out = nvf == 1 ? vspan : 0;
+    /* Dropped labels leave the body as the value fields do; the sample is
+     * then rewritten field by field, not copied around its values. */
+    *vbytes_out = (uint32_t)(vbytes + dropped);
+    *vspan_out = nvf == 1 && !dropped ? vspan : 0;
     return 0;
 }
 
@@ -1288,6 +1354,8 @@ static uint8_t *copy_sample_fields(struct ctx *c, uint8_t *o, const struct span 
     while (pprof__next_field(&p, end, &f) > 0) {
         if (f.num == 2)
             continue;
+        if (f.num == 3 && c->lbl_verdict && label_dropped(c, label_key(f.data, f.len)))
+            continue;
         memcpy(o, f.start, (size_t)(p - f.start));
         o += p - f.start;
         if (f.num == 1 && c->mark_locs)
@@ -1323,6 +1391,8 @@ static void mark_sample_refs(struct ctx *c, const struct span *s)
     while (pprof__next_field(&p, end, &f) > 0) {
         if (f.num == 1)
             mark_locations(c, &f);
+        else if (f.num == 3 && c->lbl_verdict && label_dropped(c, label_key(f.data, f.len)))
+            continue;
         else if (f.num == 3 && !(f.len == c->last_label_len && c->last_label &&
                                  memcmp(f.data, c->last_label, f.len) == 0)) {
             const uint8_t *q = f.data, *qe = f.data + f.len;
@@ -1397,11 +1467,40 @@ static int uncount_not_emitted(struct ctx *c)
             } else if (f.num == 3) {
                 uint64_t v[5] = {0};
                 read_scalars(f.data, f.data + f.len, 4, v, 4);
+                if (c->lbl_verdict && label_dropped(c, v[1]))
+                    continue; /* never counted */
                 c->str_lblrefs[v[1]]--;
                 c->str_lblrefs[v[2]]--;
                 c->str_lblrefs[v[4]]--;
             }
         }
+    }
+    return 0;
+}
+
+static uint8_t *put_values(const struct ctx *c, uint8_t *o, const int64_t *v)
+{
+    for (size_t k = 0; k < c->ncols; k++)
+        if (c->cum_of_col[k] != COL_DROPPED)
+            o = pprof__put_varint(o, (uint64_t)v[k]);
+    return o;
+}
+
+/* default_sample_type names a type by its string; once the filter drops
+ * that type, the output names none (readers then take the last type). */
+static int64_t default_type_out(const struct ctx *c)
+{
+    if (c->ncols_out == c->ncols || !c->default_sample_type)
+        return c->default_sample_type;
+    for (size_t i = 0; i < c->ncols; i++) {
+        const struct span *s = &c->spans[F_SAMPLE_TYPE][i];
+        uint64_t v[3] = {0};
+
+        if (c->cum_of_col[i] == COL_DROPPED)
+            continue;
+        read_scalars(c->raw + s->off, c->raw + s->off + s->len, 2, v, 2);
+        if ((int64_t)v[1] == c->default_sample_type)
+            return c->default_sample_type;
     }
     return 0;
 }
@@ -1431,6 +1530,8 @@ static int encode(struct ctx *c, int64_t prev_time)
         }
         for (size_t k = 0; k < c->ncols; k++) {
             int ci = c->cum_of_col[k];
+            if (ci == COL_DROPPED)
+                continue;
             if (ci >= 0) {
                 outv[k] = sat_sub(outv[k], prev[ci]);
                 if (outv[k] < 0)
@@ -1468,7 +1569,8 @@ static int encode(struct ctx *c, int64_t prev_time)
     o = c->out;
     for (size_t i = 0; i < c->n[F_SAMPLE_TYPE]; i++) {
         const struct span *s = &c->spans[F_SAMPLE_TYPE][i];
-        o = put_raw(o, 0x0a, c->raw + s->off, s->len);
+        if (c->cum_of_col[i] != COL_DROPPED)
+            o = put_raw(o, 0x0a, c->raw + s->off, s->len);
     }
     for (size_t i = 0; i < c->n_ents; i++) {
         const struct ent *e = &c->ents[i];
@@ -1491,8 +1593,7 @@ static int encode(struct ctx *c, int64_t prev_time)
             o += e->voff;
             *o++ = 0x12;
             o = pprof__put_varint(o, vlen);
-            for (size_t k = 0; k < c->ncols; k++)
-                o = pprof__put_varint(o, (uint64_t)outv[k]);
+            o = put_values(c, o, outv);
             memcpy(o, sp + e->vend, s->len - e->vend);
             o += s->len - e->vend;
             continue;
@@ -1500,8 +1601,7 @@ static int encode(struct ctx *c, int64_t prev_time)
         o = copy_sample_fields(c, o, s);
         *o++ = 0x12;
         o = pprof__put_varint(o, vlen);
-        for (size_t k = 0; k < c->ncols; k++)
-            o = pprof__put_varint(o, (uint64_t)outv[k]);
+        o = put_values(c, o, outv);
     }
     for (size_t i = 0; i < c->n[F_MAPPING]; i++) {
         const struct span *s = &c->spans[F_MAPPING][i];
@@ -1543,7 +1643,7 @@ static int encode(struct ctx *c, int64_t prev_time)
         for (size_t i = 0; i < c->n_comments; i++)
             o = pprof__put_varint(o, (uint64_t)c->comments[i]);
     }
-    o = put_scalar(o, 0x70, c->default_sample_type);
+    o = put_scalar(o, 0x70, default_type_out(c));
     o = put_scalar(o, 0x78, c->doc_url);
     c->out_len = (size_t)(o - c->out);
     return 0;
@@ -1568,6 +1668,13 @@ struct pprof_delta *pprof_delta_new(enum pprof_delta_kind kind)
     if (d)
         d->kind = kind;
     return d;
+}
+
+void pprof_delta_set_filter(struct pprof_delta *d, const struct pprof_filter *f)
+{
+    if (d->filter != f)
+        state_clear(d);
+    d->filter = f;
 }
 
 void pprof_delta_free(struct pprof_delta *d)
@@ -1634,6 +1741,14 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         (rc = scan_mappings(&c)) < 0 || (rc = scan_functions(&c)) < 0 ||
         (rc = scan_locations(&c)) < 0)
         goto fail;
+    if (d->filter && d->filter->label_keep) {
+        size_t ns = c.n[F_STRING] ? c.n[F_STRING] : 1;
+        if (!(c.lbl_verdict = pprof__scratch(PPROF__S_LBLVERDICT, ns, false))) {
+            rc = -ENOMEM;
+            goto fail;
+        }
+        memset(c.lbl_verdict, LBL_UNKNOWN, ns);
+    }
 
     /* A restart that shows before any sample is read: time going back, a
      * new main binary (build id or load address), or a new column layout. */
@@ -1657,8 +1772,16 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     if ((rc = scan_samples(&c)) < 0 || (rc = sort_entries(&c)) < 0)
         goto fail;
     merge_duplicates(&c);
-    if ((rc = finish_state(&c)) < 0)
+    if (c.ncum == 0) {
+        /* Nothing to difference (PPROF_DELTA_NONE, or a filter that drops
+         * every cumulative column): no state, every profile is emitted. */
+        state_clear(d);
+        d->seeded = true;
+        reset = false;
+        prev_time = 0;
+    } else if ((rc = finish_state(&c)) < 0) {
         goto fail;
+    }
     if (d->seeded && c.decreased * RESET_DECREASE_DEN > c.matched * RESET_DECREASE_NUM)
         reset = true;
     if (ph) {

@@ -60,6 +60,7 @@ int pprof_limits_check(struct conf_load *ld, struct conf_node *limits);
 enum {
     PPROF_ECORRUPT = -2000,  /**< not gzip/pprof, or malformed */
     PPROF_ETOOLARGE = -2001, /**< a cap was exceeded */
+    PPROF_EFILTER = -2002,   /**< the filter drops every sample type */
 };
 
 /** Human text for an error code. */
@@ -70,7 +71,34 @@ const char *pprof_strerror(int err);
 enum pprof_delta_kind {
     PPROF_DELTA_MEMORY,     /**< alloc_objects/count, alloc_space/bytes */
     PPROF_DELTA_CONTENTION, /**< contentions/count, delay/nanoseconds (mutex, block) */
+    /** No cumulative column: nothing is differenced and no state is kept;
+     * every profile is emitted as it came, through the filter (below).
+     * For profiles sent as they came (CPU, goroutine, godeltaprof) when a
+     * filter is configured. */
+    PPROF_DELTA_NONE,
 };
+
+/** What a profile keeps of itself, applied inside the delta pass: the
+ * output is a valid pprof whose sample types, values and
+ * default_sample_type agree, and samples that became identical (same
+ * stack, same remaining labels) are merged by summing their values, so
+ * totals per stack stay exact. Dropping every cumulative column of a
+ * memory or contention profile leaves nothing to difference: its profiles
+ * are then emitted as they came (through the filter), from the first. */
+struct pprof_filter {
+    /** Sample types by name (ValueType.type, e.g. "alloc_space"): with
+     * `types_keep` only those listed stay, else all but those listed.
+     * `n_types` 0: every type stays. */
+    const char *const *types;
+    size_t n_types;
+    bool types_keep;
+    /** Sample labels by key: a label stays iff `label_keep(key, len, ud)`
+     * is true; NULL: every label stays. Called on the worker thread at most
+     * once per distinct key per profile; must be thread-safe. */
+    bool (*label_keep)(const char *key, size_t len, void *ud);
+    void *label_ud;
+};
+
 
 /** Outcome of pprof_delta_process() when it succeeds. */
 enum pprof_delta_result {
@@ -85,6 +113,10 @@ struct pprof_delta;
 struct pprof_delta *pprof_delta_new(enum pprof_delta_kind kind);
 /** Frees the state (NULL is fine). */
 void pprof_delta_free(struct pprof_delta *d);
+/** Sets the filter of every later call (borrowed: it, its strings and its
+ * `label_ud` outlive the state or the next set; NULL: none). A change of
+ * filter re-seeds the state, as a new column layout does. */
+void pprof_delta_set_filter(struct pprof_delta *d, const struct pprof_filter *f);
 /** Bytes of memory the state holds (for metrics). */
 size_t pprof_delta_mem(const struct pprof_delta *d);
 

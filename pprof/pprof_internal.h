@@ -265,6 +265,7 @@ enum {
     PPROF__S_LOCS,
     PPROF__S_LOCIDS,
     PPROF__S_EMITTED,
+    PPROF__S_LBLVERDICT,
     /* Small per-call tables: from the scratch too, so that a delta of a
      * small profile makes no malloc() call but its output's. */
     PPROF__S_SPANS_TYPE,

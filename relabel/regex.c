@@ -610,3 +610,24 @@ void relabel_thread_cleanup(void)
 {
     /* RE2 keeps no per-thread state: nothing to free */
 }
+
+/* The public face of the same regex: struct relabel_regex is never
+ * defined, only converted. */
+int relabel_regex_new(const char *src, struct relabel_regex **out, char *err, size_t errlen)
+{
+    struct relabel__regex *re = NULL;
+    int rc = relabel__regex_compile(src, strlen(src), &re, err, errlen);
+
+    *out = (struct relabel_regex *)re;
+    return rc;
+}
+
+int relabel_regex_match(const struct relabel_regex *re, const char *s, size_t len)
+{
+    return relabel__regex_match((const struct relabel__regex *)re, s, len);
+}
+
+void relabel_regex_free(struct relabel_regex *re)
+{
+    relabel__regex_free((struct relabel__regex *)re);
+}

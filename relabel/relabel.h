@@ -72,6 +72,19 @@ size_t relabel_rules_count(const struct relabel_rules *r);
  * the labels for any regex. */
 int relabel_apply(const struct relabel_rules *r, struct labels *ls);
 
+/** A regex with the meaning relabel rules give theirs (Go syntax, fully
+ * anchored), for other label filters. Immutable and thread-safe once
+ * built. */
+struct relabel_regex;
+
+/** Compiles `src`. Returns 0, RELABEL_EREGEX (Go's message in err) or
+ * -ENOMEM. */
+int relabel_regex_new(const char *src, struct relabel_regex **out, char *err, size_t errlen);
+/** 1 if `s[0..len)` matches as a whole, 0 if not, or -ENOMEM. Linear time. */
+int relabel_regex_match(const struct relabel_regex *re, const char *s, size_t len);
+/** Frees a regex (NULL is fine). */
+void relabel_regex_free(struct relabel_regex *re);
+
 /** True if `name` is a valid label name under `scheme` (UNSET = utf8). */
 bool relabel_valid_label_name(const char *name, size_t len, enum relabel_scheme scheme);
 /** True if `s` is valid UTF-8. */

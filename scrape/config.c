@@ -6,6 +6,7 @@
  *
  * Const data and pure hooks; any thread. */
 #include <ctype.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,6 +98,20 @@ size_t scrape__profile_aliases(const char *canonical, const char **out, size_t m
     return n;
 }
 
+static const cyaml_schema_field_t name_list_fields[] = {
+    CYAML_FIELD_SEQUENCE_COUNT("keep", OPT | PTR, struct scrape_name_list_cfg, keep, n_keep,
+                               &conf_string_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("drop", OPT | PTR, struct scrape_name_list_cfg, drop, n_drop,
+                               &conf_string_entry, 0, UNL),
+    CYAML_FIELD_END,
+};
+
+static const cyaml_schema_field_t label_filter_fields[] = {
+    STR("keep", struct scrape_label_filter_cfg, keep),
+    STR("drop", struct scrape_label_filter_cfg, drop),
+    CYAML_FIELD_END,
+};
+
 static const cyaml_schema_field_t profile_fields[] = {
     STR(".name", struct scrape_profile_cfg, name),
     STR("path", struct scrape_profile_cfg, path),
@@ -107,6 +122,10 @@ static const cyaml_schema_field_t profile_fields[] = {
     STR(".send-name", struct scrape_profile_cfg, send_name),
     CYAML_FIELD_SEQUENCE_COUNT("params", OPT | PTR, struct scrape_profile_cfg, params, n_params,
                                &conf_param_entry, 0, UNL),
+    CYAML_FIELD_MAPPING("sample-types", OPT, struct scrape_profile_cfg, sample_types,
+                        name_list_fields),
+    CYAML_FIELD_MAPPING("sample-labels", OPT, struct scrape_profile_cfg, sample_labels,
+                        label_filter_fields),
     CYAML_FIELD_END,
 };
 static const cyaml_schema_value_t profile_entry = {
@@ -129,7 +148,7 @@ struct rprof {
     enum scrape_kind kind;
     bool enabled, delta, declared, enabled_set;
     bool path_set;
-    struct conf_node *params, *decl;
+    struct conf_node *params, *decl, *sample_types, *sample_labels;
 };
 
 static bool name_char(char c, bool first)
@@ -159,9 +178,44 @@ static struct conf_node *profile_node(struct conf_load *ld, const struct rprof *
         conf_set(ld, e, "enabled", r->enabled ? "true" : "false") < 0 ||
         conf_set(ld, e, "delta", r->delta ? "true" : "false") < 0 ||
         conf_set(ld, e, ".send-name", r->send) < 0 ||
-        (r->params && conf_set_node(ld, e, "params", r->params) < 0))
+        (r->params && conf_set_node(ld, e, "params", r->params) < 0) ||
+        (r->sample_types && conf_set_node(ld, e, "sample-types", r->sample_types) < 0) ||
+        (r->sample_labels && conf_set_node(ld, e, "sample-labels", r->sample_labels) < 0))
         return NULL;
     return e;
+}
+
+/* sample-types and sample-labels each say keep or drop, not both, not
+ * neither; a label regex compiles (it is compiled again, once, when the
+ * job is built: here only the node knows its position). */
+static int check_filters(struct conf_load *ld, struct conf_node *e, const char *name)
+{
+    static const char *const keys[] = {"sample-types", "sample-labels"};
+
+    for (size_t k = 0; k < 2; k++) {
+        struct conf_node *f = conf_get(e, keys[k]), *keep, *drop;
+
+        if (!f || !conf_user_key(e, keys[k]))
+            continue;
+        keep = conf_get(f, "keep");
+        drop = conf_get(f, "drop");
+        if (!keep == !drop)
+            return conf_fail(ld, f, "%s of profile \"%.80s\" takes keep or drop (one of them)",
+                             keys[k], name);
+        if (k == 0 && conf_len(keep ? keep : drop) == 0)
+            return conf_fail(ld, f, "sample-types of profile \"%.80s\" lists no type", name);
+        if (k == 1) {
+            struct relabel_regex *re = NULL;
+            char msg[300];
+            int rc = relabel_regex_new(conf_str(keep ? keep : drop), &re, msg, sizeof(msg));
+
+            relabel_regex_free(re);
+            if (rc < 0)
+                return conf_fail(ld, keep ? keep : drop, "sample-labels of profile \"%.80s\": %s",
+                                 name, rc == -ENOMEM ? "out of memory" : msg);
+        }
+    }
+    return 0;
 }
 
 /* Replaces `profiles` and `enabled-profiles` by the complete list of the
@@ -219,6 +273,10 @@ static int resolve_profiles(struct conf_load *ld, struct conf_node *sc)
             r->enabled_set = true;
         }
         r->params = conf_get(e, "params");
+        if (check_filters(ld, e, name) < 0)
+            return -1;
+        r->sample_types = conf_user_key(e, "sample-types") ? conf_get(e, "sample-types") : NULL;
+        r->sample_labels = conf_user_key(e, "sample-labels") ? conf_get(e, "sample-labels") : NULL;
     }
     if (ep) {
         for (size_t j = 0; j < N_BUILTIN; j++) {
@@ -514,10 +572,55 @@ static void warn_profile_labels(struct conf_load *ld, const struct conf_node *n,
     }
 }
 
+static bool label_kept(const char *key, size_t len, void *ud)
+{
+    const struct scrape_profile_cfg *prof = ud;
+    int m = relabel_regex_match(prof->label_regex, key, len);
+
+    if (m < 0)
+        return true; /* out of memory: the label stays, nothing is lost */
+    return prof->sample_labels.keep ? m == 1 : m == 0;
+}
+
+/* The filter of each profile type that has one, built once; positions
+ * were checked by check_filters(). */
+static int build_filters(struct conf_load *ld, const struct conf_node *n,
+                         struct scrape_job_cfg *job)
+{
+    for (unsigned i = 0; i < job->n_profiles; i++) {
+        struct scrape_profile_cfg *prof = &job->profiles[i];
+        const struct scrape_name_list_cfg *t = &prof->sample_types;
+        const char *re = prof->sample_labels.keep ? prof->sample_labels.keep
+                                                  : prof->sample_labels.drop;
+        struct pprof_filter *f;
+        char msg[300];
+
+        if (!t->n_keep && !t->n_drop && !re)
+            continue;
+        if (!(f = calloc(1, sizeof(*f))))
+            return conf_oom(ld);
+        prof->filter = f;
+        f->types = (const char *const *)(t->n_keep ? t->keep : t->drop);
+        f->n_types = t->n_keep ? t->n_keep : t->n_drop;
+        f->types_keep = t->n_keep > 0;
+        if (re) {
+            if (relabel_regex_new(re, &prof->label_regex, msg, sizeof(msg)) < 0)
+                return conf_fail(ld, n, "sample-labels of profile \"%.80s\": %s", prof->name,
+                                 msg);
+            f->label_keep = label_kept;
+            f->label_ud = prof;
+        }
+    }
+    return 0;
+}
+
 static int job_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
 {
     struct scrape_job_cfg *job = obj;
     int rc;
+
+    if ((rc = build_filters(ld, n, job)) < 0)
+        return rc;
 
     if ((rc = compile_rules(ld, n, "relabel-configs", "relabel config", job, job->relabel,
                             job->n_relabel, &job->rules)) < 0 ||
@@ -537,6 +640,12 @@ static void job_release(void *obj)
     job->rules = NULL;
     relabel_rules_free(job->profile_rules);
     job->profile_rules = NULL;
+    for (unsigned i = 0; i < job->n_profiles; i++) {
+        free(job->profiles[i].filter);
+        job->profiles[i].filter = NULL;
+        relabel_regex_free(job->profiles[i].label_regex);
+        job->profiles[i].label_regex = NULL;
+    }
 }
 
 static const struct conf_section job_section = {

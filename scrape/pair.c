@@ -128,6 +128,7 @@ struct delta_job {
     int rc;
     int64_t start_ns, end_ns;
     bool passthrough;      /* check the gzip only; send `in` as it came */
+    struct conf_doc *doc;  /* keeps the profile type's filter alive */
     char err[256];
 };
 
@@ -163,6 +164,7 @@ static void delta_after(void *arg, int status)
     struct scrape_pair *p = j->pair;
 
     p->busy = false;
+    conf_doc_unref(j->doc);
     if (status == UV_ECANCELED || p->closing) {
         free(j->in);
         free(j->out);
@@ -302,7 +304,16 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         j->limits = p->job->limits;
         j->start_ns = start_ns;
         j->end_ns = end_ns;
-        j->passthrough = !(is_cumulative(prof) && p->delta);
+        /* A filtered type that is not differenced goes through the same
+         * pass, with no state (PPROF_DELTA_NONE); the filter is the current
+         * configuration's, kept alive by the job's reference. */
+        if (!is_cumulative(prof) && !prof->filter != !p->delta) {
+            pprof_delta_free(p->delta);
+            p->delta = prof->filter ? pprof_delta_new(PPROF_DELTA_NONE) : NULL;
+        }
+        if (p->delta)
+            pprof_delta_set_filter(p->delta, prof->filter);
+        j->passthrough = !p->delta;
         /* Admission: the job's peak memory, from the size the gzip trailer
          * announces, must fit the shared budget; the job is then held to
          * that size. */
@@ -318,9 +329,11 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         }
         j->limits.max_decompressed = raw;
         p->busy = true;
+        j->doc = conf_doc_ref(p->job->doc);
         r = workq_submit_cost(m->work, WORKQ_SKIPPABLE, cost, delta_work, delta_after, j);
         if (r < 0) {
             p->busy = false;
+            conf_doc_unref(j->doc);
             free(j->in);
             free(j);
             if (r == -E2BIG) {

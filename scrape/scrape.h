@@ -43,6 +43,23 @@ struct scrape_profile_cfg {
     char *send_name;     /**< `__name__` sent: memory for godeltaprof_memory, etc. */
     struct conf_param *params;
     unsigned n_params;
+    /** sample-types: the sample types (by name) to keep, or to drop. */
+    struct scrape_name_list_cfg {
+        char **keep;
+        unsigned n_keep;
+        char **drop;
+        unsigned n_drop;
+    } sample_types;
+    /** sample-labels: a regex over pprof label keys to keep, or to drop. */
+    struct scrape_label_filter_cfg {
+        char *keep;
+        char *drop;
+    } sample_labels;
+    /** Built when the file is loaded (not YAML keys): what the type's
+     * profiles keep of themselves, applied on the workers; NULL when they
+     * keep everything (then nothing is decoded that need not be). */
+    struct pprof_filter *filter;
+    struct relabel_regex *label_regex;
 };
 
 /** One `scrape-configs` entry. */

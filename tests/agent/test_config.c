@@ -683,6 +683,58 @@ TEST(target_sampling_and_limit)
            "t.yaml:3:22: target-sampling needs a non-empty group-by");
 }
 
+static const struct scrape_profile_cfg *profile_named(const struct cfg *c, const char *name)
+{
+    for (unsigned i = 0; i < c->scrape[0].n_profiles; i++)
+        if (strcmp(c->scrape[0].profiles[i].name, name) == 0)
+            return &c->scrape[0].profiles[i];
+    return NULL;
+}
+
+TEST(profile_filters)
+{
+    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
+                            "      memory:\n        sample-types: {drop: [alloc_objects, alloc_space]}\n"
+                            "      process_cpu:\n        sample-labels: {drop: 'span_id|trace_id'}\n"
+                            "      mutex:\n        sample-types: {keep: [delay]}\n"
+                            "        sample-labels: {keep: 'handler'}\n");
+    const struct scrape_profile_cfg *mem = profile_named(c, "memory");
+    const struct scrape_profile_cfg *cpu = profile_named(c, "process_cpu");
+    const struct scrape_profile_cfg *mtx = profile_named(c, "mutex");
+    const struct scrape_profile_cfg *blk = profile_named(c, "block");
+
+    ASSERT(mem && cpu && mtx && blk);
+    ASSERT_NOT_NULL(mem->filter);
+    ASSERT_EQ(mem->filter->n_types, 2);
+    ASSERT(!mem->filter->types_keep);
+    ASSERT_STR_EQ(mem->filter->types[1], "alloc_space");
+    ASSERT_NULL(mem->filter->label_keep);
+    ASSERT_NOT_NULL(cpu->filter);
+    ASSERT_EQ(cpu->filter->n_types, 0);
+    ASSERT(!cpu->filter->label_keep("span_id", 7, cpu->filter->label_ud));
+    ASSERT(!cpu->filter->label_keep("trace_id", 8, cpu->filter->label_ud));
+    ASSERT(cpu->filter->label_keep("span_ids", 8, cpu->filter->label_ud)); /* anchored */
+    ASSERT(cpu->filter->label_keep("handler", 7, cpu->filter->label_ud));
+    ASSERT(mtx->filter->types_keep);
+    ASSERT(mtx->filter->label_keep("handler", 7, mtx->filter->label_ud));
+    ASSERT(!mtx->filter->label_keep("span_id", 7, mtx->filter->label_ud));
+    ASSERT_NULL(blk->filter); /* nothing configured: nothing decoded */
+    cfg_free(c);
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      memory:\n"
+           "        sample-types: {keep: [inuse_space], drop: [alloc_space]}\n",
+           "t.yaml:5:23: sample-types of profile \"memory\" takes keep or drop (one of them)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      memory:\n"
+           "        sample-types: {keep: []}\n",
+           "t.yaml:5:23: sample-types of profile \"memory\" lists no type");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      memory:\n"
+           "        sample-labels: {}\n",
+           "t.yaml:5:24: sample-labels of profile \"memory\" takes keep or drop (one of them)");
+    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      memory:\n"
+           "        sample-labels: {drop: 'span_(id'}\n",
+           "t.yaml:5:31: sample-labels of profile \"memory\": error parsing regexp: "
+           "missing closing ): `^(?s:span_(id)$`");
+}
+
 /* The web UI's view of the configuration: everything as loaded, no secret. */
 TEST(dump_hides_secrets)
 {

@@ -427,6 +427,193 @@ TEST(duplicate_keys_summed)
     pprof_delta_free(d);
 }
 
+/* ---- filters ---- */
+
+static bool keep_all_but_span_id(const char *key, size_t len, void *ud)
+{
+    (*(int *)ud)++;
+    return !(len == 7 && memcmp(key, "span_id", 7) == 0);
+}
+
+static void assert_no_string(const Perftools__Profiles__Profile *p, const char *s)
+{
+    for (size_t i = 0; i < p->n_string_table; i++)
+        ASSERT(strcmp(p->string_table[i], s) != 0);
+}
+
+static const char *type_name(const Perftools__Profiles__Profile *p, size_t i)
+{
+    return p->string_table[p->sample_type[i]->type];
+}
+
+/* A dropped label leaves the key, the samples and the string table;
+ * samples that differed only by it are summed before the delta, so totals
+ * per stack stay exact. The filter is asked once per key string. */
+TEST(filter_drops_labels_and_merges_what_became_equal)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    int asked = 0;
+    struct pprof_filter f = {.label_keep = keep_all_but_span_id, .label_ud = &asked};
+    uint64_t A[2] = {0x10, 0x20}, B[1] = {0x30};
+    struct tprof *tp;
+    struct run r;
+
+    pprof_delta_set_filter(d, &f);
+    tp = cont_prof(1);
+    add(tp, A, 2, (int64_t[]){1, 10});
+    tp_label_str(tp, "span_id", "s1");
+    add(tp, A, 2, (int64_t[]){2, 20});
+    tp_label_str(tp, "span_id", "s2");
+    add(tp, A, 2, (int64_t[]){1, 5});
+    tp_label_str(tp, "k", "v");
+    tp_label_str(tp, "span_id", "s3");
+    add(tp, B, 1, (int64_t[]){1, 1});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    ASSERT_EQ(pprof_delta_keys(d), 3); /* A, A{k=v}, B */
+    ASSERT_EQ(asked, 2);               /* span_id and k, once each */
+    run_done(&r);
+
+    tp = cont_prof(2);
+    add(tp, A, 2, (int64_t[]){2, 15});
+    tp_label_str(tp, "span_id", "s1");
+    add(tp, A, 2, (int64_t[]){4, 40});
+    tp_label_str(tp, "span_id", "s2");
+    add(tp, A, 2, (int64_t[]){1, 1});
+    tp_label_str(tp, "span_id", "s4"); /* new span, same stack */
+    add(tp, A, 2, (int64_t[]){1, 5});
+    tp_label_str(tp, "span_id", "s3");
+    tp_label_str(tp, "k", "v");
+    add(tp, B, 1, (int64_t[]){3, 3});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 2); /* A{k=v} did not change */
+    assert_vals(tp_find(r.dec.prof, "10,20,|"), (int64_t[]){7 - 3, 56 - 30}, 2);
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){2, 2}, 2);
+    assert_no_string(r.dec.prof, "span_id");
+    assert_no_string(r.dec.prof, "s4");
+    run_done(&r);
+
+    /* Without the filter the state re-seeds: the labels are keys again. */
+    pprof_delta_set_filter(d, NULL);
+    tp = cont_prof(3);
+    add(tp, A, 2, (int64_t[]){9, 90});
+    tp_label_str(tp, "span_id", "s1");
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+/* Sample types by name: the output's sample_type, values and
+ * default_sample_type agree; the kept cumulative column is differenced,
+ * the others pass through. */
+TEST(filter_drops_sample_types_and_their_default)
+{
+    static const char *const drop_objects[] = {"alloc_objects"};
+    struct pprof_filter f = {.types = drop_objects, .n_types = 1};
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[1] = {0x10};
+    struct tprof *tp;
+    struct run r;
+
+    pprof_delta_set_filter(d, &f);
+    tp = mem_prof(1);
+    tp_proto(tp)->default_sample_type = (int64_t)tp_str(tp, "alloc_objects");
+    add(tp, A, 1, (int64_t[]){1, 100, 1, 100});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    tp = mem_prof(2);
+    tp_proto(tp)->default_sample_type = (int64_t)tp_str(tp, "alloc_objects");
+    add(tp, A, 1, (int64_t[]){3, 300, 2, 200});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample_type, 3);
+    ASSERT_STR_EQ(type_name(r.dec.prof, 0), "alloc_space");
+    ASSERT_STR_EQ(type_name(r.dec.prof, 1), "inuse_objects");
+    ASSERT_STR_EQ(type_name(r.dec.prof, 2), "inuse_space");
+    ASSERT_EQ(r.dec.prof->default_sample_type, 0);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){200, 2, 200}, 3);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+/* Keeping only in-use columns leaves nothing to difference: profiles go
+ * out from the first, as they came but for the filter, and the default
+ * type stays when it is kept. Dropping every type is an error. */
+TEST(filter_without_cumulative_columns_emits_every_profile)
+{
+    static const char *const inuse[] = {"inuse_space"};
+    static const char *const all[] = {"alloc_objects", "alloc_space", "inuse_objects",
+                                      "inuse_space"};
+    struct pprof_filter keep = {.types = inuse, .n_types = 1, .types_keep = true};
+    struct pprof_filter none = {.types = all, .n_types = 4};
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    uint64_t A[1] = {0x10}, B[1] = {0x20};
+    struct tprof *tp;
+    struct run r;
+
+    pprof_delta_set_filter(d, &keep);
+    for (int64_t t = 1; t <= 2; t++) {
+        tp = mem_prof(t);
+        tp_proto(tp)->default_sample_type = (int64_t)tp_str(tp, "inuse_space");
+        add(tp, A, 1, (int64_t[]){5, 500, 1, 64 * t});
+        add(tp, B, 1, (int64_t[]){5, 500, 0, 0}); /* nothing in use: dropped */
+        run(d, tp, &r);
+        ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+        ASSERT_EQ(r.dec.prof->n_sample_type, 1);
+        ASSERT_STR_EQ(type_name(r.dec.prof, 0), "inuse_space");
+        ASSERT_STR_EQ(r.dec.prof->string_table[r.dec.prof->default_sample_type], "inuse_space");
+        ASSERT_EQ(r.dec.prof->n_sample, 1);
+        assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){64 * t}, 1);
+        ASSERT_EQ(pprof_delta_keys(d), 0); /* no state */
+        run_done(&r);
+    }
+    pprof_delta_set_filter(d, &none);
+    tp = mem_prof(3);
+    add(tp, A, 1, (int64_t[]){5, 500, 1, 64});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_EFILTER);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
+/* Profiles sent as they came, filtered: no state, each one emitted, its
+ * duration its own, samples merged once their dropped labels are gone. */
+TEST(filter_on_profiles_sent_as_they_came)
+{
+    static const char *const cpu_cols[] = {"samples/count", "cpu/nanoseconds"};
+    int asked = 0;
+    struct pprof_filter f = {.label_keep = keep_all_but_span_id, .label_ud = &asked};
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_NONE);
+    uint64_t A[2] = {0x10, 0x20};
+    struct tprof *tp;
+    struct run r;
+
+    pprof_delta_set_filter(d, &f);
+    for (int64_t t = 1; t <= 2; t++) {
+        tp = tp_new(cpu_cols, 2);
+        tp_mapping(tp, 0x400000, 0x800000, "/app", "build-1");
+        tp_time(tp, t * 1000000000);
+        tp_proto(tp)->duration_nanos = 10000000000;
+        add(tp, A, 2, (int64_t[]){1, 10000000});
+        tp_label_str(tp, "span_id", "a");
+        tp_label_str(tp, "handler", "/x");
+        add(tp, A, 2, (int64_t[]){2, 20000000});
+        tp_label_str(tp, "handler", "/x");
+        tp_label_str(tp, "span_id", "b");
+        run(d, tp, &r);
+        ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+        ASSERT_EQ(r.dec.prof->n_sample, 1);
+        ASSERT_EQ(r.dec.prof->duration_nanos, 10000000000);
+        assert_vals(tp_find(r.dec.prof, "10,20,|handler=/x#0#;"), (int64_t[]){3, 30000000}, 2);
+        assert_no_string(r.dec.prof, "span_id");
+        run_done(&r);
+    }
+    pprof_delta_free(d);
+}
+
 static int cmp_ref_keyed(const void *a, const void *b)
 {
     const struct pprof__keyed *x = a, *y = b;

@@ -107,6 +107,8 @@ static double median_ms(uint64_t *v, int n)
     return (double)v[n / 2] / 1e6;
 }
 
+static size_t last_keys; /* keys the state held after the last delta_once() */
+
 static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
                        const struct pprof_limits *lim, struct pprof__phase_ns *ph,
                        uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes,
@@ -140,6 +142,7 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
         exit(1);
     }
     *state_bytes = pprof_delta_mem(d);
+    last_keys = pprof_delta_keys(d);
     if (held_kb)
         *held_kb = anon_kb(); /* the output and the state still held */
     free(out);
@@ -323,8 +326,8 @@ int main(int argc, char **argv)
         delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes,
                    &held);
         printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
-               "state_bytes=%zu out_bytes=%zu\n",
-               status_kb("VmHWM"), base, held, base_anon, state_bytes, out_len);
+               "state_bytes=%zu state_keys=%zu out_bytes=%zu\n",
+               status_kb("VmHWM"), base, held, base_anon, state_bytes, last_keys, out_len);
         return 0;
     }
     for (int i = 0; i < iters; i++) {

@@ -4,8 +4,12 @@
  * pass the independent protobuf-c decoder and reference checks
  * (pprof_validate); anything else aborts.
  *
- * Input: byte 0 = flags (bit 0: contention kind, bit 1: gzip the output),
- * bytes 1-2 = length of profile A (little endian, clipped), then A, then B. */
+ * Input: byte 0 = flags (bit 0: contention kind, bit 1: gzip the output,
+ * bit 2: no cumulative column (PPROF_DELTA_NONE), bit 3: a label filter
+ * dropping keys of odd length, bit 4: a sample-type filter, bit 5: which
+ * keeps only the types listed), bytes 1-2 = length of profile A (little
+ * endian, clipped), then A, then B. */
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +17,15 @@
 #include "pprof/pprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static bool keep_even_keys(const char *key, size_t len, void *ud)
+{
+    (void)key;
+    (void)ud;
+    return len % 2 == 0;
+}
+
+static const char *const filter_types[] = {"alloc_space", "delay", "inuse_objects", ""};
 
 static void feed(struct pprof_delta *d, const uint8_t *p, size_t n,
                  const struct pprof_limits *lim)
@@ -37,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pprof_limits lim;
     struct pprof_delta *d;
+    struct pprof_filter filter = {0};
     size_t a_len;
 
     if (size < 3)
@@ -50,9 +64,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_labels = 16;
     lim.max_stack_depth = 256;
     lim.gzip_level = data[0] & 2 ? 1 : 0;
-    d = pprof_delta_new(data[0] & 1 ? PPROF_DELTA_CONTENTION : PPROF_DELTA_MEMORY);
+    d = pprof_delta_new(data[0] & 4   ? PPROF_DELTA_NONE
+                        : data[0] & 1 ? PPROF_DELTA_CONTENTION
+                                      : PPROF_DELTA_MEMORY);
     if (!d)
         return 0;
+    filter.label_keep = data[0] & 8 ? keep_even_keys : NULL;
+    filter.types = filter_types;
+    filter.n_types = data[0] & 16 ? 4 : 0;
+    filter.types_keep = data[0] & 32;
+    pprof_delta_set_filter(d, data[0] & (8 | 16) ? &filter : NULL);
     a_len = (size_t)data[1] | (size_t)data[2] << 8;
     data += 3;
     size -= 3;
