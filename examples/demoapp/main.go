@@ -5,6 +5,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"flag"
 	"fmt"
@@ -14,26 +15,43 @@ import (
 	_ "net/http/pprof"
 	"os"
 	"runtime"
+	"runtime/pprof"
+	"strconv"
 	"sync"
 	"time"
 )
 
 var sink [][]byte
 
-// burnCPU hashes in a loop: the CPU profile's hot path.
+// burnCPU hashes in a loop: the CPU profile's hot path. Each round runs
+// under pprof labels, as a traced request handler would: a handler that
+// stays and a span_id that changes every round, so label filters have
+// something to merge.
 func burnCPU(stop <-chan struct{}) {
 	buf := make([]byte, 4096)
-	for {
+	for round := 0; ; round++ {
 		select {
 		case <-stop:
 			return
 		default:
 		}
-		for i := 0; i < 200; i++ {
-			sum := sha256.Sum256(buf)
-			buf[0] = sum[0]
-		}
+		labels := pprof.Labels("handler", "/checkout", "span_id", strconv.Itoa(round%16))
+		pprof.Do(context.Background(), labels, func(context.Context) {
+			for i := 0; i < 200; i++ {
+				sum := sha256.Sum256(buf)
+				buf[0] = sum[0]
+			}
+		})
 		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// parkLabelled keeps a few goroutines waiting under labels: the
+// goroutine profile carries them.
+func parkLabelled(stop <-chan struct{}) {
+	for i := 0; i < 4; i++ {
+		labels := pprof.Labels("handler", "/idle", "span_id", strconv.Itoa(i))
+		go pprof.Do(context.Background(), labels, func(context.Context) { <-stop })
 	}
 }
 
@@ -126,6 +144,7 @@ func main() {
 
 	stop := make(chan struct{})
 	go burnCPU(stop)
+	parkLabelled(stop)
 	go allocate(stop)
 	go contend(stop)
 	go block(stop)
