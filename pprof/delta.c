@@ -1672,7 +1672,7 @@ struct pprof_delta *pprof_delta_new(enum pprof_delta_kind kind)
 
 void pprof_delta_set_filter(struct pprof_delta *d, const struct pprof_filter *f)
 {
-    if (d->filter != f)
+    if (!d->filter != !f || (f && f->fingerprint != d->filter->fingerprint))
         state_clear(d);
     d->filter = f;
 }

@@ -97,6 +97,9 @@ struct pprof_filter {
      * once per distinct key per profile; must be thread-safe. */
     bool (*label_keep)(const char *key, size_t len, void *ud);
     void *label_ud;
+    /** Equal fingerprints mean the same filter (built again by a reload):
+     * setting it keeps the state. */
+    uint64_t fingerprint;
 };
 
 
@@ -114,8 +117,9 @@ struct pprof_delta *pprof_delta_new(enum pprof_delta_kind kind);
 /** Frees the state (NULL is fine). */
 void pprof_delta_free(struct pprof_delta *d);
 /** Sets the filter of every later call (borrowed: it, its strings and its
- * `label_ud` outlive the state or the next set; NULL: none). A change of
- * filter re-seeds the state, as a new column layout does. */
+ * `label_ud` outlive the state or the next set; NULL: none). Another
+ * filter (by fingerprint) re-seeds the state, as a new column layout
+ * does. */
 void pprof_delta_set_filter(struct pprof_delta *d, const struct pprof_filter *f);
 /** Bytes of memory the state holds (for metrics). */
 size_t pprof_delta_mem(const struct pprof_delta *d);

@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
 #include "common/duration.h"
 #include "scrape/internal.h"
 
@@ -603,6 +605,12 @@ static int build_filters(struct conf_load *ld, const struct conf_node *n,
         f->types = (const char *const *)(t->n_keep ? t->keep : t->drop);
         f->n_types = t->n_keep ? t->n_keep : t->n_drop;
         f->types_keep = t->n_keep > 0;
+        f->fingerprint = XXH3_64bits_withSeed(re ? re : "", re ? strlen(re) + 1 : 0,
+                                              (uint64_t)f->types_keep << 1 |
+                                                  (uint64_t)(prof->sample_labels.keep != NULL));
+        for (size_t k = 0; k < f->n_types; k++)
+            f->fingerprint = XXH3_64bits_withSeed(f->types[k], strlen(f->types[k]) + 1,
+                                                  f->fingerprint);
         if (re) {
             if (relabel_regex_new(re, &prof->label_regex, msg, sizeof(msg)) < 0)
                 return conf_fail(ld, n, "sample-labels of profile \"%.80s\": %s", prof->name,

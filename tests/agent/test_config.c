@@ -719,6 +719,20 @@ TEST(profile_filters)
     ASSERT(mtx->filter->label_keep("handler", 7, mtx->filter->label_ud));
     ASSERT(!mtx->filter->label_keep("span_id", 7, mtx->filter->label_ud));
     ASSERT_NULL(blk->filter); /* nothing configured: nothing decoded */
+    {
+        /* A reload builds the same filters again: same fingerprints, so
+         * the delta state stays; another regex or mode is another filter. */
+        struct cfg *c2 = LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
+                                 "      memory:\n        sample-types: {drop: [alloc_objects, alloc_space]}\n"
+                                 "      process_cpu:\n        sample-labels: {drop: 'span_id'}\n"
+                                 "      mutex:\n        sample-types: {drop: [delay]}\n"
+                                 "        sample-labels: {keep: 'handler'}\n");
+
+        ASSERT_U64_EQ(profile_named(c2, "memory")->filter->fingerprint, mem->filter->fingerprint);
+        ASSERT(profile_named(c2, "process_cpu")->filter->fingerprint != cpu->filter->fingerprint);
+        ASSERT(profile_named(c2, "mutex")->filter->fingerprint != mtx->filter->fingerprint);
+        cfg_free(c2);
+    }
     cfg_free(c);
     ERR_IS("scrape-configs:\n  - job-name: a\n    profiles:\n      memory:\n"
            "        sample-types: {keep: [inuse_space], drop: [alloc_space]}\n",

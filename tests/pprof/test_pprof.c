@@ -494,9 +494,26 @@ TEST(filter_drops_labels_and_merges_what_became_equal)
     assert_no_string(r.dec.prof, "s4");
     run_done(&r);
 
-    /* Without the filter the state re-seeds: the labels are keys again. */
-    pprof_delta_set_filter(d, NULL);
+    /* The same filter built again (a reload): the state stays. */
+    struct pprof_filter again = f;
+    pprof_delta_set_filter(d, &again);
     tp = cont_prof(3);
+    add(tp, B, 1, (int64_t[]){4, 4});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){1, 1}, 2);
+    run_done(&r);
+    /* Another filter, or none, re-seeds: the labels are keys again. */
+    struct pprof_filter other = f;
+    other.fingerprint++;
+    pprof_delta_set_filter(d, &other);
+    tp = cont_prof(4);
+    add(tp, B, 1, (int64_t[]){5, 5});
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    pprof_delta_set_filter(d, NULL);
+    tp = cont_prof(5);
     add(tp, A, 2, (int64_t[]){9, 90});
     tp_label_str(tp, "span_id", "s1");
     run(d, tp, &r);
