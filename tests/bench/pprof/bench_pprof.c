@@ -108,13 +108,43 @@ static double median_ms(uint64_t *v, int n)
 }
 
 static size_t last_keys; /* keys the state held after the last delta_once() */
+static enum pprof_delta_kind kind = PPROF_DELTA_MEMORY; /* -k */
+static struct pprof_filter filter; /* -F */
+
+/* -F labels: drops the `bytes` label of Go heap samples, or `span_id`. */
+static bool keep_label(const char *key, size_t len, void *ud)
+{
+    (void)ud;
+    return !(len == 5 && memcmp(key, "bytes", 5) == 0) &&
+           !(len == 7 && memcmp(key, "span_id", 7) == 0);
+}
+
+/* -F types: drops the first column of each kind. */
+static const char *const drop_types[] = {"alloc_objects", "contentions", "samples"};
+
+/* A fresh state with the options' kind and filter. */
+static struct pprof_delta *new_delta(void)
+{
+    struct pprof_delta *d = pprof_delta_new(kind);
+
+    if (d && (filter.label_keep || filter.n_types))
+        pprof_delta_set_filter(d, &filter);
+    return d;
+}
+
+/* The first profile of a state: a baseline, or with nothing to difference
+ * (-k none, or a filter that leaves no cumulative column) already output. */
+static bool first_ok(int rc)
+{
+    return rc == PPROF_DELTA_BASELINE || rc == PPROF_DELTA_EMITTED;
+}
 
 static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
                        const struct pprof_limits *lim, struct pprof__phase_ns *ph,
                        uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes,
                        long *held_kb)
 {
-    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    struct pprof_delta *d = new_delta();
     uint8_t *out = NULL;
     char err[256];
     int rc;
@@ -123,7 +153,9 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
     if (!d)
         exit(1);
     rc = pprof_delta_process(d, prev, prev_len, lim, &out, out_len, err, sizeof(err));
-    if (rc != PPROF_DELTA_BASELINE) {
+    free(out);
+    out = NULL;
+    if (!first_ok(rc)) {
         fprintf(stderr, "baseline: %d %s\n", rc, err);
         exit(1);
     }
@@ -164,9 +196,14 @@ static int pairs_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, 
     for (int i = 0; i < n; i++) {
         uint8_t *out = NULL;
         size_t out_len;
-        if (!(ds[i] = pprof_delta_new(PPROF_DELTA_MEMORY)) ||
-            pprof_delta_process(ds[i], prev, prev_len, lim, &out, &out_len, err, sizeof(err)) !=
-                PPROF_DELTA_BASELINE ||
+        int first;
+
+        if (!(ds[i] = new_delta()))
+            goto out;
+        first = pprof_delta_process(ds[i], prev, prev_len, lim, &out, &out_len, err, sizeof(err));
+        free(out);
+        out = NULL;
+        if (!first_ok(first) ||
             pprof_delta_process(ds[i], cur, cur_len, lim, &out, &out_len, err, sizeof(err)) !=
                 PPROF_DELTA_EMITTED)
             goto out;
@@ -263,8 +300,23 @@ int main(int argc, char **argv)
         gzip[MAX_ITERS], total[MAX_ITERS], cpu[MAX_ITERS], floor_ns[MAX_ITERS];
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "l:n:mfp:c")) != -1) {
+    while ((opt = getopt(argc, argv, "l:n:mfp:ck:F:")) != -1) {
         switch (opt) {
+        case 'k':
+            kind = optarg[0] == 'c'   ? PPROF_DELTA_CONTENTION
+                   : optarg[0] == 'n' ? PPROF_DELTA_NONE
+                                      : PPROF_DELTA_MEMORY;
+            break;
+        case 'F':
+            if (strcmp(optarg, "labels") == 0) {
+                filter.label_keep = keep_label;
+            } else if (strcmp(optarg, "types") == 0) {
+                filter.types = drop_types;
+                filter.n_types = 3;
+            } else {
+                return 2;
+            }
+            break;
         case 'c':
             check_mode = 1;
             break;
@@ -293,7 +345,8 @@ int main(int argc, char **argv)
     }
     if (argc - optind != 2) {
         fprintf(stderr,
-                "usage: bench_pprof [-l level] [-n iters] [-m [-f] | -p pairs | -c] prev cur\n");
+                "usage: bench_pprof [-l level] [-n iters] [-k memory|contention|none] "
+                "[-F labels|types] [-m [-f] | -p pairs | -c] prev cur\n");
         return 2;
     }
     prev = slurp(argv[optind], &prev_len);

@@ -38,6 +38,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
+import urllib.request
 
 CORPUS_DIR = "/tmp/proflet-bench-corpus"
 
@@ -111,6 +113,60 @@ def wide_source(path, levels=24, width=64, sites=32):
         f.write("\n".join(out) + "\n")
 
 
+def kind_of(pair):
+    """bench_pprof's -k for a pair: mutex and block are contention profiles."""
+    return "contention" if pair in ("std-mutex", "std-block") else "memory"
+
+
+def demo_cpu_profile(src, tmp):
+    """A CPU profile with pprof.Do labels, from the demo service (cached)."""
+    path = os.path.join(CORPUS_DIR, "cpu-labels.pb.gz")
+    if os.path.exists(path):
+        return path
+    demo = os.path.join(tmp, "demoapp")
+    go_build(os.path.join(src, "..", "..", "..", "examples", "demoapp"), demo)
+    port_file = os.path.join(tmp, "demo.port")
+    p = subprocess.Popen([demo, "-addr", "127.0.0.1:0", "-port-file", port_file],
+                         stderr=subprocess.DEVNULL)
+    try:
+        for _ in range(200):
+            if os.path.exists(port_file):
+                break
+            time.sleep(0.05)
+        port = int(open(port_file).read())
+        url = "http://127.0.0.1:%d/debug/pprof/profile?seconds=3" % port
+        with urllib.request.urlopen(url, timeout=30) as r:
+            data = r.read()
+    finally:
+        p.kill()
+        p.wait()
+    os.makedirs(CORPUS_DIR, exist_ok=True)
+    with open(path, "wb") as f:
+        f.write(data)
+    return path
+
+
+def filter_costs(args, pairs, tmp):
+    """CPU per delta with a sample-type filter and a sample-label filter
+    beside the same delta without one; for a CPU profile (sent as it
+    came), the filtered pass beside the check alone."""
+    print("\n%-15s %9s %9s %9s %9s" % ("profile", "none ms", "types ms", "labels ms", "check ms"))
+    for name, prev, cur in pairs:
+        if name not in ("heap-16k", "heap-131k"):
+            continue
+        row = [kv(run([args.bench, "-l", "1", "-n", str(args.iters)] + f + [prev, cur]))["cpu_ms"]
+               for f in ([], ["-F", "types"], ["-F", "labels"])]
+        print("%-15s %9s %9s %9s %9s" % (name, row[0], row[1], row[2], "-"))
+    cpu = demo_cpu_profile(args.src, tmp)
+    row = [kv(run([args.bench, "-k", "none", "-l", "1", "-n", str(args.iters)] + f + [cpu, cpu]))["cpu_ms"]
+           for f in (["-F", "types"], ["-F", "labels"])]
+    chk = kv(run([args.bench, "-c", "-n", str(args.iters), cpu, cpu]))["check_ms"]
+    print("%-15s %9s %9s %9s %9s" % ("demo-cpu", "-", row[0], row[1], chk))
+    print("level 1, median of %d; types = drop the first column (alloc_objects, samples); "
+          "labels = drop `bytes` (heaps: every sample has it, so samples merge) or `span_id` "
+          "(CPU); check = what a CPU profile costs without a filter" % args.iters)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--bench", required=True)
@@ -149,6 +205,7 @@ def main():
                   "x", "x stdy", "x max", "go RSS", "our RSS", "x", "go +anon", "our +",
                   "floor +", "x", "x max"))
         for name, prev, cur in pairs:
+            bench = [args.bench, "-k", kind_of(name)]
             g = kv(run([goref, "-n", "1", prev, cur]))
             n = max(3, min(200, int(1000 / max(float(g["cpu_ms"]), 0.1))))
             # One run of the Go reference moves by up to half with its
@@ -160,9 +217,9 @@ def main():
             for level in (0, 1, 6):
                 if level == 0 and not name.startswith(("heap-131k", "heap-wide")):
                     continue
-                b = kv(run([args.bench, "-l", str(level), "-n", str(args.iters), prev, cur]))
-                m = median_run([args.bench, "-m", "-l", str(level), prev, cur], "held_anon_kb", 3)
-                f = median_run([args.bench, "-m", "-f", "-l", str(level), prev, cur],
+                b = kv(run(bench + ["-l", str(level), "-n", str(args.iters), prev, cur]))
+                m = median_run(bench + ["-m", "-l", str(level), prev, cur], "held_anon_kb", 3)
+                f = median_run(bench + ["-m", "-f", "-l", str(level), prev, cur],
                                "held_anon_kb", 3)
                 go_cpu, go_steady = float(g["cpu_ms"]), float(gs["cpu_ms"])
                 our_cpu, floor_cpu = float(b["cpu_ms"]), float(b["floor_ms"])
@@ -200,12 +257,13 @@ def main():
         print("\n%-15s %12s %12s %6s" % ("pair", "go KB/pair", "our KB/pair", "x"))
         for name, prev, cur in pairs[:3]:
             go_pair = per_pair([goref, "-pairs"], prev, cur)
-            our_pair = per_pair([args.bench, "-l", "1", "-p"], prev, cur)
+            our_pair = per_pair([args.bench, "-k", kind_of(name), "-l", "1", "-p"], prev, cur)
             print("%-15s %12.1f %12.2f %6.1f" % (name, go_pair, our_pair,
                                                  ratio(go_pair, our_pair)))
         print("KB/pair: anonymous memory of %d pairs held at once (each after one delta; Go's "
               "after a collection and FreeOSMemory) less that of one pair, divided by %d; "
               "median of 3 processes each" % (PAIRS, PAIRS - 1))
+        filter_costs(args, pairs, tmp)
         # A profile sent as it came is only checked (gzip framing, CRC,
         # size cap): CPU per check, gunzipped into a fresh buffer (the old
         # way) and into the worker's scratch.
