@@ -582,12 +582,7 @@ TEST(partial_failure_resends_only_named_series)
     for (int i = 0; i < 3; i++)
         fwd_submit(g.fwd, p[i]);
     RUN_UNTIL(&g.loop, settled(&g, "push", 3, 0), WAIT_MS);
-    v = view(&g, "push");
-    ASSERT_EQ(v.sent, 3);
-    ASSERT_EQ(v.retried, 1);
-    ASSERT_EQ(v.failed_requests, 1);
-    ASSERT_EQ(v.dropped, 0);
-    ASSERT_EQ(g.srv.n_reqs, 2);
+    ASSERT_GE(g.srv.n_reqs, 2);
     ASSERT_EQ(g.srv.reqs[0].n_ids, 3);
     ASSERT_STR_EQ(g.srv.reqs[0].ids[0], p[0]->id);
     ASSERT_STR_EQ(g.srv.reqs[0].ids[1], p[1]->id);
@@ -595,19 +590,25 @@ TEST(partial_failure_resends_only_named_series)
     /* The resend holds the refused series only. */
     ASSERT_EQ(g.srv.reqs[1].n_ids, 1);
     ASSERT_STR_EQ(g.srv.reqs[1].ids[0], p[1]->id);
+    ASSERT_EQ(g.srv.n_reqs, 2);
+    v = view(&g, "push");
+    ASSERT_EQ(v.sent, 3);
+    ASSERT_EQ(v.retried, 1);
+    ASSERT_EQ(v.failed_requests, 1);
+    ASSERT_EQ(v.dropped, 0);
 
     /* A second batch; the server refuses its second series for good. */
     for (int i = 3; i < 6; i++)
         fwd_submit(g.fwd, p[i]);
     RUN_UNTIL(&g.loop, settled(&g, "push", 5, 1), WAIT_MS);
+    ASSERT_EQ(g.srv.n_reqs, 3);
+    ASSERT_EQ(g.srv.reqs[2].n_ids, 3);
+    ASSERT_STR_EQ(g.srv.reqs[2].ids[1], p[4]->id);
     v = view(&g, "push");
     ASSERT_EQ(v.sent, 5);
     ASSERT_EQ(v.dropped, 1);
     ASSERT_EQ(v.retried, 1);
     ASSERT_EQ(v.failed_requests, 2);
-    ASSERT_EQ(g.srv.n_reqs, 3);
-    ASSERT_EQ(g.srv.reqs[2].n_ids, 3);
-    ASSERT_STR_EQ(g.srv.reqs[2].ids[1], p[4]->id);
     ASSERT_EQ(metric(&g, "proflet_remote_dropped_profiles_total{endpoint=\"push\",kind=\"remote\","
                          "reason=\"rejected\"}"),
               1);
