@@ -16,7 +16,6 @@
  * Loop thread only; every wait is a condition with a deadline. Each test
  * ends with the forwarder, the client and the server closed and asserts
  * uv_loop_close() == 0. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <http_parser.h>
 #include <stddef.h>
@@ -323,14 +322,12 @@ static void on_conn(uv_stream_t *l, int status)
     c = calloc(1, sizeof(*c));
     ASSERT_NOT_NULL(c);
     c->s = s;
-    uv_tcp_init(l->loop, &c->h);
     s->open_handles++;
     c->next = s->conns;
     s->conns = c;
     http_parser_init(&c->p, HTTP_REQUEST);
     c->p.data = c;
-    if (uv_accept(l, (uv_stream_t *)&c->h) < 0 ||
-        uv_read_start((uv_stream_t *)&c->h, alloc_cb, read_cb) < 0)
+    if (test_accept(l, &c->h, alloc_cb, read_cb) < 0)
         conn_close(c);
 }
 
@@ -343,19 +340,11 @@ static void listener_closed(uv_handle_t *h)
 
 static void tsrv_start(uv_loop_t *loop, struct tsrv *s, answer_fn answer)
 {
-    struct sockaddr_in a;
-    struct sockaddr_storage got;
-    int len = sizeof(got);
-
     memset(s, 0, sizeof(*s));
     s->answer = answer;
-    ASSERT_EQ(uv_ip4_addr("127.0.0.1", 0, &a), 0);
-    ASSERT_EQ(uv_tcp_init(loop, &s->listener), 0);
     s->open_handles = 1;
-    ASSERT_EQ(uv_tcp_bind(&s->listener, (const struct sockaddr *)&a, 0), 0);
-    ASSERT_EQ(uv_listen((uv_stream_t *)&s->listener, 64, on_conn), 0);
-    ASSERT_EQ(uv_tcp_getsockname(&s->listener, (struct sockaddr *)&got, &len), 0);
-    s->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+    s->port = test_listen_loopback(loop, &s->listener, on_conn);
+    ASSERT_GT(s->port, 0);
 }
 
 static void tsrv_close(struct tsrv *s)

@@ -3,7 +3,6 @@
  * 127.0.0.1), a holding server on the test's own loop (the cancel test)
  * and, for TLS, certificates made with openssl at test time.
  * Every test ends with net_client_close() and asserts uv_loop_close()==0. */
-#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include "net_test.h"
 #include "proflet_version.h"
 #include "test.h"
+#include "test_loop.h"
 
 static struct pyserver srv;
 static bool srv_up;
@@ -489,18 +489,18 @@ static void hold_accept(uv_stream_t *l, int status)
 {
     struct hold_srv *s = l->data;
     struct hold_conn *c;
+    int r;
 
     if (status < 0)
         return;
     c = calloc(1, sizeof(*c));
     ASSERT_NOT_NULL(c);
     c->s = s;
-    uv_tcp_init(l->loop, &c->h);
-    c->h.data = c;
     s->handles++;
     s->accepted++;
-    if (uv_accept(l, (uv_stream_t *)&c->h) < 0 ||
-        uv_read_start((uv_stream_t *)&c->h, hold_alloc, hold_read) < 0)
+    r = test_accept(l, &c->h, hold_alloc, hold_read);
+    c->h.data = c;
+    if (r < 0)
         uv_close((uv_handle_t *)&c->h, hold_conn_closed);
 }
 
@@ -511,19 +511,11 @@ static void hold_listener_closed(uv_handle_t *h)
 
 static void hold_start(uv_loop_t *loop, struct hold_srv *s)
 {
-    struct sockaddr_in a;
-    struct sockaddr_storage got;
-    int len = sizeof(got);
-
     memset(s, 0, sizeof(*s));
-    ASSERT_EQ(uv_ip4_addr("127.0.0.1", 0, &a), 0);
-    ASSERT_EQ(uv_tcp_init(loop, &s->listener), 0);
-    s->listener.data = s;
     s->handles = 1;
-    ASSERT_EQ(uv_tcp_bind(&s->listener, (const struct sockaddr *)&a, 0), 0);
-    ASSERT_EQ(uv_listen((uv_stream_t *)&s->listener, 16, hold_accept), 0);
-    ASSERT_EQ(uv_tcp_getsockname(&s->listener, (struct sockaddr *)&got, &len), 0);
-    s->port = ntohs(((struct sockaddr_in *)&got)->sin_port);
+    s->port = test_listen_loopback(loop, &s->listener, hold_accept);
+    s->listener.data = s;
+    ASSERT_GT(s->port, 0);
 }
 
 TEST(cancel_before_and_during_transfer)
