@@ -1,6 +1,7 @@
 /* Integration tests of the libcurl-multi + libuv client (net/http.c)
  * against real local servers: tests/net/http_server.py (spawned, on
- * 127.0.0.1) and, for TLS, certificates made with openssl at test time.
+ * 127.0.0.1), a holding server on the test's own loop (the cancel test)
+ * and, for TLS, certificates made with openssl at test time.
  * Every test ends with net_client_close() and asserts uv_loop_close()==0. */
 #include <errno.h>
 #include <stdlib.h>
@@ -11,6 +12,7 @@
 #include "net_test.h"
 #include "proflet_version.h"
 #include "test.h"
+#include "test_loop.h"
 
 static struct pyserver srv;
 static bool srv_up;
@@ -409,30 +411,151 @@ static void never_cb(struct net_request *r, struct net_response *resp, void *ud)
     (*(int *)ud)++;
 }
 
+/* A server on the test's own loop for the cancel test: it counts the
+ * connections it accepts and the requests it reads whole, answers each with
+ * a head announcing 100000 bytes and the first 10 of them, then holds the
+ * rest, and counts the connections the peer closed. What the client has
+ * done is then known from the server's side, with no sleep. */
+struct hold_srv {
+    uv_tcp_t listener;
+    int port;
+    int accepted, requests, body_started, peer_closed, handles;
+};
+
+struct hold_conn {
+    uv_tcp_t h;
+    struct hold_srv *s;
+    uv_write_t w;
+    char req[16384];
+    size_t len;
+    bool answered;
+};
+
+static const char hold_answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n0123456789";
+
+static void hold_conn_closed(uv_handle_t *h)
+{
+    struct hold_conn *c = h->data;
+
+    c->s->handles--;
+    free(c);
+}
+
+static void hold_alloc(uv_handle_t *h, size_t hint, uv_buf_t *b)
+{
+    struct hold_conn *c = h->data;
+
+    (void)hint;
+    /* Past the cap (or once answered) the bytes are read and dropped. */
+    if (c->answered || c->len >= sizeof(c->req) - 1)
+        c->len = 0;
+    b->base = c->req + c->len;
+    b->len = sizeof(c->req) - 1 - c->len;
+}
+
+static void hold_written(uv_write_t *w, int status)
+{
+    struct hold_conn *c = w->data;
+
+    if (status == 0)
+        c->s->body_started++;
+}
+
+static void hold_read(uv_stream_t *st, ssize_t n, const uv_buf_t *b)
+{
+    struct hold_conn *c = st->data;
+    uv_buf_t out = uv_buf_init((char *)hold_answer, sizeof(hold_answer) - 1);
+
+    (void)b;
+    if (n < 0) {
+        c->s->peer_closed += n == UV_EOF || n == UV_ECONNRESET;
+        uv_close((uv_handle_t *)&c->h, hold_conn_closed);
+        return;
+    }
+    if (c->answered)
+        return;
+    c->len += (size_t)n;
+    c->req[c->len] = '\0';
+    if (!strstr(c->req, "\r\n\r\n"))
+        return;
+    c->answered = true;
+    c->s->requests++;
+    c->w.data = c;
+    if (uv_write(&c->w, st, &out, 1, hold_written) < 0)
+        uv_close((uv_handle_t *)&c->h, hold_conn_closed);
+}
+
+static void hold_accept(uv_stream_t *l, int status)
+{
+    struct hold_srv *s = l->data;
+    struct hold_conn *c;
+    int r;
+
+    if (status < 0)
+        return;
+    c = calloc(1, sizeof(*c));
+    ASSERT_NOT_NULL(c);
+    c->s = s;
+    s->handles++;
+    s->accepted++;
+    r = test_accept(l, &c->h, hold_alloc, hold_read);
+    c->h.data = c;
+    if (r < 0)
+        uv_close((uv_handle_t *)&c->h, hold_conn_closed);
+}
+
+static void hold_listener_closed(uv_handle_t *h)
+{
+    ((struct hold_srv *)h->data)->handles--;
+}
+
+static void hold_start(uv_loop_t *loop, struct hold_srv *s)
+{
+    memset(s, 0, sizeof(*s));
+    s->handles = 1;
+    s->port = test_listen_loopback(loop, &s->listener, hold_accept);
+    s->listener.data = s;
+    ASSERT_GT(s->port, 0);
+}
+
 TEST(cancel_before_and_during_transfer)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
     struct net_request *a, *b;
     struct result res = {0};
+    struct hold_srv hs;
     int called = 0;
-    struct net_request_opts o = {.url = url("/slow?ms=1500")};
+    char u[128];
+    struct net_request_opts o = {.url = u};
 
+    hold_start(&loop, &hs);
+    snprintf(u, sizeof(u), "http://127.0.0.1:%d/hold", hs.port);
     ASSERT_EQ(net_request_start(c, &o, never_cb, &called, &a), 0);
     ASSERT_EQ(net_request_start(c, &o, never_cb, &called, &b), 0);
     ASSERT_EQ(net_client_inflight(c), 2);
     net_request_cancel(a); /* before the loop ever ran it */
     ASSERT_EQ(net_client_inflight(c), 1);
-    run_for(&loop, 200); /* b is now connected and waiting */
+    /* b is in transfer once the server has its request and has started
+     * sending the body. */
+    ASSERT(run_until(&loop, &hs.body_started, 1, 10000));
+    ASSERT_EQ(called, 0);
     net_request_cancel(b);
     ASSERT_EQ(net_client_inflight(c), 0);
-    run_for(&loop, 1800); /* past the server's answer: nothing may arrive */
+    /* The cancel ends the transfer: its connection closes. */
+    ASSERT(run_until(&loop, &hs.peer_closed, 1, 10000));
+    /* a never reached the server; b's answer never reached its callback. */
+    ASSERT_EQ(hs.accepted, 1);
+    ASSERT_EQ(hs.requests, 1);
     ASSERT_EQ(called, 0);
+    uv_close((uv_handle_t *)&hs.listener, hold_listener_closed);
     /* The client still works. */
     o.url = url("/bytes?n=3");
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, 0);
     ASSERT_EQ(res.len, 3);
+    ASSERT_EQ(called, 0);
+    ASSERT_EQ(hs.handles, 0);
     result_done(&res);
     client_close(&loop, c);
 }
