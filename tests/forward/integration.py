@@ -66,6 +66,11 @@ def driver(eps, *args, wait=True, timeout=170, tag="d"):
     return p, ids, metrics
 
 
+def sanitized_driver():
+    r = subprocess.run(["ldd", DRIVER], capture_output=True, text=True)
+    return "libasan" in r.stdout
+
+
 def read_ids(path):
     out = []
     if os.path.exists(path):
@@ -298,7 +303,11 @@ def s_two_endpoints():
     check_exactly_once(sub, acc)
     text = open(m).read()
     lat = int(re.search(r"max_lateness_ms=(\d+)", text).group(1))
-    assert lat < 100, "submission was delayed %d ms" % lat
+    # A dead endpoint must not stall the loop: a blocking connect or retry
+    # would cost seconds. A sanitizer build on a busy machine is late by
+    # up to about 150 ms from scheduling alone.
+    limit = 400 if sanitized_driver() else 100
+    assert lat < limit, "submission was delayed %d ms" % lat
     assert metric(m, "proflet_remote_sent_profiles_total", endpoint="dead") == 0
     assert metric(m, "proflet_remote_spool_written_profiles_total", endpoint="dead") > 0
 
