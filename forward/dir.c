@@ -23,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "common/clock.h"
 #include "common/fsutil.h"
 #include "forward/internal.h"
 
@@ -388,7 +389,7 @@ static void start_write(struct dir_sink *d, struct fwd_profile *p)
     }
     j->d = d;
     j->p = p; /* the pending reference moves to the job */
-    j->ms = fwd__wall_ms();
+    j->ms = clock_wall_ms();
     fwd__path_component(svc ? svc : "unspecified", j->svc, sizeof(j->svc));
     fwd__path_component(name ? name : "unknown", j->name, sizeof(j->name));
     snprintf(j->base, sizeof(j->base), "%" PRIu64 "-%s", j->ms, p->id);

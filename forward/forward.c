@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "forward/internal.h"
 
 struct fwd {
@@ -238,7 +239,7 @@ void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ep->last_error, sizeof(ep->last_error), fmt, ap);
     va_end(ap);
-    ep->last_error_ms = fwd__wall_ms();
+    ep->last_error_ms = clock_wall_ms();
     snprintf(ep->f->last_error, sizeof(ep->f->last_error), "%s: %s", ep->name, ep->last_error);
     if (ep->f->err_cb)
         ep->f->err_cb(ep->name, ep->last_error, ep->f->err_ud);
@@ -568,7 +569,7 @@ static void family(struct buf *out, const struct fwd *f, const struct family *m)
 void fwd_metrics(const struct fwd *f, struct buf *out)
 {
     const struct fwd_ep *ep;
-    uint64_t wall = fwd__wall_ms();
+    uint64_t wall = clock_wall_ms();
     char le[32];
 
     if (!f->eps)

@@ -113,8 +113,6 @@ void fwd__ep_latency(struct fwd_ep *ep, uint64_t us);
  * `data`. Thread-safe (touches no shared state). */
 struct fwd_profile *fwd__profile_new_id(struct labels *labels, uint8_t *data, size_t len,
                                         int64_t start_ns, int64_t end_ns, const char *id);
-/* Wall-clock milliseconds since the epoch. */
-uint64_t fwd__wall_ms(void);
 /* Turns an untrusted string into one safe path component: no '/', no NUL or
  * control characters, no leading dot, never empty, at most `outlen - 1`
  * bytes (cut on a UTF-8 boundary). */

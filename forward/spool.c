@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fsutil.h"
 #include "forward/internal.h"
 
@@ -220,7 +221,7 @@ static void cursor_update(struct fwd__spool *s)
 static void enforce_caps(struct fwd__spool *s, bool age)
 {
     const struct cfg_spool *c = &s->ep->spool;
-    uint64_t now = fwd__wall_ms(), total = s->pend_bytes + s->writing_bytes;
+    uint64_t now = clock_wall_ms(), total = s->pend_bytes + s->writing_bytes;
 
     for (size_t i = 0; i < s->idx.n_segs; i++)
         total += s->idx.segs[i].size;
@@ -404,7 +405,7 @@ void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
     pd = &s->pend[s->n_pend++];
     pd->p = fwd_profile_ref(p);
     pd->series = fwd__series_hash(&p->labels);
-    pd->wall_ms = fwd__wall_ms();
+    pd->wall_ms = clock_wall_ms();
     s->pend_bytes += p->len;
     fwd__smap_add(&s->idx.series, pd->series, 1);
     enforce_caps(s, false);

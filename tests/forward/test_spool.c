@@ -15,6 +15,7 @@
 
 #include <xxhash.h>
 
+#include "common/clock.h"
 #include "forward/forward.h"
 #include "forward/internal.h"
 #include "test.h"
@@ -97,7 +98,7 @@ static void seg_build(struct seg_bytes *sb, bool v1)
         size_t rl, l1;
 
         sb->p[i] = mk(i);
-        ASSERT_EQ(fwd__rec_encode(sb->p[i], fwd__wall_ms() + (uint64_t)i, (uint32_t)i, 1, &rec,
+        ASSERT_EQ(fwd__rec_encode(sb->p[i], clock_wall_ms() + (uint64_t)i, (uint32_t)i, 1, &rec,
                                   &rl),
                   0);
         if (v1) {
