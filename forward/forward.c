@@ -161,30 +161,6 @@ static void ep_free(struct fwd_ep *ep)
     free(ep);
 }
 
-static void fill_defaults(struct cfg_remote *c)
-{
-    if (!c->remote_timeout_ms)
-        c->remote_timeout_ms = 10000;
-    if (!c->min_backoff_ms)
-        c->min_backoff_ms = 500;
-    if (!c->max_backoff_ms)
-        c->max_backoff_ms = 300000;
-    if (c->max_backoff_ms < c->min_backoff_ms)
-        c->max_backoff_ms = c->min_backoff_ms;
-    if (!c->batch_max_profiles)
-        c->batch_max_profiles = 64;
-    if (!c->batch_max_bytes)
-        c->batch_max_bytes = 4u << 20;
-    if (!c->queue_max_profiles)
-        c->queue_max_profiles = 10000;
-    if (!c->queue_max_bytes)
-        c->queue_max_bytes = 256u << 20;
-    if (!c->max_inflight)
-        c->max_inflight = 4;
-    if (!c->dir_max_bytes)
-        c->dir_max_bytes = 1ull << 30;
-}
-
 static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
                              const struct cfg_spool *spool, const struct conf_kv *ext,
                              size_t n_ext, char *err, size_t errlen)
@@ -199,17 +175,13 @@ static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
     ep->loop = f->loop;
     if (remote_cfg_copy(&ep->cfg, rc, ext, n_ext) < 0)
         goto oom;
-    fill_defaults(&ep->cfg);
+    fwd__cfg_remote_defaults(&ep->cfg);
     ep->spool = *spool;
     ep->spool.dir = xstrdup(spool->dir);
-    ep->spool.fsync = xstrdup(spool->fsync ? spool->fsync : "batch");
-    if (!ep->spool.max_bytes)
-        ep->spool.max_bytes = 1ull << 30;
-    if (!ep->spool.max_age_ms)
-        ep->spool.max_age_ms = 24ull * 3600 * 1000;
-    if (!ep->spool.segment_bytes)
-        ep->spool.segment_bytes = 16u << 20;
-    if (ep->spool.fsync && strcmp(ep->spool.fsync, "always") && strcmp(ep->spool.fsync, "batch") &&
+    ep->spool.fsync = xstrdup(spool->fsync);
+    if ((spool->fsync && !ep->spool.fsync) || fwd__cfg_spool_defaults(&ep->spool) < 0)
+        goto oom;
+    if (strcmp(ep->spool.fsync, "always") && strcmp(ep->spool.fsync, "batch") &&
         strcmp(ep->spool.fsync, "never")) {
         snprintf(err, errlen, "spool fsync must be always, batch or never, not %s",
                  ep->spool.fsync);

@@ -99,6 +99,15 @@ struct fwd_ep {
     uint64_t last_error_ms;  /* wall clock of last_error, 0 if none */
 };
 
+/* Fills the settings an endpoint's config left at zero with their defaults
+ * (config.c): zero means the default for the timeout, backoffs, batch and
+ * queue caps, max-inflight and max-dir-bytes; max-wait, max-retries and
+ * retry-on-http-429 keep what they hold, zero meaning something there. */
+void fwd__cfg_remote_defaults(struct cfg_remote *c);
+/* The same for the spool; a NULL fsync becomes a malloc'd copy of the
+ * default. Returns 0 or -ENOMEM. */
+int fwd__cfg_spool_defaults(struct cfg_spool *s);
+
 /* Reports an endpoint error to the agent's callback and keeps it as the
  * last error. */
 void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
