@@ -2,8 +2,9 @@
  * (directory, or remote push / ingest) with its own queue. fwd_submit()
  * hands a profile to every endpoint, each taking its own reference, and
  * returns at once. This file also owns fwd_apply() (endpoints whose settings
- * are unchanged keep their queues), the Prometheus metrics and the two-phase
- * close.
+ * are unchanged keep their queues), the submission of every pool job to the
+ * agent's work queue (and again of those it cancels), the Prometheus
+ * metrics and the two-phase close.
  *
  * Threading: loop thread only. Ownership: the forwarder owns its endpoints;
  * an endpoint owns a deep copy of its config. Replaced endpoints are closed
@@ -17,11 +18,17 @@
 #include <string.h>
 
 #include "common/clock.h"
+#include "common/workq.h"
 #include "forward/internal.h"
 
 struct fwd {
     uv_loop_t *loop;
     struct net_client *http;
+    struct workq *work;
+    /* Jobs the queue cancelled before they started, oldest first, and the
+     * timer that submits them again from a later loop turn. */
+    struct fwd__job *cancelled, **cancelled_tail;
+    uv_timer_t resubmit;
     struct fwd_ep *eps;     /* active endpoints, config order */
     struct fwd_ep *retired; /* being closed after a reload */
     void (*err_cb)(const char *endpoint, const char *msg, void *ud);
@@ -235,9 +242,92 @@ void fwd__ep_latency(struct fwd_ep *ep, uint64_t us)
     ep->st.lat_sum += s;
 }
 
+/* ------------------------------------------------------------------ jobs */
+
+#define RESUBMIT_RETRY_MS 100 /* after a resubmission the queue refused (OOM) */
+
+static void job_run(void *arg);
+static void job_after(void *arg, int status);
+
+static int job_queue(struct fwd *f, struct fwd__job *j)
+{
+    struct workq_stats st;
+    uint64_t cost = j->cost;
+
+    /* A job costlier than the whole budget would be refused: it claims the
+     * whole budget instead and so runs alone. */
+    workq_get_stats(f->work, &st);
+    if (st.max_cost && cost > st.max_cost)
+        cost = st.max_cost;
+    return workq_submit_cost(f->work, 0, cost, job_run, job_after, j);
+}
+
+static void job_run(void *arg)
+{
+    struct fwd__job *j = arg;
+
+    j->fn(j);
+}
+
+static void resubmit(uv_timer_t *t)
+{
+    struct fwd *f = container_of(t, struct fwd, resubmit);
+    struct fwd__job *j = f->cancelled, *left = NULL, **left_tail = &left;
+
+    f->cancelled = NULL;
+    f->cancelled_tail = &f->cancelled;
+    while (j) {
+        struct fwd__job *next = j->next;
+
+        j->next = NULL;
+        if (job_queue(f, j) < 0) {
+            *left_tail = j;
+            left_tail = &j->next;
+        }
+        j = next;
+    }
+    if (left) {
+        *left_tail = f->cancelled;
+        if (!f->cancelled)
+            f->cancelled_tail = left_tail;
+        f->cancelled = left;
+        uv_timer_start(&f->resubmit, resubmit, RESUBMIT_RETRY_MS, 0);
+    }
+}
+
+static void job_after(void *arg, int status)
+{
+    struct fwd__job *j = arg;
+    struct fwd *f = j->f;
+
+    if (status == 0) {
+        j->after(j);
+        return;
+    }
+    /* Cancelled before it started (UV_ECANCELED: the agent cancels the
+     * backlog when it begins to shut down). Not submitted again from here:
+     * workq_cancel_backlog() would cancel it again, for ever. */
+    j->next = NULL;
+    *f->cancelled_tail = j;
+    f->cancelled_tail = &j->next;
+    if (!uv_is_active((uv_handle_t *)&f->resubmit))
+        uv_timer_start(&f->resubmit, resubmit, 0, 0);
+}
+
+int fwd__job_submit(struct fwd *f, struct fwd__job *j, uint64_t cost,
+                    void (*fn)(struct fwd__job *j), void (*after)(struct fwd__job *j))
+{
+    j->f = f;
+    j->fn = fn;
+    j->after = after;
+    j->cost = cost;
+    j->next = NULL;
+    return job_queue(f, j);
+}
+
 /* ---------------------------------------------------------------- public */
 
-struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http)
+struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http, struct workq *work)
 {
     struct fwd *f = calloc(1, sizeof(*f));
 
@@ -245,6 +335,9 @@ struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http)
         return NULL;
     f->loop = loop;
     f->http = http;
+    f->work = work;
+    f->cancelled_tail = &f->cancelled;
+    uv_timer_init(loop, &f->resubmit);
     return f;
 }
 
@@ -383,14 +476,21 @@ void fwd_submit(struct fwd *f, struct fwd_profile *p)
         ep->ops->submit(ep, p);
 }
 
-static void finish_close(struct fwd *f)
+static void freed(uv_handle_t *h)
 {
+    struct fwd *f = container_of((uv_timer_t *)h, struct fwd, resubmit);
     void (*cb)(void *) = f->close_cb;
     void *ud = f->close_ud;
 
     free(f);
     if (cb)
         cb(ud);
+}
+
+/* Every endpoint has closed, so no job is left (each waits for its own). */
+static void finish_close(struct fwd *f)
+{
+    uv_close((uv_handle_t *)&f->resubmit, freed);
 }
 
 void fwd__ep_closed(struct fwd_ep *ep)

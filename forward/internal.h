@@ -108,6 +108,27 @@ void fwd__cfg_remote_defaults(struct cfg_remote *c);
  * default. Returns 0 or -ENOMEM. */
 int fwd__cfg_spool_defaults(struct cfg_spool *s);
 
+/* A job of forward/ on the agent's work queue: embed one in each job
+ * struct (container_of gets the job back). `fn` runs on a pool thread and
+ * touches only its job; `after` runs on the loop thread, once, for a job
+ * that ran. A job the queue cancels before it starts is queued again from
+ * a later loop turn (forward's work must still be done: the encode of an
+ * accepted profile, a spool write), so `after` never sees a cancellation
+ * and the owner keeps counting the job as running until then. */
+struct fwd__job {
+    struct fwd *f;
+    void (*fn)(struct fwd__job *j);
+    void (*after)(struct fwd__job *j);
+    uint64_t cost;
+    struct fwd__job *next; /* in the forwarder's list of cancelled jobs */
+};
+
+/* Queues a job. `cost`: the bytes it will use at its peak (0: bounded by
+ * its owner); a cost over the queue's whole budget claims the whole budget.
+ * Returns 0, or -ENOMEM (then nothing runs). Never WORKQ_SKIPPABLE. */
+int fwd__job_submit(struct fwd *f, struct fwd__job *j, uint64_t cost,
+                    void (*fn)(struct fwd__job *j), void (*after)(struct fwd__job *j));
+
 /* Reports an endpoint error to the agent's callback and keeps it as the
  * last error. */
 void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

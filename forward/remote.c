@@ -16,9 +16,9 @@
  * is resent (or split when not retryable); an outcome nobody reported
  * (timeout, reset) is resent one profile per request and counted.
  *
- * Threading: loop thread; PushRequest encoding and gzip run in the pool,
- * each job owning its output buffer and reading profiles whose references
- * its request's queue entries hold. Ownership: the sink owns its queue
+ * Threading: loop thread; PushRequest encoding and gzip run on the agent's
+ * work queue (fwd__job_submit), each job owning its output buffer and
+ * reading profiles whose references its request's queue entries hold. Ownership: the sink owns its queue
  * entries (each holding a profile reference) and its requests. */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +41,7 @@ struct net_client *fwd__http(const struct fwd *f);
 struct remote;
 
 struct req {
-    uv_work_t work;
+    struct fwd__job job;
     struct remote *rm;
     struct net_request *nr;
     struct fwd__qent **e;
@@ -59,7 +59,7 @@ struct req {
 };
 
 struct secret_job {
-    uv_work_t work;
+    struct fwd__job job;
     struct remote *rm;
     char *pass_file, *bearer_file;
     char *pass, *bearer; /* out */
@@ -448,9 +448,9 @@ static void send_req(struct remote *rm, struct req *q)
     inflight_add(rm, q);
 }
 
-static void enc_work(uv_work_t *w)
+static void enc_work(struct fwd__job *job)
 {
-    struct req *q = container_of(w, struct req, work);
+    struct req *q = container_of(job, struct req, job);
     const struct cfg_remote *c = &q->rm->ep->cfg;
     uint8_t *gz;
     size_t gzlen;
@@ -469,9 +469,9 @@ static void enc_work(uv_work_t *w)
     q->send_len = q->body_len;
 }
 
-static void enc_done(uv_work_t *w, int status)
+static void enc_done(struct fwd__job *job)
 {
-    struct req *q = container_of(w, struct req, work);
+    struct req *q = container_of(job, struct req, job);
     struct remote *rm = q->rm;
 
     rm->jobs--;
@@ -481,7 +481,7 @@ static void enc_done(uv_work_t *w, int status)
         for (size_t i = 0; i < q->n; i++)
             fwd__queue_insert_sorted(&rm->q, q->e[i]);
         req_free(q);
-    } else if (status < 0 || q->enc_err < 0) {
+    } else if (q->enc_err < 0) {
         /* Out of memory: put everything back and retry later. */
         for (size_t i = 0; i < q->n; i++)
             requeue(rm, q->e[i], false);
@@ -534,7 +534,8 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
     q->gzip = ep->cfg.gzip_request;
     q->encoding = true;
     inflight_add(rm, q); /* counts against the window; series busy */
-    r = uv_queue_work(ep->loop, &q->work, enc_work, enc_done);
+    /* Its peak memory is about the request body: the profiles' bytes. */
+    r = fwd__job_submit(ep->f, &q->job, bytes, enc_work, enc_done);
     if (r < 0) {
         inflight_remove(rm, q);
         for (size_t i = 0; i < n; i++)
@@ -636,9 +637,9 @@ static char *read_secret(const char *path)
     return strdup(buf);
 }
 
-static void secret_work(uv_work_t *w)
+static void secret_work(struct fwd__job *job)
 {
-    struct secret_job *j = container_of(w, struct secret_job, work);
+    struct secret_job *j = container_of(job, struct secret_job, job);
 
     if (j->pass_file)
         j->pass = read_secret(j->pass_file);
@@ -646,9 +647,9 @@ static void secret_work(uv_work_t *w)
         j->bearer = read_secret(j->bearer_file);
 }
 
-static void secret_done(uv_work_t *w, int status)
+static void secret_done(struct fwd__job *job)
 {
-    struct secret_job *j = container_of(w, struct secret_job, work);
+    struct secret_job *j = container_of(job, struct secret_job, job);
     struct remote *rm = j->rm;
 
     rm->jobs--;
@@ -677,7 +678,7 @@ static void refresh_secrets(struct remote *rm)
     j->rm = rm;
     j->pass_file = h->basic_auth ? h->basic_auth->password_file : NULL;
     j->bearer_file = h->bearer_token_file;
-    if (uv_queue_work(rm->ep->loop, &j->work, secret_work, secret_done) < 0) {
+    if (fwd__job_submit(rm->ep->f, &j->job, 0, secret_work, secret_done) < 0) {
         free(j);
         return;
     }
@@ -746,7 +747,7 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     if (c->http.basic_auth && c->http.basic_auth->password)
         rm->password = strdup(c->http.basic_auth->password);
     /* First read of secret files at start (config time); later re-reads run
-     * in the pool every 5 s so a rotated token is picked up. */
+     * on the work queue every 5 s so a rotated token is picked up. */
     if (c->http.bearer_token_file) {
         free(rm->bearer);
         rm->bearer = read_secret(c->http.bearer_token_file);
@@ -860,7 +861,7 @@ static void maybe_closed(struct remote *rm)
             struct req *q = rm->inflight[i];
 
             if (q->encoding && !q->nr) {
-                i++; /* a pool job cannot be cancelled once running */
+                i++; /* an encode job calls back, even if the queue cancels it */
                 continue;
             }
             net_request_cancel(q->nr);
