@@ -166,10 +166,11 @@ int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen);
 /* True if `s[0..n)` is valid UTF-8. */
 bool fwd__utf8_valid(const char *s, size_t n);
 
-/* Builds a PushRequest for `n` profiles (one series each, labels merged
- * with `ext` external labels, which win). Returns 0 and a malloc'd body. */
-int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_kv *ext,
-                     unsigned n_ext, uint8_t **out, size_t *out_len);
+/* Builds a PushRequest for `n` profiles, one series each, labelled
+ * `ls[i]` (the profile's labels already merged with the endpoint's
+ * external labels). Returns 0 and a malloc'd body. */
+int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *ls, size_t n,
+                     uint8_t **out, size_t *out_len);
 /* Merges external labels into a copy of `src`. */
 int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct conf_kv *ext,
                       unsigned n_ext);
@@ -214,6 +215,7 @@ bool fwd__status_retryable(long status);
 struct fwd__qent {
     struct fwd__qent *prev, *next;
     struct fwd_profile *p;
+    struct labels labels; /* p's merged with the external labels, once: what is sent */
     uint64_t seq;       /* submission order */
     uint64_t series;
     uint64_t token;     /* spool record, 0 if fresh */

@@ -56,6 +56,7 @@ struct req {
     int enc_err;
     bool encoding;
     struct fwd_profile **ps; /* encode input (refs held by the entries) */
+    const struct labels **ls; /* their merged labels (the entries') */
 };
 
 struct secret_job {
@@ -105,6 +106,7 @@ static void ent_free(struct remote *rm, struct fwd__qent *e, bool ack)
 {
     if (ack && e->token && rm->spool)
         fwd__spool_ack(rm->spool, e->token);
+    labels_done(&e->labels);
     fwd_profile_unref(e->p);
     free(e);
 }
@@ -149,7 +151,13 @@ static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, siz
     for (size_t i = 0; i < n; i++) {
         struct fwd__qent *e = calloc(1, sizeof(*e));
 
-        if (!e) {
+        /* The spool keeps profiles as submitted: a replayed one is merged
+         * with the external labels here, once for its stay in memory. */
+        if (!e || fwd__labels_merge(&e->labels, &p[i]->labels, rm->ep->cfg.external_labels,
+                                    rm->ep->cfg.n_external_labels) < 0) {
+            if (e)
+                labels_done(&e->labels);
+            free(e);
             fwd__ep_drop(rm->ep, FWD_DROP_IO, 1, p[i]->len);
             fwd__spool_ack(rm->spool, tokens[i]);
             fwd_profile_unref(p[i]);
@@ -212,6 +220,7 @@ static void req_free(struct req *q)
 {
     free(q->e);
     free(q->ps);
+    free(q->ls);
     free(q->body);
     free(q->url);
     free(q);
@@ -451,12 +460,10 @@ static void send_req(struct remote *rm, struct req *q)
 static void enc_work(struct fwd__job *job)
 {
     struct req *q = container_of(job, struct req, job);
-    const struct cfg_remote *c = &q->rm->ep->cfg;
     uint8_t *gz;
     size_t gzlen;
 
-    q->enc_err = fwd__push_encode(q->ps, q->n, c->external_labels, c->n_external_labels, &q->body,
-                                  &q->body_len);
+    q->enc_err = fwd__push_encode(q->ps, q->ls, q->n, &q->body, &q->body_len);
     if (q->enc_err == 0 && q->gzip) {
         q->enc_err = fwd__gzip(q->body, q->body_len, 1, &gz, &gzlen);
         if (q->enc_err == 0) {
@@ -500,7 +507,8 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
     struct req *q = calloc(1, sizeof(*q));
     int r;
 
-    if (!q || !(q->e = malloc(n * sizeof(*q->e))) || !(q->ps = malloc(n * sizeof(*q->ps)))) {
+    if (!q || !(q->e = malloc(n * sizeof(*q->e))) || !(q->ps = malloc(n * sizeof(*q->ps))) ||
+        !(q->ls = malloc(n * sizeof(*q->ls)))) {
         if (q)
             req_free(q);
         for (size_t i = 0; i < n; i++)
@@ -511,16 +519,13 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
     q->n = n;
     q->bytes = bytes;
     memcpy(q->e, batch, n * sizeof(*batch));
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         q->ps[i] = batch[i]->p;
+        q->ls[i] = &batch[i]->labels;
+    }
     if (ep->cfg.protocol == CFG_PROTO_INGEST) {
-        struct labels merged = LABELS_INIT;
-
-        if (fwd__labels_merge(&merged, &batch[0]->p->labels, ep->cfg.external_labels,
-                              ep->cfg.n_external_labels) == 0)
-            q->url = fwd__ingest_url(ep->cfg.url, &merged, batch[0]->p->start_ns,
-                                     batch[0]->p->end_ns);
-        labels_done(&merged);
+        q->url = fwd__ingest_url(ep->cfg.url, &batch[0]->labels, batch[0]->p->start_ns,
+                                 batch[0]->p->end_ns);
         q->send = batch[0]->p->data;
         q->send_len = batch[0]->p->len;
         if (!q->url) {
@@ -799,23 +804,26 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
         fwd__ep_drop(ep, FWD_DROP_INVALID, 1, p->len);
         return;
     }
-    labels_done(&merged);
     series = fwd__series_hash(&p->labels);
     if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) ||
                       fwd__queue_full(&rm->q, &ep->cfg, p->len) ||
                       fwd__spool_series_count(rm->spool, series) > 0)) {
+        labels_done(&merged); /* the spool keeps the profile as submitted */
         to_spool(rm, p);
         return;
     }
     if (fwd__queue_full(&rm->q, &ep->cfg, p->len)) {
+        labels_done(&merged);
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
     e = calloc(1, sizeof(*e));
     if (!e) {
+        labels_done(&merged);
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
+    e->labels = merged; /* moved: merged once, sent as is */
     e->p = fwd_profile_ref(p);
     e->seq = rm->q.next_seq++;
     e->series = series;
