@@ -406,7 +406,7 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
     so.owner_ud = a->cluster;
     if (!(a->scrape = scrape_manager_new(&so, err, errlen)))
         return -EINVAL;
-    if (!targets_mode && !(a->fwd = fwd_new(a->loop, a->http))) {
+    if (!targets_mode && !(a->fwd = fwd_new(a->loop, a->http, a->work))) {
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }

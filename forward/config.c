@@ -1,11 +1,34 @@
 /* forward's settings: the libcyaml fields of `remote-write` endpoints and
- * of the spool, their defaults, and the checks made at load (the URL's
- * form, what it implies for the protocol and the name, backoff order,
- * auth). Const data and pure checks; any thread. */
+ * of the spool, their defaults (for keys left out, and for settings a
+ * caller left at zero), and the checks made at load (the URL's form, what it
+ * implies for the protocol and the name, backoff order, auth). Const data
+ * and pure functions; any thread. */
+#include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "forward/forward.h"
+#include "forward/internal.h"
+
+/* The defaults of the settings, in loaded form (milliseconds, bytes): the
+ * key tables below give them to a configuration file that leaves a key out,
+ * fwd__cfg_remote_defaults() and fwd__cfg_spool_defaults() to a setting left
+ * at zero. */
+#define DEF_REMOTE_TIMEOUT_MS 10000
+#define DEF_MIN_BACKOFF_MS 500
+#define DEF_MAX_BACKOFF_MS (5 * 60 * 1000)
+#define DEF_MAX_RETRIES 10
+#define DEF_BATCH_MAX_PROFILES 64
+#define DEF_BATCH_MAX_BYTES (4ull << 20)
+#define DEF_BATCH_MAX_WAIT_MS 1000
+#define DEF_QUEUE_MAX_PROFILES 10000
+#define DEF_QUEUE_MAX_BYTES (256ull << 20)
+#define DEF_MAX_INFLIGHT 4
+#define DEF_DIR_MAX_BYTES (1ull << 30)
+#define DEF_SPOOL_MAX_BYTES (1ull << 30)
+#define DEF_SPOOL_MAX_AGE_MS (24ull * 3600 * 1000)
+#define DEF_SPOOL_SEGMENT_BYTES (16ull << 20)
+#define DEF_SPOOL_FSYNC "batch"
 
 #define OPT CYAML_FLAG_OPTIONAL
 #define PTR CYAML_FLAG_POINTER
@@ -31,9 +54,9 @@ static const cyaml_schema_field_t batch_fields[] = {
     CYAML_FIELD_END,
 };
 static const struct conf_key batch_keys[] = {
-    { .key = "max-profiles", .def = "64" },
-    { .key = "max-bytes", .unit = CONF_UNIT_BYTES, .def = "4MiB" },
-    { .key = "max-wait", .unit = CONF_UNIT_DURATION, .def = "1s" },
+    CONF_KEY_NUM("max-profiles", CONF_UNIT_NONE, DEF_BATCH_MAX_PROFILES),
+    CONF_KEY_NUM("max-bytes", CONF_UNIT_BYTES, DEF_BATCH_MAX_BYTES),
+    CONF_KEY_NUM("max-wait", CONF_UNIT_DURATION, DEF_BATCH_MAX_WAIT_MS),
     { 0 },
 };
 static const struct conf_key *const batch_key_tables[] = { batch_keys, NULL };
@@ -49,8 +72,8 @@ static const cyaml_schema_field_t queue_fields[] = {
     CYAML_FIELD_END,
 };
 static const struct conf_key queue_keys[] = {
-    { .key = "max-profiles", .def = "10000" },
-    { .key = "max-bytes", .unit = CONF_UNIT_BYTES, .def = "256MiB" },
+    CONF_KEY_NUM("max-profiles", CONF_UNIT_NONE, DEF_QUEUE_MAX_PROFILES),
+    CONF_KEY_NUM("max-bytes", CONF_UNIT_BYTES, DEF_QUEUE_MAX_BYTES),
     { 0 },
 };
 static const struct conf_key *const queue_key_tables[] = { queue_keys, NULL };
@@ -94,15 +117,16 @@ static const char *const max_retries_aliases[] = { "max-backoff-retries", NULL }
 static const struct conf_key remote_keys[] = {
     { .key = "headers", .mapkind = CONF_MAP_KV },
     { .key = "external-labels", .mapkind = CONF_MAP_KV },
-    { .key = "remote-timeout", .unit = CONF_UNIT_DURATION, .def = "10s" },
-    { .key = "min-backoff", .unit = CONF_UNIT_DURATION, .def = "500ms",
-      .aliases = min_backoff_aliases },
-    { .key = "max-backoff", .unit = CONF_UNIT_DURATION, .def = "5m",
-      .aliases = max_backoff_aliases },
-    { .key = "max-retries", .def = "10", .aliases = max_retries_aliases },
-    { .key = "max-inflight", .def = "4" },
+    CONF_KEY_NUM("remote-timeout", CONF_UNIT_DURATION, DEF_REMOTE_TIMEOUT_MS),
+    { .key = "min-backoff", .unit = CONF_UNIT_DURATION, .has_num = true,
+      .num = DEF_MIN_BACKOFF_MS, .aliases = min_backoff_aliases },
+    { .key = "max-backoff", .unit = CONF_UNIT_DURATION, .has_num = true,
+      .num = DEF_MAX_BACKOFF_MS, .aliases = max_backoff_aliases },
+    { .key = "max-retries", .has_num = true, .num = DEF_MAX_RETRIES,
+      .aliases = max_retries_aliases },
+    CONF_KEY_NUM("max-inflight", CONF_UNIT_NONE, DEF_MAX_INFLIGHT),
     { .key = "retry-on-http-429", .def = "true" },
-    { .key = "max-dir-bytes", .unit = CONF_UNIT_BYTES, .def = "1GiB" },
+    CONF_KEY_NUM("max-dir-bytes", CONF_UNIT_BYTES, DEF_DIR_MAX_BYTES),
     { 0 },
 };
 static const struct conf_key *const remote_key_tables[] = { remote_keys, net_http_cfg_keys,
@@ -183,10 +207,10 @@ const cyaml_schema_field_t fwd__spool_fields[] = {
 };
 static const char *const fsyncs[] = { "always", "batch", "never", NULL };
 static const struct conf_key spool_keys[] = {
-    { .key = "max-bytes", .unit = CONF_UNIT_BYTES, .def = "1GiB" },
-    { .key = "max-age", .unit = CONF_UNIT_DURATION, .def = "24h" },
-    { .key = "segment-bytes", .unit = CONF_UNIT_BYTES, .def = "16MiB" },
-    { .key = "fsync", .def = "batch", .choices = fsyncs },
+    CONF_KEY_NUM("max-bytes", CONF_UNIT_BYTES, DEF_SPOOL_MAX_BYTES),
+    CONF_KEY_NUM("max-age", CONF_UNIT_DURATION, DEF_SPOOL_MAX_AGE_MS),
+    CONF_KEY_NUM("segment-bytes", CONF_UNIT_BYTES, DEF_SPOOL_SEGMENT_BYTES),
+    { .key = "fsync", .def = DEF_SPOOL_FSYNC, .choices = fsyncs },
     { 0 },
 };
 static const struct conf_key *const spool_key_tables[] = { spool_keys, NULL };
@@ -199,3 +223,42 @@ static const struct conf_section spool_section = {
 const struct conf_section *const fwd_cfg_sections[] = {
     &remote_section, &batch_section, &queue_section, &spool_section, NULL,
 };
+
+/* --- defaults of settings left at zero --------------------------------- */
+
+void fwd__cfg_remote_defaults(struct cfg_remote *c)
+{
+    if (!c->remote_timeout_ms)
+        c->remote_timeout_ms = DEF_REMOTE_TIMEOUT_MS;
+    if (!c->min_backoff_ms)
+        c->min_backoff_ms = DEF_MIN_BACKOFF_MS;
+    if (!c->max_backoff_ms)
+        c->max_backoff_ms = DEF_MAX_BACKOFF_MS;
+    if (c->max_backoff_ms < c->min_backoff_ms)
+        c->max_backoff_ms = c->min_backoff_ms;
+    if (!c->batch_max_profiles)
+        c->batch_max_profiles = DEF_BATCH_MAX_PROFILES;
+    if (!c->batch_max_bytes)
+        c->batch_max_bytes = DEF_BATCH_MAX_BYTES;
+    if (!c->queue_max_profiles)
+        c->queue_max_profiles = DEF_QUEUE_MAX_PROFILES;
+    if (!c->queue_max_bytes)
+        c->queue_max_bytes = DEF_QUEUE_MAX_BYTES;
+    if (!c->max_inflight)
+        c->max_inflight = DEF_MAX_INFLIGHT;
+    if (!c->dir_max_bytes)
+        c->dir_max_bytes = DEF_DIR_MAX_BYTES;
+}
+
+int fwd__cfg_spool_defaults(struct cfg_spool *s)
+{
+    if (!s->max_bytes)
+        s->max_bytes = DEF_SPOOL_MAX_BYTES;
+    if (!s->max_age_ms)
+        s->max_age_ms = DEF_SPOOL_MAX_AGE_MS;
+    if (!s->segment_bytes)
+        s->segment_bytes = DEF_SPOOL_SEGMENT_BYTES;
+    if (!s->fsync && !(s->fsync = strdup(DEF_SPOOL_FSYNC)))
+        return -ENOMEM;
+    return 0;
+}

@@ -6,8 +6,8 @@
  * labels. The directory is bounded by dir_max_bytes: the oldest profiles
  * are deleted first.
  *
- * Threading: writes, deletions and the start-up scan run in the libuv pool
- * (uv_queue_work); each job owns its input (a profile reference, strings)
+ * Threading: writes, deletions and the start-up scan run on the agent's
+ * work queue (fwd__job_submit); each job owns its input (a profile reference, strings)
  * and output. The index of files (oldest first) and every counter live on
  * the loop thread. At most max_inflight writes run at once; the rest wait in
  * a bounded queue, past which profiles are dropped and counted. */
@@ -23,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "common/clock.h"
 #include "common/fsutil.h"
 #include "forward/internal.h"
 
@@ -53,7 +54,7 @@ struct dir_sink {
 };
 
 struct write_job {
-    uv_work_t req;
+    struct fwd__job job;
     struct dir_sink *d;
     struct fwd_profile *p;
     char *root;
@@ -65,7 +66,7 @@ struct write_job {
 };
 
 struct delete_job {
-    uv_work_t req;
+    struct fwd__job job;
     struct dir_sink *d;
     char *root;
     char **rel;
@@ -73,7 +74,7 @@ struct delete_job {
 };
 
 struct scan_job {
-    uv_work_t req;
+    struct fwd__job job;
     struct dir_sink *d;
     char *root;
     struct dir_index out;
@@ -151,9 +152,9 @@ static char *sidecar_json(const struct fwd_profile *p, uint64_t ms)
     return s;
 }
 
-static void write_work(uv_work_t *req)
+static void write_work(struct fwd__job *job)
 {
-    struct write_job *j = container_of(req, struct write_job, req);
+    struct write_job *j = container_of(job, struct write_job, job);
     char dir[4096], name[128];
     char *json = NULL;
     int r;
@@ -190,9 +191,9 @@ out:
     free(json);
 }
 
-static void delete_work(uv_work_t *req)
+static void delete_work(struct fwd__job *job)
 {
-    struct delete_job *j = container_of(req, struct delete_job, req);
+    struct delete_job *j = container_of(job, struct delete_job, job);
     char path[4096];
 
     for (size_t i = 0; i < j->n; i++) {
@@ -211,9 +212,9 @@ static uint64_t file_size(const char *path)
 }
 
 /* Walks root/<svc>/<name>/ for <ms>-<id>.pb.gz and removes stale temps. */
-static void scan_work(uv_work_t *req)
+static void scan_work(struct fwd__job *job)
 {
-    struct scan_job *j = container_of(req, struct scan_job, req);
+    struct scan_job *j = container_of(job, struct scan_job, job);
     DIR *d1 = opendir(j->root), *d2, *d3;
     struct dirent *e1, *e2, *e3;
     char p2[4096], p3[4096], f[4096];
@@ -275,9 +276,9 @@ static void scan_work(uv_work_t *req)
 
 /* ------------------------------------------------------------- loop side */
 
-static void delete_done(uv_work_t *req, int status)
+static void delete_done(struct fwd__job *job)
 {
-    struct delete_job *j = container_of(req, struct delete_job, req);
+    struct delete_job *j = container_of(job, struct delete_job, job);
     struct dir_sink *d = j->d;
 
     for (size_t i = 0; i < j->n; i++)
@@ -325,7 +326,7 @@ static void enforce_cap(struct dir_sink *d)
         ep->st.files_deleted++;
     }
     ep->st.dir_bytes = d->total;
-    if (uv_queue_work(ep->loop, &j->req, delete_work, delete_done) < 0)
+    if (fwd__job_submit(ep->f, &j->job, 0, delete_work, delete_done) < 0)
         goto fail;
     d->jobs++;
     return;
@@ -339,14 +340,14 @@ fail:
     free(j);
 }
 
-static void write_done(uv_work_t *req, int status)
+static void write_done(struct fwd__job *job)
 {
-    struct write_job *j = container_of(req, struct write_job, req);
+    struct write_job *j = container_of(job, struct write_job, job);
     struct dir_sink *d = j->d;
     struct fwd_ep *ep = d->ep;
 
     d->jobs--;
-    if (status == 0 && j->err == 0) {
+    if (j->err == 0) {
         char *rel = NULL;
 
         ep->st.sent_profiles++;
@@ -362,7 +363,7 @@ static void write_done(uv_work_t *req, int status)
     } else {
         ep->st.failed_requests++;
         fwd__ep_drop(ep, FWD_DROP_IO, 1, j->p->len);
-        fwd__ep_error(ep, "%s", status ? uv_strerror(status) : j->msg);
+        fwd__ep_error(ep, "%s", j->msg);
     }
     fwd_profile_unref(j->p);
     free(j->root);
@@ -388,7 +389,7 @@ static void start_write(struct dir_sink *d, struct fwd_profile *p)
     }
     j->d = d;
     j->p = p; /* the pending reference moves to the job */
-    j->ms = fwd__wall_ms();
+    j->ms = clock_wall_ms();
     fwd__path_component(svc ? svc : "unspecified", j->svc, sizeof(j->svc));
     fwd__path_component(name ? name : "unknown", j->name, sizeof(j->name));
     snprintf(j->base, sizeof(j->base), "%" PRIu64 "-%s", j->ms, p->id);
@@ -398,7 +399,7 @@ static void start_write(struct dir_sink *d, struct fwd_profile *p)
             *c = '_';
     }
     ep->st.requests++;
-    r = uv_queue_work(ep->loop, &j->req, write_work, write_done);
+    r = fwd__job_submit(ep->f, &j->job, 0, write_work, write_done);
     if (r < 0) {
         fwd__ep_drop(ep, FWD_DROP_IO, 1, p->len);
         fwd__ep_error(ep, "queue write: %s", uv_strerror(r));
@@ -444,15 +445,15 @@ static void dir_submit(struct fwd_ep *ep, struct fwd_profile *p)
     pump(d);
 }
 
-static void scan_done(uv_work_t *req, int status)
+static void scan_done(struct fwd__job *job)
 {
-    struct scan_job *j = container_of(req, struct scan_job, req);
+    struct scan_job *j = container_of(job, struct scan_job, job);
     struct dir_sink *d = j->d;
     struct fwd_ep *ep = d->ep;
 
     d->jobs--;
     d->scanning = false;
-    if (status == 0 && j->err < 0)
+    if (j->err < 0)
         fwd__ep_error(ep, "scan %s: %s", d->root, strerror(-j->err));
     /* Files found at start are older than anything written since. */
     for (size_t i = d->idx.head; i < d->idx.n; i++) {
@@ -502,7 +503,7 @@ static int dir_start(struct fwd_ep *ep, char *err, size_t errlen)
     if (!d->pend || !j || !(j->root = strdup(d->root)))
         goto oom;
     j->d = d;
-    r = uv_queue_work(ep->loop, &j->req, scan_work, scan_done);
+    r = fwd__job_submit(ep->f, &j->job, 0, scan_work, scan_done);
     if (r < 0) {
         snprintf(err, errlen, "%s: queue scan: %s", ep->name, uv_strerror(r));
         free(j->root);

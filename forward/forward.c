@@ -2,8 +2,9 @@
  * (directory, or remote push / ingest) with its own queue. fwd_submit()
  * hands a profile to every endpoint, each taking its own reference, and
  * returns at once. This file also owns fwd_apply() (endpoints whose settings
- * are unchanged keep their queues), the Prometheus metrics and the two-phase
- * close.
+ * are unchanged keep their queues), the submission of every pool job to the
+ * agent's work queue (and again of those it cancels), the Prometheus
+ * metrics and the two-phase close.
  *
  * Threading: loop thread only. Ownership: the forwarder owns its endpoints;
  * an endpoint owns a deep copy of its config. Replaced endpoints are closed
@@ -16,11 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
+#include "common/workq.h"
 #include "forward/internal.h"
 
 struct fwd {
     uv_loop_t *loop;
     struct net_client *http;
+    struct workq *work;
+    /* Jobs the queue cancelled before they started, oldest first, and the
+     * timer that submits them again from a later loop turn. */
+    struct fwd__job *cancelled, **cancelled_tail;
+    uv_timer_t resubmit;
     struct fwd_ep *eps;     /* active endpoints, config order */
     struct fwd_ep *retired; /* being closed after a reload */
     void (*err_cb)(const char *endpoint, const char *msg, void *ud);
@@ -160,30 +168,6 @@ static void ep_free(struct fwd_ep *ep)
     free(ep);
 }
 
-static void fill_defaults(struct cfg_remote *c)
-{
-    if (!c->remote_timeout_ms)
-        c->remote_timeout_ms = 10000;
-    if (!c->min_backoff_ms)
-        c->min_backoff_ms = 500;
-    if (!c->max_backoff_ms)
-        c->max_backoff_ms = 300000;
-    if (c->max_backoff_ms < c->min_backoff_ms)
-        c->max_backoff_ms = c->min_backoff_ms;
-    if (!c->batch_max_profiles)
-        c->batch_max_profiles = 64;
-    if (!c->batch_max_bytes)
-        c->batch_max_bytes = 4u << 20;
-    if (!c->queue_max_profiles)
-        c->queue_max_profiles = 10000;
-    if (!c->queue_max_bytes)
-        c->queue_max_bytes = 256u << 20;
-    if (!c->max_inflight)
-        c->max_inflight = 4;
-    if (!c->dir_max_bytes)
-        c->dir_max_bytes = 1ull << 30;
-}
-
 static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
                              const struct cfg_spool *spool, const struct conf_kv *ext,
                              size_t n_ext, char *err, size_t errlen)
@@ -198,17 +182,13 @@ static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
     ep->loop = f->loop;
     if (remote_cfg_copy(&ep->cfg, rc, ext, n_ext) < 0)
         goto oom;
-    fill_defaults(&ep->cfg);
+    fwd__cfg_remote_defaults(&ep->cfg);
     ep->spool = *spool;
     ep->spool.dir = xstrdup(spool->dir);
-    ep->spool.fsync = xstrdup(spool->fsync ? spool->fsync : "batch");
-    if (!ep->spool.max_bytes)
-        ep->spool.max_bytes = 1ull << 30;
-    if (!ep->spool.max_age_ms)
-        ep->spool.max_age_ms = 24ull * 3600 * 1000;
-    if (!ep->spool.segment_bytes)
-        ep->spool.segment_bytes = 16u << 20;
-    if (ep->spool.fsync && strcmp(ep->spool.fsync, "always") && strcmp(ep->spool.fsync, "batch") &&
+    ep->spool.fsync = xstrdup(spool->fsync);
+    if ((spool->fsync && !ep->spool.fsync) || fwd__cfg_spool_defaults(&ep->spool) < 0)
+        goto oom;
+    if (strcmp(ep->spool.fsync, "always") && strcmp(ep->spool.fsync, "batch") &&
         strcmp(ep->spool.fsync, "never")) {
         snprintf(err, errlen, "spool fsync must be always, batch or never, not %s",
                  ep->spool.fsync);
@@ -238,7 +218,7 @@ void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(ep->last_error, sizeof(ep->last_error), fmt, ap);
     va_end(ap);
-    ep->last_error_ms = fwd__wall_ms();
+    ep->last_error_ms = clock_wall_ms();
     snprintf(ep->f->last_error, sizeof(ep->f->last_error), "%s: %s", ep->name, ep->last_error);
     if (ep->f->err_cb)
         ep->f->err_cb(ep->name, ep->last_error, ep->f->err_ud);
@@ -262,9 +242,92 @@ void fwd__ep_latency(struct fwd_ep *ep, uint64_t us)
     ep->st.lat_sum += s;
 }
 
+/* ------------------------------------------------------------------ jobs */
+
+#define RESUBMIT_RETRY_MS 100 /* after a resubmission the queue refused (OOM) */
+
+static void job_run(void *arg);
+static void job_after(void *arg, int status);
+
+static int job_queue(struct fwd *f, struct fwd__job *j)
+{
+    struct workq_stats st;
+    uint64_t cost = j->cost;
+
+    /* A job costlier than the whole budget would be refused: it claims the
+     * whole budget instead and so runs alone. */
+    workq_get_stats(f->work, &st);
+    if (st.max_cost && cost > st.max_cost)
+        cost = st.max_cost;
+    return workq_submit_cost(f->work, 0, cost, job_run, job_after, j);
+}
+
+static void job_run(void *arg)
+{
+    struct fwd__job *j = arg;
+
+    j->fn(j);
+}
+
+static void resubmit(uv_timer_t *t)
+{
+    struct fwd *f = container_of(t, struct fwd, resubmit);
+    struct fwd__job *j = f->cancelled, *left = NULL, **left_tail = &left;
+
+    f->cancelled = NULL;
+    f->cancelled_tail = &f->cancelled;
+    while (j) {
+        struct fwd__job *next = j->next;
+
+        j->next = NULL;
+        if (job_queue(f, j) < 0) {
+            *left_tail = j;
+            left_tail = &j->next;
+        }
+        j = next;
+    }
+    if (left) {
+        *left_tail = f->cancelled;
+        if (!f->cancelled)
+            f->cancelled_tail = left_tail;
+        f->cancelled = left;
+        uv_timer_start(&f->resubmit, resubmit, RESUBMIT_RETRY_MS, 0);
+    }
+}
+
+static void job_after(void *arg, int status)
+{
+    struct fwd__job *j = arg;
+    struct fwd *f = j->f;
+
+    if (status == 0) {
+        j->after(j);
+        return;
+    }
+    /* Cancelled before it started (UV_ECANCELED: the agent cancels the
+     * backlog when it begins to shut down). Not submitted again from here:
+     * workq_cancel_backlog() would cancel it again, for ever. */
+    j->next = NULL;
+    *f->cancelled_tail = j;
+    f->cancelled_tail = &j->next;
+    if (!uv_is_active((uv_handle_t *)&f->resubmit))
+        uv_timer_start(&f->resubmit, resubmit, 0, 0);
+}
+
+int fwd__job_submit(struct fwd *f, struct fwd__job *j, uint64_t cost,
+                    void (*fn)(struct fwd__job *j), void (*after)(struct fwd__job *j))
+{
+    j->f = f;
+    j->fn = fn;
+    j->after = after;
+    j->cost = cost;
+    j->next = NULL;
+    return job_queue(f, j);
+}
+
 /* ---------------------------------------------------------------- public */
 
-struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http)
+struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http, struct workq *work)
 {
     struct fwd *f = calloc(1, sizeof(*f));
 
@@ -272,6 +335,9 @@ struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http)
         return NULL;
     f->loop = loop;
     f->http = http;
+    f->work = work;
+    f->cancelled_tail = &f->cancelled;
+    uv_timer_init(loop, &f->resubmit);
     return f;
 }
 
@@ -410,14 +476,21 @@ void fwd_submit(struct fwd *f, struct fwd_profile *p)
         ep->ops->submit(ep, p);
 }
 
-static void finish_close(struct fwd *f)
+static void freed(uv_handle_t *h)
 {
+    struct fwd *f = container_of((uv_timer_t *)h, struct fwd, resubmit);
     void (*cb)(void *) = f->close_cb;
     void *ud = f->close_ud;
 
     free(f);
     if (cb)
         cb(ud);
+}
+
+/* Every endpoint has closed, so no job is left (each waits for its own). */
+static void finish_close(struct fwd *f)
+{
+    uv_close((uv_handle_t *)&f->resubmit, freed);
 }
 
 void fwd__ep_closed(struct fwd_ep *ep)
@@ -568,7 +641,7 @@ static void family(struct buf *out, const struct fwd *f, const struct family *m)
 void fwd_metrics(const struct fwd *f, struct buf *out)
 {
     const struct fwd_ep *ep;
-    uint64_t wall = fwd__wall_ms();
+    uint64_t wall = clock_wall_ms();
     char le[32];
 
     if (!f->eps)

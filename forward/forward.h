@@ -2,7 +2,8 @@
  * endpoint (Pyroscope push, legacy /ingest, or a local directory), each with
  * its own bounded queue, batching, retries and disk spool.
  *
- * Loop thread only; compression and disk work run in the libuv pool.
+ * Loop thread only; compression and disk work run on the agent's work
+ * queue (common/workq.h).
  * fwd_submit() never blocks and never waits for a push. */
 #ifndef PROFLET_FORWARD_H
 #define PROFLET_FORWARD_H
@@ -89,9 +90,14 @@ struct fwd_profile *fwd_profile_ref(struct fwd_profile *p);
 void fwd_profile_unref(struct fwd_profile *p);
 
 struct fwd;
+struct workq;
 
-/** Creates the forwarder. */
-struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http);
+/** Creates the forwarder. Its pool work (PushRequest encoding, gzip, the
+ * spool's and the directory sink's file jobs) goes through `work`, the
+ * agent's one bounded work queue (borrowed: it must outlive the forwarder).
+ * A job the queue cancels before it starts is submitted again, so nothing
+ * is lost. */
+struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http, struct workq *work);
 /** Makes the endpoints match `remotes` and `spool`, with the global
  * `external` labels under each endpoint's own (all borrowed during the
  * call). Endpoints whose settings did not change keep their queues.

@@ -99,6 +99,36 @@ struct fwd_ep {
     uint64_t last_error_ms;  /* wall clock of last_error, 0 if none */
 };
 
+/* Fills the settings an endpoint's config left at zero with their defaults
+ * (config.c): zero means the default for the timeout, backoffs, batch and
+ * queue caps, max-inflight and max-dir-bytes; max-wait, max-retries and
+ * retry-on-http-429 keep what they hold, zero meaning something there. */
+void fwd__cfg_remote_defaults(struct cfg_remote *c);
+/* The same for the spool; a NULL fsync becomes a malloc'd copy of the
+ * default. Returns 0 or -ENOMEM. */
+int fwd__cfg_spool_defaults(struct cfg_spool *s);
+
+/* A job of forward/ on the agent's work queue: embed one in each job
+ * struct (container_of gets the job back). `fn` runs on a pool thread and
+ * touches only its job; `after` runs on the loop thread, once, for a job
+ * that ran. A job the queue cancels before it starts is queued again from
+ * a later loop turn (forward's work must still be done: the encode of an
+ * accepted profile, a spool write), so `after` never sees a cancellation
+ * and the owner keeps counting the job as running until then. */
+struct fwd__job {
+    struct fwd *f;
+    void (*fn)(struct fwd__job *j);
+    void (*after)(struct fwd__job *j);
+    uint64_t cost;
+    struct fwd__job *next; /* in the forwarder's list of cancelled jobs */
+};
+
+/* Queues a job. `cost`: the bytes it will use at its peak (0: bounded by
+ * its owner); a cost over the queue's whole budget claims the whole budget.
+ * Returns 0, or -ENOMEM (then nothing runs). Never WORKQ_SKIPPABLE. */
+int fwd__job_submit(struct fwd *f, struct fwd__job *j, uint64_t cost,
+                    void (*fn)(struct fwd__job *j), void (*after)(struct fwd__job *j));
+
 /* Reports an endpoint error to the agent's callback and keeps it as the
  * last error. */
 void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -113,8 +143,6 @@ void fwd__ep_latency(struct fwd_ep *ep, uint64_t us);
  * `data`. Thread-safe (touches no shared state). */
 struct fwd_profile *fwd__profile_new_id(struct labels *labels, uint8_t *data, size_t len,
                                         int64_t start_ns, int64_t end_ns, const char *id);
-/* Wall-clock milliseconds since the epoch. */
-uint64_t fwd__wall_ms(void);
 /* Turns an untrusted string into one safe path component: no '/', no NUL or
  * control characters, no leading dot, never empty, at most `outlen - 1`
  * bytes (cut on a UTF-8 boundary). */
@@ -138,10 +166,11 @@ int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen);
 /* True if `s[0..n)` is valid UTF-8. */
 bool fwd__utf8_valid(const char *s, size_t n);
 
-/* Builds a PushRequest for `n` profiles (one series each, labels merged
- * with `ext` external labels, which win). Returns 0 and a malloc'd body. */
-int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_kv *ext,
-                     unsigned n_ext, uint8_t **out, size_t *out_len);
+/* Builds a PushRequest for `n` profiles, one series each, labelled
+ * `ls[i]` (the profile's labels already merged with the endpoint's
+ * external labels). Returns 0 and a malloc'd body. */
+int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *ls, size_t n,
+                     uint8_t **out, size_t *out_len);
 /* Merges external labels into a copy of `src`. */
 int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct conf_kv *ext,
                       unsigned n_ext);
@@ -186,6 +215,7 @@ bool fwd__status_retryable(long status);
 struct fwd__qent {
     struct fwd__qent *prev, *next;
     struct fwd_profile *p;
+    struct labels labels; /* p's merged with the external labels, once: what is sent */
     uint64_t seq;       /* submission order */
     uint64_t series;
     uint64_t token;     /* spool record, 0 if fresh */

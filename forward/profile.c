@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 
 #include "forward/internal.h"
 
@@ -86,14 +85,6 @@ void fwd_profile_unref(struct fwd_profile *p)
     labels_done(&p->labels);
     free(p->data);
     free(p);
-}
-
-uint64_t fwd__wall_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 void fwd__path_component(const char *in, char *out, size_t outlen)

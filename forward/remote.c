@@ -16,9 +16,9 @@
  * is resent (or split when not retryable); an outcome nobody reported
  * (timeout, reset) is resent one profile per request and counted.
  *
- * Threading: loop thread; PushRequest encoding and gzip run in the pool,
- * each job owning its output buffer and reading profiles whose references
- * its request's queue entries hold. Ownership: the sink owns its queue
+ * Threading: loop thread; PushRequest encoding and gzip run on the agent's
+ * work queue (fwd__job_submit), each job owning its output buffer and
+ * reading profiles whose references its request's queue entries hold. Ownership: the sink owns its queue
  * entries (each holding a profile reference) and its requests. */
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +41,7 @@ struct net_client *fwd__http(const struct fwd *f);
 struct remote;
 
 struct req {
-    uv_work_t work;
+    struct fwd__job job;
     struct remote *rm;
     struct net_request *nr;
     struct fwd__qent **e;
@@ -56,10 +56,11 @@ struct req {
     int enc_err;
     bool encoding;
     struct fwd_profile **ps; /* encode input (refs held by the entries) */
+    const struct labels **ls; /* their merged labels (the entries') */
 };
 
 struct secret_job {
-    uv_work_t work;
+    struct fwd__job job;
     struct remote *rm;
     char *pass_file, *bearer_file;
     char *pass, *bearer; /* out */
@@ -105,6 +106,7 @@ static void ent_free(struct remote *rm, struct fwd__qent *e, bool ack)
 {
     if (ack && e->token && rm->spool)
         fwd__spool_ack(rm->spool, e->token);
+    labels_done(&e->labels);
     fwd_profile_unref(e->p);
     free(e);
 }
@@ -149,7 +151,13 @@ static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, siz
     for (size_t i = 0; i < n; i++) {
         struct fwd__qent *e = calloc(1, sizeof(*e));
 
-        if (!e) {
+        /* The spool keeps profiles as submitted: a replayed one is merged
+         * with the external labels here, once for its stay in memory. */
+        if (!e || fwd__labels_merge(&e->labels, &p[i]->labels, rm->ep->cfg.external_labels,
+                                    rm->ep->cfg.n_external_labels) < 0) {
+            if (e)
+                labels_done(&e->labels);
+            free(e);
             fwd__ep_drop(rm->ep, FWD_DROP_IO, 1, p[i]->len);
             fwd__spool_ack(rm->spool, tokens[i]);
             fwd_profile_unref(p[i]);
@@ -212,6 +220,7 @@ static void req_free(struct req *q)
 {
     free(q->e);
     free(q->ps);
+    free(q->ls);
     free(q->body);
     free(q->url);
     free(q);
@@ -448,15 +457,13 @@ static void send_req(struct remote *rm, struct req *q)
     inflight_add(rm, q);
 }
 
-static void enc_work(uv_work_t *w)
+static void enc_work(struct fwd__job *job)
 {
-    struct req *q = container_of(w, struct req, work);
-    const struct cfg_remote *c = &q->rm->ep->cfg;
+    struct req *q = container_of(job, struct req, job);
     uint8_t *gz;
     size_t gzlen;
 
-    q->enc_err = fwd__push_encode(q->ps, q->n, c->external_labels, c->n_external_labels, &q->body,
-                                  &q->body_len);
+    q->enc_err = fwd__push_encode(q->ps, q->ls, q->n, &q->body, &q->body_len);
     if (q->enc_err == 0 && q->gzip) {
         q->enc_err = fwd__gzip(q->body, q->body_len, 1, &gz, &gzlen);
         if (q->enc_err == 0) {
@@ -469,9 +476,9 @@ static void enc_work(uv_work_t *w)
     q->send_len = q->body_len;
 }
 
-static void enc_done(uv_work_t *w, int status)
+static void enc_done(struct fwd__job *job)
 {
-    struct req *q = container_of(w, struct req, work);
+    struct req *q = container_of(job, struct req, job);
     struct remote *rm = q->rm;
 
     rm->jobs--;
@@ -481,7 +488,7 @@ static void enc_done(uv_work_t *w, int status)
         for (size_t i = 0; i < q->n; i++)
             fwd__queue_insert_sorted(&rm->q, q->e[i]);
         req_free(q);
-    } else if (status < 0 || q->enc_err < 0) {
+    } else if (q->enc_err < 0) {
         /* Out of memory: put everything back and retry later. */
         for (size_t i = 0; i < q->n; i++)
             requeue(rm, q->e[i], false);
@@ -500,7 +507,8 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
     struct req *q = calloc(1, sizeof(*q));
     int r;
 
-    if (!q || !(q->e = malloc(n * sizeof(*q->e))) || !(q->ps = malloc(n * sizeof(*q->ps)))) {
+    if (!q || !(q->e = malloc(n * sizeof(*q->e))) || !(q->ps = malloc(n * sizeof(*q->ps))) ||
+        !(q->ls = malloc(n * sizeof(*q->ls)))) {
         if (q)
             req_free(q);
         for (size_t i = 0; i < n; i++)
@@ -511,16 +519,13 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
     q->n = n;
     q->bytes = bytes;
     memcpy(q->e, batch, n * sizeof(*batch));
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         q->ps[i] = batch[i]->p;
+        q->ls[i] = &batch[i]->labels;
+    }
     if (ep->cfg.protocol == CFG_PROTO_INGEST) {
-        struct labels merged = LABELS_INIT;
-
-        if (fwd__labels_merge(&merged, &batch[0]->p->labels, ep->cfg.external_labels,
-                              ep->cfg.n_external_labels) == 0)
-            q->url = fwd__ingest_url(ep->cfg.url, &merged, batch[0]->p->start_ns,
-                                     batch[0]->p->end_ns);
-        labels_done(&merged);
+        q->url = fwd__ingest_url(ep->cfg.url, &batch[0]->labels, batch[0]->p->start_ns,
+                                 batch[0]->p->end_ns);
         q->send = batch[0]->p->data;
         q->send_len = batch[0]->p->len;
         if (!q->url) {
@@ -534,7 +539,8 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
     q->gzip = ep->cfg.gzip_request;
     q->encoding = true;
     inflight_add(rm, q); /* counts against the window; series busy */
-    r = uv_queue_work(ep->loop, &q->work, enc_work, enc_done);
+    /* Its peak memory is about the request body: the profiles' bytes. */
+    r = fwd__job_submit(ep->f, &q->job, bytes, enc_work, enc_done);
     if (r < 0) {
         inflight_remove(rm, q);
         for (size_t i = 0; i < n; i++)
@@ -636,9 +642,9 @@ static char *read_secret(const char *path)
     return strdup(buf);
 }
 
-static void secret_work(uv_work_t *w)
+static void secret_work(struct fwd__job *job)
 {
-    struct secret_job *j = container_of(w, struct secret_job, work);
+    struct secret_job *j = container_of(job, struct secret_job, job);
 
     if (j->pass_file)
         j->pass = read_secret(j->pass_file);
@@ -646,9 +652,9 @@ static void secret_work(uv_work_t *w)
         j->bearer = read_secret(j->bearer_file);
 }
 
-static void secret_done(uv_work_t *w, int status)
+static void secret_done(struct fwd__job *job)
 {
-    struct secret_job *j = container_of(w, struct secret_job, work);
+    struct secret_job *j = container_of(job, struct secret_job, job);
     struct remote *rm = j->rm;
 
     rm->jobs--;
@@ -677,7 +683,7 @@ static void refresh_secrets(struct remote *rm)
     j->rm = rm;
     j->pass_file = h->basic_auth ? h->basic_auth->password_file : NULL;
     j->bearer_file = h->bearer_token_file;
-    if (uv_queue_work(rm->ep->loop, &j->work, secret_work, secret_done) < 0) {
+    if (fwd__job_submit(rm->ep->f, &j->job, 0, secret_work, secret_done) < 0) {
         free(j);
         return;
     }
@@ -746,7 +752,7 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     if (c->http.basic_auth && c->http.basic_auth->password)
         rm->password = strdup(c->http.basic_auth->password);
     /* First read of secret files at start (config time); later re-reads run
-     * in the pool every 5 s so a rotated token is picked up. */
+     * on the work queue every 5 s so a rotated token is picked up. */
     if (c->http.bearer_token_file) {
         free(rm->bearer);
         rm->bearer = read_secret(c->http.bearer_token_file);
@@ -798,23 +804,26 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
         fwd__ep_drop(ep, FWD_DROP_INVALID, 1, p->len);
         return;
     }
-    labels_done(&merged);
     series = fwd__series_hash(&p->labels);
     if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) ||
                       fwd__queue_full(&rm->q, &ep->cfg, p->len) ||
                       fwd__spool_series_count(rm->spool, series) > 0)) {
+        labels_done(&merged); /* the spool keeps the profile as submitted */
         to_spool(rm, p);
         return;
     }
     if (fwd__queue_full(&rm->q, &ep->cfg, p->len)) {
+        labels_done(&merged);
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
     e = calloc(1, sizeof(*e));
     if (!e) {
+        labels_done(&merged);
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
+    e->labels = merged; /* moved: merged once, sent as is */
     e->p = fwd_profile_ref(p);
     e->seq = rm->q.next_seq++;
     e->series = series;
@@ -860,7 +869,7 @@ static void maybe_closed(struct remote *rm)
             struct req *q = rm->inflight[i];
 
             if (q->encoding && !q->nr) {
-                i++; /* a pool job cannot be cancelled once running */
+                i++; /* an encode job calls back, even if the queue cancels it */
                 continue;
             }
             net_request_cancel(q->nr);

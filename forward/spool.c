@@ -16,7 +16,9 @@
  * While writes fail, pending appends are capped by the endpoint's queue
  * limits (past them: dropped, io_error).
  *
- * Threading: loop thread; the jobs run in the pool and own their inputs
+ * Threading: loop thread; the jobs run on the agent's work queue
+ * (fwd__job_submit: a job cancelled before it starts is queued again, its
+ * busy flag staying set until it has run) and own their inputs
  * (paths, record lists, the pending records with their references) until
  * their done callback. Ownership: the spool holds a reference to every
  * pending profile; loaded profiles are handed to the caller. */
@@ -29,20 +31,21 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fsutil.h"
 #include "forward/internal.h"
 
 #define RETRY_MS 1000 /* after a failed write or load */
 
 struct write_job {
-    uv_work_t work;
+    struct fwd__job job;
     struct fwd__spool *s;
     uint64_t seg_id;
     struct fwd__seg_append a;
 };
 
 struct load_job {
-    uv_work_t work;
+    struct fwd__job job;
     struct fwd__spool *s;
     uint64_t seg_id;
     struct fwd__srec *recs; /* copied: appends may move the index's array */
@@ -50,7 +53,7 @@ struct load_job {
 };
 
 struct scan_job {
-    uv_work_t work;
+    struct fwd__job job;
     struct fwd__spool *s;
     char dir[4096];
     struct fwd__seg *segs;
@@ -62,7 +65,7 @@ struct scan_job {
 };
 
 struct cursor_job {
-    uv_work_t work;
+    struct fwd__job job;
     struct fwd__spool *s;
     char dir[4096];
     char text[64];
@@ -166,18 +169,18 @@ static void seg_delete(struct fwd__spool *s, size_t i, enum fwd__drop reason)
 
 /* ----- cursor: "<segment id hex> <number of its first undelivered record>" */
 
-static void cursor_work(uv_work_t *w)
+static void cursor_work(struct fwd__job *job)
 {
-    struct cursor_job *j = container_of(w, struct cursor_job, work);
+    struct cursor_job *j = container_of(job, struct cursor_job, job);
 
     /* A failed write leaves the previous cursor in place; the next cursor
      * update writes the whole state again, so there is nothing to retry. */
     (void)fsutil_write_atomic(j->dir, "cursor", j->text, strlen(j->text), j->sync);
 }
 
-static void cursor_done(uv_work_t *w, int status)
+static void cursor_done(struct fwd__job *job)
 {
-    struct cursor_job *j = container_of(w, struct cursor_job, work);
+    struct cursor_job *j = container_of(job, struct cursor_job, job);
     struct fwd__spool *s = j->s;
 
     free(j);
@@ -205,7 +208,7 @@ static void cursor_update(struct fwd__spool *s)
     snprintf(j->dir, sizeof(j->dir), "%s", s->dir);
     snprintf(j->text, sizeof(j->text), "%016" PRIx64 " %" PRIu64 "\n", seg, seq);
     j->sync = s->fsync_mode > 0;
-    if (uv_queue_work(s->ep->loop, &j->work, cursor_work, cursor_done) < 0) {
+    if (fwd__job_submit(s->ep->f, &j->job, 0, cursor_work, cursor_done) < 0) {
         free(j);
         return;
     }
@@ -220,7 +223,7 @@ static void cursor_update(struct fwd__spool *s)
 static void enforce_caps(struct fwd__spool *s, bool age)
 {
     const struct cfg_spool *c = &s->ep->spool;
-    uint64_t now = fwd__wall_ms(), total = s->pend_bytes + s->writing_bytes;
+    uint64_t now = clock_wall_ms(), total = s->pend_bytes + s->writing_bytes;
 
     for (size_t i = 0; i < s->idx.n_segs; i++)
         total += s->idx.segs[i].size;
@@ -238,9 +241,9 @@ static void enforce_caps(struct fwd__spool *s, bool age)
 
 /* ----- writing */
 
-static void write_work(uv_work_t *w)
+static void write_work(struct fwd__job *job)
 {
-    fwd__seg_append(&container_of(w, struct write_job, work)->a);
+    fwd__seg_append(&container_of(job, struct write_job, job)->a);
 }
 
 /* Puts records that were not written back at the head of the pending list
@@ -270,9 +273,9 @@ static void pend_unshift(struct fwd__spool *s, const struct fwd__pend *v, size_t
         s->pend_bytes += v[i].p->len;
 }
 
-static void write_done(uv_work_t *w, int status)
+static void write_done(struct fwd__job *job)
 {
-    struct write_job *j = container_of(w, struct write_job, work);
+    struct write_job *j = container_of(job, struct write_job, job);
     struct fwd__spool *s = j->s;
     struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
     struct fwd__srec rec = {.off = j->a.create ? FWD_SEG_HDR : j->a.off, .seq = j->a.seq};
@@ -360,7 +363,7 @@ static void kick(struct fwd__spool *s)
     j->a.fsync_mode = s->fsync_mode;
     j->a.n = n;
     memcpy(j->a.pend, s->pend, n * sizeof(*s->pend));
-    if (uv_queue_work(s->ep->loop, &j->work, write_work, write_done) < 0)
+    if (fwd__job_submit(s->ep->f, &j->job, 0, write_work, write_done) < 0)
         goto fail;
     s->writing_n = n;
     s->writing_bytes = 0;
@@ -404,7 +407,7 @@ void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
     pd = &s->pend[s->n_pend++];
     pd->p = fwd_profile_ref(p);
     pd->series = fwd__series_hash(&p->labels);
-    pd->wall_ms = fwd__wall_ms();
+    pd->wall_ms = clock_wall_ms();
     s->pend_bytes += p->len;
     fwd__smap_add(&s->idx.series, pd->series, 1);
     enforce_caps(s, false);
@@ -423,9 +426,9 @@ uint32_t fwd__spool_series_count(const struct fwd__spool *s, uint64_t series)
 
 /* ----- loading */
 
-static void load_work(uv_work_t *w)
+static void load_work(struct fwd__job *job)
 {
-    fwd__seg_load(&container_of(w, struct load_job, work)->l);
+    fwd__seg_load(&container_of(job, struct load_job, job)->l);
 }
 
 /* Removes the oldest segments once every record is delivered; the last
@@ -441,9 +444,9 @@ static void release(struct fwd__spool *s)
     stats(s);
 }
 
-static void load_done(uv_work_t *w, int status)
+static void load_done(struct fwd__job *job)
 {
-    struct load_job *j = container_of(w, struct load_job, work);
+    struct load_job *j = container_of(job, struct load_job, job);
     struct fwd__spool *s = j->s;
     struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
     uint64_t *tokens = calloc(j->l.n ? j->l.n : 1, sizeof(*tokens));
@@ -515,7 +518,7 @@ bool fwd__spool_load(struct fwd__spool *s, size_t max, uint64_t max_bytes)
     j->l.recs = j->recs;
     j->l.max = max;
     j->l.max_bytes = max_bytes ? max_bytes : UINT64_MAX;
-    if (uv_queue_work(s->ep->loop, &j->work, load_work, load_done) < 0) {
+    if (fwd__job_submit(s->ep->f, &j->job, 0, load_work, load_done) < 0) {
         free(j->recs);
         free(j);
         return false;
@@ -574,9 +577,9 @@ static bool scan_seg(struct scan_job *j, struct fwd__seg *g, const char *path)
     return true;
 }
 
-static void scan_work(uv_work_t *w)
+static void scan_work(struct fwd__job *job)
 {
-    struct scan_job *j = container_of(w, struct scan_job, work);
+    struct scan_job *j = container_of(job, struct scan_job, job);
     DIR *d = opendir(j->dir);
     struct dirent *e;
     char path[4200];
@@ -626,9 +629,9 @@ static void scan_work(uv_work_t *w)
     }
 }
 
-static void scan_done(uv_work_t *w, int status)
+static void scan_done(struct fwd__job *job)
 {
-    struct scan_job *j = container_of(w, struct scan_job, work);
+    struct scan_job *j = container_of(job, struct scan_job, job);
     struct fwd__spool *s = j->s;
 
     /* Segments first (older), then whatever was appended during the scan. */
@@ -695,7 +698,7 @@ int fwd__spool_open(struct fwd_ep *ep, const struct fwd__spool_ops_cb *cb, void 
         goto oom;
     j->s = s;
     snprintf(j->dir, sizeof(j->dir), "%s", s->dir);
-    r = uv_queue_work(ep->loop, &j->work, scan_work, scan_done);
+    r = fwd__job_submit(ep->f, &j->job, 0, scan_work, scan_done);
     if (r < 0) {
         free(j);
         snprintf(err, errlen, "%s: spool scan: %s", ep->name, uv_strerror(r));

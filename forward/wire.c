@@ -77,26 +77,19 @@ int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct
     return r;
 }
 
-int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_kv *ext,
-                     unsigned n_ext, uint8_t **out, size_t *out_len)
+int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *ls, size_t n,
+                     uint8_t **out, size_t *out_len)
 {
     Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;
     Push__V1__RawProfileSeries *series = NULL, **sp = NULL;
     Push__V1__RawSample *samples = NULL, **smp = NULL;
     Types__V1__LabelPair *pairs = NULL, **pp = NULL;
     size_t npairs = 0, k = 0;
-    struct labels *merged = NULL;
     uint8_t *buf = NULL;
     int r = -ENOMEM;
 
-    merged = calloc(n ? n : 1, sizeof(*merged));
-    if (!merged)
-        goto out;
-    for (size_t i = 0; i < n; i++) {
-        if (fwd__labels_merge(&merged[i], &p[i]->labels, ext, n_ext) < 0)
-            goto out;
-        npairs += merged[i].n;
-    }
+    for (size_t i = 0; i < n; i++)
+        npairs += ls[i]->n;
     series = calloc(n ? n : 1, sizeof(*series));
     sp = calloc(n ? n : 1, sizeof(*sp));
     samples = calloc(n ? n : 1, sizeof(*samples));
@@ -115,11 +108,11 @@ int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_k
         series[i].n_samples = 1;
         series[i].samples = &smp[i];
         series[i].labels = &pp[k];
-        series[i].n_labels = merged[i].n;
-        for (size_t j = 0; j < merged[i].n; j++, k++) {
+        series[i].n_labels = ls[i]->n;
+        for (size_t j = 0; j < ls[i]->n; j++, k++) {
             types__v1__label_pair__init(&pairs[k]);
-            pairs[k].name = (char *)merged[i].v[j].name;
-            pairs[k].value = (char *)merged[i].v[j].value;
+            pairs[k].name = (char *)ls[i]->v[j].name;
+            pairs[k].value = (char *)ls[i]->v[j].value;
             pp[k] = &pairs[k];
         }
         sp[i] = &series[i];
@@ -134,11 +127,6 @@ int fwd__push_encode(struct fwd_profile *const *p, size_t n, const struct conf_k
     *out = buf;
     r = 0;
 out:
-    if (merged) {
-        for (size_t i = 0; i < n; i++)
-            labels_done(&merged[i]);
-    }
-    free(merged);
     free(series);
     free(sp);
     free(samples);

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/workq.h"
 #include "forward/forward.h"
 #include "tcfg.h"
 #include "net/net.h"
@@ -38,6 +39,7 @@ static unsigned n_eps;
 static uv_loop_t loop;
 static struct net_client *http;
 static struct fwd *fwd;
+static struct workq *work;
 static uv_timer_t submit_timer, check_timer;
 static uv_signal_t sigterm;
 static double rate = 50;
@@ -329,7 +331,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "net_client_new: %s\n", err);
         return 2;
     }
-    fwd = fwd_new(&loop, http);
+    work = workq_new(&loop, 4, 1024);
+    fwd = work ? fwd_new(&loop, http, work) : NULL;
+    if (!fwd) {
+        fprintf(stderr, "fwd_new: out of memory\n");
+        return 2;
+    }
     fwd_set_error_cb(fwd, on_error, NULL);
     if (tcfg_apply(fwd, &cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "fwd_apply: %s\n", err);
@@ -346,6 +353,7 @@ int main(int argc, char **argv)
         done_submitting_ms = start_ms;
     uv_timer_start(&check_timer, on_check, 250, 250);
     uv_run(&loop, UV_RUN_DEFAULT);
+    workq_free(work);
     if (uv_loop_close(&loop) != 0) {
         fprintf(stderr, "fwd_driver: loop not closed cleanly\n");
         return 4;

@@ -10,6 +10,7 @@
 
 #include <json-c/json.h>
 
+#include "common/workq.h"
 #include "forward/forward.h"
 #include "tcfg.h"
 #include "forward/internal.h"
@@ -113,6 +114,7 @@ static char *slurp(const char *path, size_t *len)
 TEST(dir_writes_exact_bytes_and_labels)
 {
     uv_loop_t loop;
+    struct workq *wq;
     struct tcfg c;
     struct cfg_remote r;
     char url[300], err[256], sub[512], names[8][128], path[1024];
@@ -125,9 +127,10 @@ TEST(dir_writes_exact_bytes_and_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
+    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
-    f = fwd_new(&loop, NULL);
+    f = fwd_new(&loop, NULL, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     /* Hostile components: a slash, a leading dot, "..". */
     p = mkprof("team/app", "..", 1000, 1);
@@ -166,6 +169,7 @@ TEST(dir_writes_exact_bytes_and_labels)
     buf_done(&m);
     fwd_profile_unref(p);
     close_fwd(&loop, f);
+    workq_free(wq);
     ASSERT_EQ(uv_loop_close(&loop), 0);
     rm_rf(tmpdir);
 }
@@ -173,6 +177,7 @@ TEST(dir_writes_exact_bytes_and_labels)
 TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 {
     uv_loop_t loop;
+    struct workq *wq;
     struct tcfg c;
     struct cfg_remote r;
     char url[300], err[256], sub[512], names[64][128];
@@ -182,10 +187,11 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
+    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     snprintf(sub, sizeof(sub), "%s/svc/process_cpu", tmpdir);
     dir_cfg(&c, &r, url, 1ull << 30);
-    f = fwd_new(&loop, NULL);
+    f = fwd_new(&loop, NULL, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     for (int i = 0; i < 10; i++) {
         struct fwd_profile *p = mkprof("svc", "process_cpu", 4000, i);
@@ -214,7 +220,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
         one += (uint64_t)st.st_size;
     }
     dir_cfg(&c, &r, url, one * 4 + one / 2);
-    f = fwd_new(&loop, NULL);
+    f = fwd_new(&loop, NULL, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(count_files(sub, ".pb.gz", names, 64), 4);
@@ -253,6 +259,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
         buf_done(&m);
     }
     close_fwd(&loop, f);
+    workq_free(wq);
     ASSERT_EQ(uv_loop_close(&loop), 0);
     rm_rf(tmpdir);
 }
@@ -260,6 +267,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 TEST(dir_relative_url_and_reload_keeps_endpoint)
 {
     uv_loop_t loop;
+    struct workq *wq;
     struct tcfg c;
     struct cfg_remote r;
     char err[256], cwd[512], names[4][128];
@@ -270,8 +278,9 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
     ASSERT_EQ(chdir(tmpdir), 0);
     ASSERT_EQ(uv_loop_init(&loop), 0);
+    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
     dir_cfg(&c, &r, "file://./rel", 1 << 30);
-    f = fwd_new(&loop, NULL);
+    f = fwd_new(&loop, NULL, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0); /* unchanged: kept */
     p = mkprof("a", "memory", 10, 3);
@@ -285,8 +294,56 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_LT(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT(strstr(err, "file://") != NULL);
     close_fwd(&loop, f);
+    workq_free(wq);
     ASSERT_EQ(uv_loop_close(&loop), 0);
     ASSERT_EQ(chdir(cwd), 0);
+    rm_rf(tmpdir);
+}
+
+/* A write the work queue cancels before it starts (the agent's shutdown
+ * cancels the backlog) is still done: the file is written, nothing dropped. */
+TEST(dir_cancelled_write_is_done_later)
+{
+    uv_loop_t loop;
+    struct workq *wq;
+    struct tcfg c;
+    struct cfg_remote r;
+    char url[300], err[256], sub[512], names[4][128];
+    struct fwd *f;
+    struct fwd_profile *p;
+    struct buf m;
+    int blocker;
+
+    mktmp();
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    ASSERT_NOT_NULL(wq = workq_new(&loop, 1, 64));
+    snprintf(url, sizeof(url), "file://%s", tmpdir);
+    dir_cfg(&c, &r, url, 1 << 30);
+    f = fwd_new(&loop, NULL, wq);
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0); /* the start-up scan */
+    ASSERT_EQ(tblocker_start(wq, &blocker), 0);
+    p = mkprof("svc", "cpu", 100, 5);
+    fwd_submit(f, p);
+    fwd_profile_unref(p);
+    ASSERT_EQ(workq_pending(wq), 2);
+    workq_cancel_backlog(wq);
+    ASSERT_EQ(workq_pending(wq), 1); /* the write was cancelled */
+    tblocker_release();
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ASSERT_EQ(blocker, 1);
+    snprintf(sub, sizeof(sub), "%s/svc/cpu", tmpdir);
+    ASSERT_EQ(count_files(sub, ".pb.gz", names, 4), 1);
+    buf_init(&m, 1 << 20);
+    fwd_metrics(f, &m);
+    ASSERT(strstr(m.data, "proflet_remote_sent_profiles_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
+    ASSERT(strstr(m.data, "proflet_remote_requests_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
+    ASSERT(strstr(m.data, "proflet_remote_dropped_profiles_total{endpoint=\"local\",kind=\"dir\","
+                          "reason=\"io_error\"} 0\n"));
+    buf_done(&m);
+    close_fwd(&loop, f);
+    workq_free(wq);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
     rm_rf(tmpdir);
 }
 

@@ -15,8 +15,11 @@
 
 #include <xxhash.h>
 
+#include "common/clock.h"
+#include "common/workq.h"
 #include "forward/forward.h"
 #include "forward/internal.h"
+#include "tcfg.h"
 #include "test.h"
 
 #define NREC 12
@@ -97,7 +100,7 @@ static void seg_build(struct seg_bytes *sb, bool v1)
         size_t rl, l1;
 
         sb->p[i] = mk(i);
-        ASSERT_EQ(fwd__rec_encode(sb->p[i], fwd__wall_ms() + (uint64_t)i, (uint32_t)i, 1, &rec,
+        ASSERT_EQ(fwd__rec_encode(sb->p[i], clock_wall_ms() + (uint64_t)i, (uint32_t)i, 1, &rec,
                                   &rl),
                   0);
         if (v1) {
@@ -356,6 +359,7 @@ TEST(refused_append_is_rolled_back)
 struct loop_env {
     uv_loop_t loop;
     uv_timer_t tick; /* wakes the loop: every wait below is bounded */
+    struct workq *wq;
     struct fwd *f;
     struct fwd_ep ep;
     struct fwd__spool *s;
@@ -416,7 +420,8 @@ static void env_open(struct loop_env *e, char *dir)
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
     uv_timer_init(&e->loop, &e->tick);
     uv_timer_start(&e->tick, on_tick, 10, 10);
-    e->f = fwd_new(&e->loop, NULL);
+    ASSERT_NOT_NULL(e->wq = workq_new(&e->loop, 4, 64));
+    e->f = fwd_new(&e->loop, NULL, e->wq);
     e->ep.f = e->f;
     e->ep.loop = &e->loop;
     e->ep.name = (char *)"ep";
@@ -452,6 +457,7 @@ static void env_close(struct loop_env *e)
     fwd_close(e->f, 0, NULL, NULL);
     uv_close((uv_handle_t *)&e->tick, NULL);
     uv_run(&e->loop, UV_RUN_DEFAULT);
+    workq_free(e->wq);
     ASSERT_EQ(uv_loop_close(&e->loop), 0);
 }
 
@@ -573,6 +579,47 @@ TEST(records_being_written_are_counted)
     env_close(&e);
     fwd_profile_unref(p0);
     fwd_profile_unref(p1);
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
+    ASSERT_EQ(system(cmd), 0);
+}
+
+/* The agent cancels the work queue's backlog when it begins to shut down;
+ * a spool write cancelled so must still happen: the records are neither
+ * lost nor dropped, and the spool stays busy until they are on disk. */
+TEST(a_cancelled_write_is_done_later)
+{
+    char root[] = "/tmp/fwd-spooldir-XXXXXX", cmd[600];
+    struct loop_env e;
+    struct fwd_profile *p[4];
+    int blocker = 0;
+
+    ASSERT_NOT_NULL(mkdtemp(root));
+    env_open(&e, root);
+    workq_set_limits(e.wq, 1, 64);
+    ASSERT_EQ(tblocker_start(e.wq, &blocker), 0);
+    for (int i = 0; i < 4; i++) {
+        p[i] = mk(i);
+        fwd__spool_append(e.s, p[i]); /* the first starts an append job: queued */
+    }
+    ASSERT_EQ(workq_pending(e.wq), 2);
+    workq_cancel_backlog(e.wq);
+    ASSERT_EQ(workq_pending(e.wq), 1); /* the append job was cancelled */
+    ASSERT(fwd__spool_busy(e.s));
+    tblocker_release();
+    run_idle(&e);
+    ASSERT_EQ(blocker, 1);
+    ASSERT_U64_EQ(e.ep.st.dropped_profiles[FWD_DROP_IO], 0);
+    ASSERT_U64_EQ(e.ep.st.spool_written_profiles, 4);
+    env_load_all(&e);
+    ASSERT_EQ(e.n_got, 4);
+    for (size_t i = 0; i < e.n_got; i++)
+        ASSERT(same(e.got[i], p[i]));
+    for (size_t i = 0; i < e.n_got; i++)
+        fwd__spool_ack(e.s, e.tokens[i]);
+    run_idle(&e);
+    env_close(&e);
+    for (int i = 0; i < 4; i++)
+        fwd_profile_unref(p[i]);
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", root);
     ASSERT_EQ(system(cmd), 0);
 }

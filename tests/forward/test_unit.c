@@ -78,8 +78,12 @@ TEST(push_request_round_trips)
     uint8_t *body;
     size_t len;
     Push__V1__PushRequest *req;
+    struct labels merged[2] = {LABELS_INIT, LABELS_INIT};
+    const struct labels *ls[2] = {&merged[0], &merged[1]};
 
-    ASSERT_EQ(fwd__push_encode(p, 2, ext, 2, &body, &len), 0);
+    for (int i = 0; i < 2; i++)
+        ASSERT_EQ(fwd__labels_merge(&merged[i], &p[i]->labels, ext, 2), 0);
+    ASSERT_EQ(fwd__push_encode(p, ls, 2, &body, &len), 0);
     req = push__v1__push_request__unpack(NULL, len, body);
     ASSERT_NOT_NULL(req);
     ASSERT_EQ(req->n_series, 2);
@@ -95,6 +99,8 @@ TEST(push_request_round_trips)
     ASSERT_STR_EQ(req->series[0]->labels[2]->value, "prod");
     push__v1__push_request__free_unpacked(req, NULL);
     free(body);
+    labels_done(&merged[0]);
+    labels_done(&merged[1]);
     fwd_profile_unref(p[0]);
     fwd_profile_unref(p[1]);
 }
