@@ -380,6 +380,7 @@ struct rig {
     struct ticker tk;
     struct tsrv srv;
     struct net_client *http;
+    struct workq *wq;
     struct fwd *fwd;
     char url[64];
     int closed;
@@ -396,7 +397,8 @@ static void rig_start(struct rig *g, answer_fn answer)
     snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", g->srv.port);
     g->http = net_client_new(&g->loop, 0, err, sizeof(err));
     ASSERT_NOT_NULL(g->http);
-    g->fwd = fwd_new(&g->loop, g->http);
+    ASSERT_NOT_NULL(g->wq = workq_new(&g->loop, 4, 64));
+    g->fwd = fwd_new(&g->loop, g->http, g->wq);
     ASSERT_NOT_NULL(g->fwd);
 }
 
@@ -448,6 +450,7 @@ static void rig_close(struct rig *g)
     tsrv_close(&g->srv);
     ticker_stop(&g->tk);
     RUN_UNTIL(&g->loop, !uv_loop_alive(&g->loop), WAIT_MS);
+    workq_free(g->wq);
     ASSERT_EQ(g->srv.open_handles, 0);
     ASSERT_EQ(uv_loop_close(&g->loop), 0);
 }
