@@ -104,6 +104,8 @@ static const cyaml_schema_field_t remote_fields[] = {
     VIRTUAL_MAPPING("queue", struct cfg_remote, queue_fields),
     CYAML_FIELD_UINT("max-inflight", OPT, struct cfg_remote, max_inflight),
     CYAML_FIELD_UINT("max-dir-bytes", OPT, struct cfg_remote, dir_max_bytes),
+    CYAML_FIELD_SEQUENCE_COUNT("write-relabel-configs", OPT | PTR, struct cfg_remote,
+                               write_relabel, n_write_relabel, &relabel_cfg_entry, 0, UNL),
     CYAML_FIELD_END,
 };
 const cyaml_schema_value_t fwd_remote_cfg_entry = {
@@ -173,12 +175,35 @@ static int remote_post(struct conf_load *ld, struct conf_node *n)
     return net_http_cfg_check(ld, n, "remote-write");
 }
 
+/* The write rules compile (their own checks are the relabel module's);
+ * a bad rule is reported at its position. Compiled again, once, by each
+ * endpoint the forwarder builds. */
+static int remote_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
+{
+    const struct cfg_remote *r = obj;
+    struct conf_node *rules = conf_get(n, "write-relabel-configs");
+    char msg[512];
+
+    for (unsigned j = 0; j < r->n_write_relabel; j++) {
+        struct relabel_rules *one = NULL;
+        int rc = relabel_rules_new(&r->write_relabel[j], 1, RELABEL_SCHEME_UNSET, &one, msg,
+                                   sizeof(msg));
+
+        relabel_rules_free(one);
+        if (rc < 0)
+            return conf_fail(ld, conf_at(rules, j), "write relabel config %u of remote-write "
+                             "\"%s\": %s", j + 1, r->name ? r->name : "", msg);
+    }
+    return 0;
+}
+
 static const struct conf_section remote_section = {
     .name = "remote-write",
     .fields = remote_fields,
     .keys = remote_key_tables,
     .pre = net_http_cfg_pre,
     .post = remote_post,
+    .finish = remote_finish,
 };
 
 int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes)

@@ -429,6 +429,29 @@ static void pump(struct dir_sink *d)
     ep->st.queue_bytes = d->pend_bytes;
 }
 
+/* The profile as this endpoint writes it: with write rules, a copy under
+ * its final labels (same id), or NULL when a rule drops it (counted). */
+static struct fwd_profile *relabelled(struct fwd_ep *ep, struct fwd_profile *p)
+{
+    struct labels fin = LABELS_INIT;
+    uint8_t *data;
+    int kept;
+
+    if (!ep->write_rules)
+        return fwd_profile_ref(p);
+    if ((kept = fwd__labels_final(ep, &fin, &p->labels)) <= 0 || !(data = malloc(p->len))) {
+        labels_done(&fin);
+        fwd__ep_drop(ep, kept == 0 ? FWD_DROP_WRITE_RELABEL : FWD_DROP_IO, 1, p->len);
+        return NULL;
+    }
+    memcpy(data, p->data, p->len);
+    p = fwd__profile_new_id(&fin, data, p->len, p->start_ns, p->end_ns, p->id);
+    labels_done(&fin);
+    if (!p)
+        fwd__ep_drop(ep, FWD_DROP_IO, 1, 0);
+    return p;
+}
+
 static void dir_submit(struct fwd_ep *ep, struct fwd_profile *p)
 {
     struct dir_sink *d = ep->sink;
@@ -439,7 +462,9 @@ static void dir_submit(struct fwd_ep *ep, struct fwd_profile *p)
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
-    d->pend[(d->pend_head + d->pend_n) % d->pend_cap] = fwd_profile_ref(p);
+    if (!(p = relabelled(ep, p)))
+        return;
+    d->pend[(d->pend_head + d->pend_n) % d->pend_cap] = p;
     d->pend_n++;
     d->pend_bytes += p->len;
     pump(d);

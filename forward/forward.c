@@ -47,6 +47,7 @@ static const char *const drop_names[FWD_DROP__N] = {
     [FWD_DROP_QUEUE_FULL] = "queue_full",    [FWD_DROP_SPOOL_FULL] = "spool_full",
     [FWD_DROP_SPOOL_AGE] = "spool_age",      [FWD_DROP_SPOOL_CORRUPT] = "spool_corrupt",
     [FWD_DROP_IO] = "io_error",              [FWD_DROP_SHUTDOWN] = "shutdown",
+    [FWD_DROP_WRITE_RELABEL] = "write_relabel",
 };
 
 const double fwd__lat_bounds[FWD__LAT_N] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
@@ -108,6 +109,8 @@ static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
     unsigned n_ext = 0;
 
     *d = *s;
+    d->write_relabel = NULL; /* compiled into the endpoint's write_rules instead */
+    d->n_write_relabel = 0;
     d->name = xstrdup(s->name);
     d->url = xstrdup(s->url);
     d->headers = kv_dup(s->headers, s->n_headers);
@@ -163,6 +166,7 @@ static void ep_free(struct fwd_ep *ep)
         ep->ops->free(ep);
     remote_cfg_done(&ep->cfg);
     spool_cfg_done(&ep->spool);
+    relabel_rules_free(ep->write_rules);
     free(ep->name);
     free(ep->signature);
     free(ep);
@@ -200,9 +204,21 @@ static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
     } else {
         ep->name = strdup(rc->protocol == CFG_PROTO_DIR ? "dir" : rc->url ? rc->url : "remote");
     }
+    /* The rules count in the signature, though the copy does not keep
+     * them: the endpoint keeps them compiled. */
+    ep->cfg.write_relabel = rc->write_relabel;
+    ep->cfg.n_write_relabel = rc->n_write_relabel;
     ep->signature = signature(&ep->cfg, &ep->spool);
+    ep->cfg.write_relabel = NULL;
+    ep->cfg.n_write_relabel = 0;
     if (!ep->name || !ep->signature)
         goto oom;
+    if (rc->n_write_relabel &&
+        relabel_rules_new(rc->write_relabel, rc->n_write_relabel, RELABEL_SCHEME_UNSET,
+                          &ep->write_rules, err, errlen) < 0) {
+        ep_free(ep);
+        return NULL;
+    }
     ep->ops = rc->protocol == CFG_PROTO_DIR ? &fwd__dir_ops : &fwd__remote_ops;
     return ep;
 oom:

@@ -16,6 +16,7 @@
 #include "common/labels.h"
 #include "conf/conf.h"
 #include "net/net.h"
+#include "relabel/relabel.h"
 
 struct net_client;
 
@@ -48,6 +49,12 @@ struct cfg_remote {
     uint64_t queue_max_bytes;    /**< default 256 MiB */
     unsigned max_inflight;       /**< default 4 requests */
     uint64_t dir_max_bytes;      /**< directory sink cap, default 1 GiB */
+    /** write-relabel-configs (Prometheus' write_relabel_configs): rules over
+     * the labels a profile is sent with here, external labels included;
+     * a profile they drop is not sent to this endpoint (counted, reason
+     * write_relabel). */
+    struct relabel_cfg *write_relabel;
+    unsigned n_write_relabel;
 };
 
 /** The disk spool shared by the endpoints (`spool:`). */

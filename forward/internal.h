@@ -31,6 +31,7 @@ enum fwd__drop {
     FWD_DROP_SPOOL_CORRUPT,/* torn or corrupt spool records */
     FWD_DROP_IO,           /* disk write failed */
     FWD_DROP_SHUTDOWN,     /* still queued at close with nowhere to go */
+    FWD_DROP_WRITE_RELABEL,/* a write-relabel rule of the endpoint dropped it */
     FWD_DROP__N
 };
 
@@ -92,6 +93,7 @@ struct fwd_ep {
     char *signature;         /* config fingerprint: unchanged endpoints keep their queues */
     struct cfg_remote cfg;   /* deep copy */
     struct cfg_spool spool;  /* deep copy (dir NULL: no spool) */
+    struct relabel_rules *write_rules; /* cfg.write_relabel compiled; NULL: none */
     struct fwd__stats st;
     void *sink;              /* sink-private state */
     bool closing;
@@ -174,6 +176,10 @@ int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *l
 /* Merges external labels into a copy of `src`. */
 int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct conf_kv *ext,
                       unsigned n_ext);
+/* The labels endpoint `ep` sends `src` with, into `dst` (initialised):
+ * its external labels merged in, then its write-relabel rules. Returns 1,
+ * 0 when a rule dropped the profile (dst is then emptied), or -ENOMEM. */
+int fwd__labels_final(const struct fwd_ep *ep, struct labels *dst, const struct labels *src);
 /* gzip with libdeflate. Thread-safe. Returns 0 and a malloc'd buffer. */
 int fwd__gzip(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *out_len);
 

@@ -150,15 +150,15 @@ static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, siz
     rm->loading = false;
     for (size_t i = 0; i < n; i++) {
         struct fwd__qent *e = calloc(1, sizeof(*e));
+        int kept = e ? fwd__labels_final(rm->ep, &e->labels, &p[i]->labels) : -ENOMEM;
 
-        /* The spool keeps profiles as submitted: a replayed one is merged
-         * with the external labels here, once for its stay in memory. */
-        if (!e || fwd__labels_merge(&e->labels, &p[i]->labels, rm->ep->cfg.external_labels,
-                                    rm->ep->cfg.n_external_labels) < 0) {
-            if (e)
-                labels_done(&e->labels);
+        /* The spool keeps profiles as submitted: a replayed one gets its
+         * final labels here, once for its stay in memory (the rules of a
+         * later configuration may drop what an earlier one spooled). */
+        if (kept <= 0) {
             free(e);
-            fwd__ep_drop(rm->ep, FWD_DROP_IO, 1, p[i]->len);
+            fwd__ep_drop(rm->ep, kept == 0 ? FWD_DROP_WRITE_RELABEL : FWD_DROP_IO, 1,
+                         p[i]->len);
             fwd__spool_ack(rm->spool, tokens[i]);
             fwd_profile_unref(p[i]);
             continue;
@@ -795,11 +795,16 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
     uint64_t series;
     struct fwd__qent *e;
 
+    int kept;
+
     if (rm->closing)
         return;
-    if (fwd__labels_merge(&merged, &p->labels, ep->cfg.external_labels,
-                          ep->cfg.n_external_labels) < 0 ||
-        fwd__labels_validate(&merged, why, sizeof(why)) < 0) {
+    /* Decided here, before the spool: what the rules drop takes no disk. */
+    if ((kept = fwd__labels_final(ep, &merged, &p->labels)) == 0) {
+        fwd__ep_drop(ep, FWD_DROP_WRITE_RELABEL, 1, p->len);
+        return;
+    }
+    if (kept < 0 || fwd__labels_validate(&merged, why, sizeof(why)) < 0) {
         labels_done(&merged);
         fwd__ep_drop(ep, FWD_DROP_INVALID, 1, p->len);
         return;

@@ -77,6 +77,21 @@ int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct
     return r;
 }
 
+int fwd__labels_final(const struct fwd_ep *ep, struct labels *dst, const struct labels *src)
+{
+    int r = fwd__labels_merge(dst, src, ep->cfg.external_labels, ep->cfg.n_external_labels);
+
+    if (r == 0 && ep->write_rules)
+        r = relabel_apply(ep->write_rules, dst);
+    else if (r == 0)
+        r = 1;
+    if (r <= 0) {
+        labels_done(dst);
+        *dst = (struct labels)LABELS_INIT;
+    }
+    return r < 0 ? -ENOMEM : r;
+}
+
 int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *ls, size_t n,
                      uint8_t **out, size_t *out_len)
 {

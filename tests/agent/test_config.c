@@ -749,6 +749,23 @@ TEST(profile_filters)
            "missing closing ): `^(?s:span_(id)$`");
 }
 
+TEST(write_relabel_configs)
+{
+    struct cfg *c = LOAD_OK("remote-write:\n  - url: http://127.0.0.1:4040\n"
+                            "    write-relabel-configs:\n"
+                            "      - {source-labels: [__name__], regex: memory, action: drop}\n"
+                            "      - {action: labeldrop, regex: cluster}\n");
+
+    ASSERT_EQ(c->n_remote, 1);
+    ASSERT_EQ(c->remote[0].n_write_relabel, 2);
+    ASSERT_STR_EQ(c->remote[0].write_relabel[0].regex, "memory");
+    cfg_free(c);
+    ERR_IS("remote-write:\n  - url: http://127.0.0.1:4040\n    write-relabel-configs:\n"
+           "      - {source-labels: [a], action: hashmod, target-label: b}\n",
+           "t.yaml:4:9: write relabel config 1 of remote-write \"127.0.0.1:4040\": relabel "
+           "configuration for hashmod requires non-zero modulus");
+}
+
 /* The web UI's view of the configuration: everything as loaded, no secret. */
 TEST(dump_hides_secrets)
 {
