@@ -180,8 +180,6 @@ int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct
  * its external labels merged in, then its write-relabel rules. Returns 1,
  * 0 when a rule dropped the profile (dst is then emptied), or -ENOMEM. */
 int fwd__labels_final(const struct fwd_ep *ep, struct labels *dst, const struct labels *src);
-/* gzip with libdeflate. Thread-safe. Returns 0 and a malloc'd buffer. */
-int fwd__gzip(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *out_len);
 
 /* Builds the push URL: url without trailing '/' + "/push.v1.PusherService/Push". */
 char *fwd__push_url(const char *base);

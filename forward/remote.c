@@ -32,6 +32,7 @@
 
 #include "forward/internal.h"
 #include "net/net.h"
+#include "pprof/pprof.h"
 
 struct net_client *fwd__http(const struct fwd *f);
 
@@ -465,7 +466,7 @@ static void enc_work(struct fwd__job *job)
 
     q->enc_err = fwd__push_encode(q->ps, q->ls, q->n, &q->body, &q->body_len);
     if (q->enc_err == 0 && q->gzip) {
-        q->enc_err = fwd__gzip(q->body, q->body_len, 1, &gz, &gzlen);
+        q->enc_err = pprof_gzip(q->body, q->body_len, 1, &gz, &gzlen);
         if (q->enc_err == 0) {
             free(q->body);
             q->body = gz;

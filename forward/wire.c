@@ -1,9 +1,9 @@
 /* Wire helpers for the remote sinks: label validation against the server's
- * limits, PushRequest encoding (protobuf-c), gzip (libdeflate), the push and
- * /ingest URLs, and the classification of a response into what to do with
+ * limits, the final labels of a profile (external labels, write rules),
+ * PushRequest encoding (protobuf-c), the push and /ingest URLs, and the classification of a response into what to do with
  * each profile of the request.
  *
- * Pure functions: no loop, no globals. fwd__gzip() and fwd__push_encode()
+ * Pure functions: no loop, no globals. fwd__push_encode()
  * may run in the pool; fwd__classify() parses untrusted bytes and is fuzzed. */
 #include <ctype.h>
 #include <errno.h>
@@ -13,7 +13,6 @@
 #include <string.h>
 
 #include <json-c/json.h>
-#include <libdeflate.h>
 
 #include "common/utf8.h"
 #include "forward/internal.h"
@@ -149,31 +148,6 @@ out:
     free(pairs);
     free(pp);
     return r;
-}
-
-int fwd__gzip(const uint8_t *in, size_t n, int level, uint8_t **out, size_t *out_len)
-{
-    struct libdeflate_compressor *c = libdeflate_alloc_compressor(level);
-    size_t bound, got;
-    uint8_t *buf;
-
-    if (!c)
-        return -ENOMEM;
-    bound = libdeflate_gzip_compress_bound(c, n);
-    buf = malloc(bound);
-    if (!buf) {
-        libdeflate_free_compressor(c);
-        return -ENOMEM;
-    }
-    got = libdeflate_gzip_compress(c, in, n, buf, bound);
-    libdeflate_free_compressor(c);
-    if (got == 0) {
-        free(buf);
-        return -EIO;
-    }
-    *out = buf;
-    *out_len = got;
-    return 0;
 }
 
 char *fwd__push_url(const char *base)

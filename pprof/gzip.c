@@ -155,26 +155,11 @@ static int gzip_with(struct libdeflate_compressor *c, const uint8_t *in, size_t 
     return 0;
 }
 
-int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
-{
-    struct libdeflate_compressor *c;
-    int rc;
-
-    *out = NULL;
-    *out_len = 0;
-    if (level < 0 || level > 12)
-        return -EINVAL;
-    c = libdeflate_alloc_compressor(level);
-    if (!c)
-        return -ENOMEM;
-    rc = gzip_with(c, in, in_len, out, out_len);
-    libdeflate_free_compressor(c);
-    return rc;
-}
-
+/* The thread's cached compressor: one per worker thread for every gzip
+ * of proflet (deltas, push bodies), not one allocation per call. */
 int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
 {
-    return pprof__gzip(in, in_len, level, out, out_len);
+    return pprof__gzip_cached(in, in_len, level, out, out_len);
 }
 
 /* pprof_gunzip() into the thread's scratch buffer, with the thread's cached

@@ -166,7 +166,9 @@ int pprof_validate(const uint8_t *in, size_t in_len, const struct pprof_limits *
 size_t pprof_delta_keys(const struct pprof_delta *d);
 
 /** Gzips `in` (borrowed) at libdeflate level 1..12 into a malloc'd buffer
- * that the caller frees. Returns 0, -EINVAL for a bad level, or -ENOMEM. */
+ * that the caller frees, with the calling thread's cached compressor (one
+ * per thread, kept between calls). Returns 0, -EINVAL for a bad level, or
+ * -ENOMEM. Any thread. */
 int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
 
 /** One frame of a flame graph: a function called from its parent's. */

@@ -223,10 +223,6 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
                                const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
                                char *err, size_t errlen, struct pprof__phase_ns *ph);
 
-/** Gzips `in` at libdeflate `level` (1..12) into a malloc'd buffer. Returns
- * 0, -EINVAL for a bad level, or -ENOMEM. */
-int pprof__gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
-
 /* An entry's key and index, as the delta's sort moves them. */
 struct pprof__keyed {
     uint64_t key;
