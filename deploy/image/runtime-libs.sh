@@ -59,8 +59,11 @@ fi
 while read -r p; do
   [ -n "$p" ] && libs+=("$p")
 done < <(awk '/=>/ { if ($3 ~ /^\//) print $3; next } $1 ~ /^\// { print $1 }' <<<"$ldd_out")
-# glibc loads libgcc_s on demand (thread cancellation unwinding).
-gcc_s=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64|libgcc_s\.so\.1 .*AArch64/ { print $NF; exit }')
+# glibc loads libgcc_s on demand (thread cancellation unwinding). awk reads
+# to the end: an early exit would kill ldconfig with SIGPIPE, which
+# pipefail turns into a silent exit of this script.
+gcc_s=$(ldconfig -p | awk '/libgcc_s\.so\.1 .*x86-64|libgcc_s\.so\.1 .*AArch64/ && !found { found = $NF }
+                          END { if (found) print found }')
 [ -n "$gcc_s" ] && libs+=("$gcc_s")
 
 files=()
