@@ -383,11 +383,17 @@ def s_disk_cap():
     # the newest are delivered, the dropped ones are the oldest
     assert sub[-1][0] in got and sub[-50][0] in got
     seqs_missing = [s for i, _, s in sub if i not in got]
-    seqs_got = [s for i, _, s in sub if i in got]
-    # The dropped ones are one run, the oldest of the spool: no profile among
-    # them arrived (those that went out before the outage may precede them).
+    # The dropped ones are the oldest of the spool: one run of submissions,
+    # but for what was in memory when the outage began. Those (one request
+    # window at most: the default 64 per batch x 4 in flight) failed and
+    # went to the spool after profiles submitted later, so a few of them
+    # may be delivered from inside the run, only at its start.
     missing = sorted(seqs_missing)
-    assert missing == list(range(missing[0], missing[-1] + 1)), "dropped profiles are not one run"
+    holes = sorted(set(range(missing[0], missing[-1] + 1)) - set(missing))
+    window = 64 * 4
+    assert len(holes) <= window and all(h < missing[0] + window for h in holes), \
+        "dropped profiles are not the oldest: %d..%d with %s delivered inside" % (
+            missing[0], missing[-1], holes[:10])
     check_exactly_once([i for i, _, _ in sub], acc, allow_missing=set(i for i, _, _ in sub
                                                                      if i not in got))
 
