@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -48,6 +49,18 @@ class Receiver:
 
     def accepted(self):
         return self.ctl("/accepted")["profiles"]
+
+    def go_down(self, seconds):
+        """Stops listening for `seconds`. Meanwhile the port stays bound:
+        otherwise another test's receiver may be given it and accept, in
+        this one's place, what the forwarder sends."""
+        self.ctl("/faults", {"down_for": seconds})
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", self.port))
+            except OSError:
+                return
+        raise AssertionError("the receiver let its port go while down")
 
 
 def driver(eps, *args, wait=True, timeout=170, tag="d"):
@@ -284,11 +297,7 @@ def s_two_endpoints():
     """One endpoint dead (nothing listens), the other receives everything on
     time and submission stays on schedule."""
     r = Receiver()
-    import socket
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    dead = s.getsockname()[1]
-    s.close()
+    dead = lib.free_port()
     t0 = time.time()
     p, ids, m = driver(["name=live,url=%s" % r.url, "name=dead,url=http://127.0.0.1:%d" % dead],
                        "--count", 200, "--rate", 50, "--linger-s", 2, "--spool",
@@ -322,7 +331,7 @@ def s_outage():
                        "--max-backoff-ms", 2000, "--linger-s", 60, wait=False)
     # Let healthy traffic flow first, so the outage cuts a running stream.
     lib.wait_for("deliveries before the outage", lambda: len(r.accepted()) >= 50, timeout=30)
-    r.ctl("/faults", {"down_for": 60})
+    r.go_down(60)
     rc = p.wait(timeout=200)
     assert rc == 0, rc
     sub = [i for i, _, _ in read_ids(ids)]
@@ -337,7 +346,7 @@ def s_sigkill():
     """SIGKILL during an outage, restart: every spooled profile is delivered."""
     r = Receiver()
     spool = os.path.join(TMP, "spool")
-    r.ctl("/faults", {"down_for": 12})
+    r.go_down(12)
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 150, "--rate", 50,
                        "--spool", spool, "--linger-s", 60, wait=False)
     lib.wait_for("submission", lambda: len(read_ids(ids)) >= 150, timeout=20)
@@ -368,7 +377,7 @@ def s_disk_cap():
     delivered."""
     r = Receiver()
     spool = os.path.join(TMP, "spool")
-    r.ctl("/faults", {"down_for": 8})
+    r.go_down(8)
     # random bytes do not compress: 600 x 4 KiB ~ 2.4 MB against a 600 KB cap
     rc, ids, m = driver(["name=a,url=%s" % r.url], "--count", 600, "--rate", 200, "--size", 4096,
                         "--spool", spool, "--spool-max-bytes", 600000, "--segment-bytes", 65536,
@@ -405,7 +414,7 @@ def s_disk_full():
     order, with nothing counted as corrupt or lost."""
     r = Receiver()
     spool = os.path.join(mount_tmpfs("fs", "2m"), "spool")
-    r.ctl("/faults", {"down_for": 15})
+    r.go_down(15)
     # 900 incompressible 4 KiB profiles (~3.8 MB) against 2 MB of disk.
     # Retries without end (max-retries 0): on a slow (sanitizer) build ten
     # retries can run out inside the outage, and this scenario is about the
@@ -436,7 +445,7 @@ def s_disk_full_restart():
     spool = os.path.join(fs, "spool")
     with open(os.path.join(fs, "ballast"), "wb") as f:
         f.write(os.urandom(1 << 20))
-    r.ctl("/faults", {"down_for": 600})
+    r.go_down(600)
     # 400 x 4 KiB: more than the 1 MB left, less than the 2 MB without ballast.
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 400, "--rate", 100, "--size", 4096,
                        "--spool", spool, "--linger-s", 120, wait=False)
@@ -464,7 +473,7 @@ def s_corrupt():
     segment, before and after them, is delivered."""
     r = Receiver()
     spool = os.path.join(TMP, "spool")
-    r.ctl("/faults", {"down_for": 600})
+    r.go_down(600)
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 500, "--rate", 250, "--size", 1024,
                        "--spool", spool, "--linger-s", 60, wait=False)
     lib.wait_for("spool writes", lambda: os.path.exists(m) and

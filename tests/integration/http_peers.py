@@ -15,7 +15,7 @@ import threading
 import time
 import urllib.parse
 
-from lib import TestFailure, wait_for
+from lib import TestFailure, free_port, wait_for
 from badtarget import PPROF
 
 
@@ -170,9 +170,7 @@ def tinyproxy(tmp, procs, basic_auth=None):
     binary = shutil.which("tinyproxy") or "/usr/bin/tinyproxy"
     if not os.path.exists(binary):
         raise TestFailure("tinyproxy is not installed (scripts/install-deps.sh installs it)")
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     conf = os.path.join(tmp, f"tinyproxy-{port}.conf")
     with open(conf, "w") as f:
         f.write(f"Port {port}\nListen 127.0.0.1\nTimeout 30\nMaxClients 20\n"

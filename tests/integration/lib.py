@@ -63,10 +63,33 @@ def wait_for(what, fn, timeout=30.0, interval=0.05):
     raise TestFailure(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def hold_port(port=0):
+    """Binds 127.0.0.1:port (0: any free port) without listening. While the
+    socket is open, connecting to the port is refused, and the kernel hands
+    the port to nobody else (bind(0) skips it, and so does a connection's
+    source port). A server that sets SO_REUSEADDR (libuv, Go, Python's
+    HTTPServer, nghttpx) can still bind and listen on it meanwhile. Returns
+    the socket; closing it lets the port go."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        s.bind(("127.0.0.1", port))
+    except OSError:
+        s.close()
+        raise
+    return s
+
+
+_HELD_PORTS = []
+
+
 def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A port for this test alone: held (see hold_port) until the process
+    exits, so that no other test running beside it can take it, whether it
+    is meant for a server of ours or as a port where nothing answers."""
+    s = hold_port()
+    _HELD_PORTS.append(s)
+    return s.getsockname()[1]
 
 
 def go_build(pkg_dir, out):

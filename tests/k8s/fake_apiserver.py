@@ -63,6 +63,9 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402
+
 KINDS = {"pods": "Pod", "nodes": "Node", "namespaces": "Namespace"}
 
 
@@ -652,15 +655,18 @@ def restart(down_ms):
         C.lock.notify_all()
     srv.shutdown()
     srv.server_close()
+    port = srv.server_address[1]
+    # Held while down: refused, and given to no other test's server.
+    held = lib.hold_port(port)
     srv.drop_all()
     time.sleep(down_ms / 1000.0)
-    port = srv.server_address[1]
     for _ in range(200):
         try:
             new = ApiServer(("127.0.0.1", port), Api, srv.tls)
             break
         except OSError:
             time.sleep(0.05)
+    held.close()  # listening again
     SERVER["api"] = new
     threading.Thread(target=new.serve_forever, daemon=True).start()
 

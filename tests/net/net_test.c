@@ -207,7 +207,7 @@ int unused_port(void)
     if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
         getsockname(fd, (struct sockaddr *)&a, &len) == 0)
         port = ntohs(a.sin_port);
-    if (fd >= 0)
+    if (port < 0 && fd >= 0)
         close(fd);
-    return port;
+    return port; /* fd stays open: it holds the port (see net_test.h) */
 }

@@ -36,7 +36,9 @@ int make_certs(char *dir, size_t dirlen);
 /** Removes a directory made by make_certs. */
 void remove_dir(const char *dir);
 
-/** A TCP port on 127.0.0.1 that nothing listens on (bound, then closed). */
+/** A TCP port on 127.0.0.1 that nothing listens on: bound and never
+ * listened on, and kept so until the process exits, so that connections to
+ * it are refused and no other process is given it meanwhile. */
 int unused_port(void);
 
 #endif

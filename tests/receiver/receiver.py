@@ -42,6 +42,9 @@ import time
 import urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "integration"))
+import lib  # noqa: E402
+
 LOCK = threading.Lock()
 STATE = {"profiles": [], "requests": 0, "seen": [], "bytes": 0}
 FAULTS = {}
@@ -235,6 +238,7 @@ class Front:
         self.port = port
         self.srv = None
         self.tls = tls
+        self.held = None
         self.up()
 
     def up(self):
@@ -247,6 +251,9 @@ class Front:
             except OSError:
                 time.sleep(0.05)
         self.port = self.srv.server_address[1]
+        if self.held:
+            self.held.close()  # listening again: the placeholder can go
+            self.held = None
         if self.tls:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
             ctx.load_cert_chain(*self.tls)
@@ -258,6 +265,9 @@ class Front:
         Push.down = True
         srv.shutdown()
         srv.server_close()
+        # Down, the port stays ours: connections are refused, and no other
+        # test's server can be given it meanwhile and answer in our place.
+        self.held = lib.hold_port(self.port)
 
         def later():
             time.sleep(seconds)

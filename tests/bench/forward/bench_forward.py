@@ -10,11 +10,13 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "integration"))
+import lib  # noqa: E402
 
 DRIVER, RECEIVER, PROTO = sys.argv[1:4]
 N, SIZE = 2000, 100 * 1024
@@ -55,10 +57,7 @@ try:
           "(%.0f us/profile) rc=%d" % (N, SIZE // 1024, wall, N / wall, mb / wall, cpu,
                                         cpu / N * 1e6, rc))
     # spool write: nothing listens
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    dead = s.getsockname()[1]
-    s.close()
+    dead = lib.free_port()
     spool = os.path.join(TMP, "spool")
     m = os.path.join(TMP, "m2")
     p = subprocess.Popen([DRIVER, "--ep", "name=a,url=http://127.0.0.1:%d" % dead,
