@@ -19,7 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 /* protobuf-c structs take at most this many bytes per input byte (an empty
  * Sample is 2 bytes on the wire and about 72 bytes unpacked). */

@@ -51,7 +51,7 @@
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 /* Buckets past this size are sorted with qsort(): keys are hashes, so
  * buckets hold one or two keys, but a profile crafted to put many keys in

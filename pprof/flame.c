@@ -13,7 +13,7 @@
 #include <string.h>
 
 #include "common/hashmap.h"
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 #define NONE UINT32_MAX
 

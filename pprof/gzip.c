@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 #define GUNZIP_MAX_RATIO 64
 #define GUNZIP_MIN_GUESS 4096

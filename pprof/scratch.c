@@ -24,7 +24,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 struct scratch {
     void *buf[PPROF__S_COUNT];

@@ -1,5 +1,5 @@
 /* Unit tests of pprof/: capped gunzip, the protobuf-c decoder, and every
- * delta rule of DESIGN.md "Deltas". Profiles are built with protobuf-c
+ * delta rule of docs/design.md "Deltas". Profiles are built with protobuf-c
  * (tprof.c) and outputs are read back with protobuf-c and matched by content
  * (addresses or function/file/line, sorted labels), never by id, so the
  * tests do not share code paths with the wire scanner they check. Expected
@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "pprof/pprof.h"
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 #include "test.h"
 #include "tprof.h"
 
@@ -1701,7 +1701,7 @@ TEST(randomized_against_reference_model)
             model_of(in, len, &cur);
             free(in);
 
-            /* The model of DESIGN.md "Deltas": matched keys that went down
+            /* The model of docs/design.md "Deltas": matched keys that went down
              * (any cumulative column) decide a restart. */
             size_t matched = 0, decreased = 0;
             for (size_t i = 0; i < cur.n; i++) {

@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "pprof/pprof.h"
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 #include "test.h"
 #include "tprof.h"
 

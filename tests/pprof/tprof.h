@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 /** A profile under construction; ids and string indices are assigned in
  * order of first use. */

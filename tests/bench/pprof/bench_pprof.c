@@ -24,7 +24,7 @@
 #include <libdeflate.h>
 
 #include "pprof/pprof.h"
-#include "pprof/pprof_internal.h"
+#include "pprof/internal.h"
 
 #define MAX_ITERS 1000
 
