@@ -12,7 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/** One label. `name` and `value` share one allocation owned by the set. */
+/** One label. `name` and `value` are interned strings (common/intern.h):
+ * the set holds one reference to each, shared with every other set that
+ * holds the same bytes. */
 struct label {
     const char *name;
     const char *value;
