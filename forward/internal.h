@@ -11,13 +11,10 @@
 #include <stdint.h>
 #include <uv.h>
 
+#include "common/macros.h"
 #include "forward/forward.h"
 
 #define FWD__ERRLEN 256
-
-#ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-#endif
 
 /* Reasons a profile is dropped (metric label `reason`). */
 enum fwd__drop {

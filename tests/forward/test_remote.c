@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "common/macros.h"
 #include "forward/forward.h"
 #include "net/net.h"
 #include "push.pb-c.h"
@@ -35,10 +36,6 @@
 #define MAX_IDS 8
 #define BODY_CAP (1u << 20)
 #define WAIT_MS 10000
-
-#ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
-#endif
 
 /* ------------------------------------------------------------ the server */
 
