@@ -50,9 +50,6 @@ static const char *const drop_names[FWD_DROP__N] = {
     [FWD_DROP_WRITE_RELABEL] = "write_relabel",
 };
 
-const double fwd__lat_bounds[FWD__LAT_N] = {0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
-                                            0.5,   1,    2.5,   5,    10,  30};
-
 const char *fwd__drop_name(enum fwd__drop r)
 {
     return r < FWD_DROP__N ? drop_names[r] : "unknown";
@@ -184,6 +181,7 @@ static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
     }
     ep->f = f;
     ep->loop = f->loop;
+    prom_hist_init(&ep->st.lat, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
     if (remote_cfg_copy(&ep->cfg, rc, ext, n_ext) < 0)
         goto oom;
     fwd__cfg_remote_defaults(&ep->cfg);
@@ -244,18 +242,6 @@ void fwd__ep_drop(struct fwd_ep *ep, enum fwd__drop r, uint64_t profiles, uint64
 {
     ep->st.dropped_profiles[r] += profiles;
     ep->st.dropped_bytes[r] += bytes;
-}
-
-void fwd__ep_latency(struct fwd_ep *ep, uint64_t us)
-{
-    double s = (double)us / 1e6;
-
-    for (int i = 0; i < FWD__LAT_N; i++) {
-        if (s <= fwd__lat_bounds[i])
-            ep->st.lat_buckets[i]++;
-    }
-    ep->st.lat_count++;
-    ep->st.lat_sum += s;
 }
 
 /* ------------------------------------------------------------------ jobs */
@@ -560,36 +546,19 @@ void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *
 
 /* --------------------------------------------------------------- metrics */
 
-static void esc(struct buf *b, const char *s)
+/* Every forward metric is proflet_remote_<name>, one series per endpoint,
+ * labelled by endpoint and sink kind (and, for some, one more label). */
+static const char *metric_name(char *n, size_t nlen, const char *name)
 {
-    for (; *s; s++) {
-        if (*s == '\\' || *s == '"')
-            buf_printf(b, "\\%c", *s);
-        else if (*s == '\n')
-            buf_puts(b, "\\n");
-        else
-            buf_append(b, s, 1);
-    }
+    snprintf(n, nlen, "proflet_remote_%s", name);
+    return n;
 }
 
 static void head(struct buf *b, const char *name, const char *type, const char *help)
 {
-    buf_printf(b, "# HELP proflet_remote_%s %s\n# TYPE proflet_remote_%s %s\n", name, help, name,
-               type);
-}
+    char n[128];
 
-static void line(struct buf *b, const char *name, const struct fwd_ep *ep, const char *extra_k,
-                 const char *extra_v, double v)
-{
-    buf_printf(b, "proflet_remote_%s{endpoint=\"", name);
-    esc(b, ep->name);
-    buf_printf(b, "\",kind=\"%s\"", ep->ops->kind);
-    if (extra_k) {
-        buf_printf(b, ",%s=\"", extra_k);
-        esc(b, extra_v);
-        buf_puts(b, "\"");
-    }
-    buf_printf(b, "} %.17g\n", v);
+    prom_head(b, metric_name(n, sizeof(n), name), type, help);
 }
 
 /* A metric family read from a uint64_t of struct fwd__stats, or from its
@@ -641,16 +610,23 @@ static const struct family families[] = {
 
 static void family(struct buf *out, const struct fwd *f, const struct family *m)
 {
+    char n[128];
+
     head(out, m->name, m->type, m->help);
+    metric_name(n, sizeof(n), m->name);
     for (const struct fwd_ep *ep = f->eps; ep; ep = ep->next) {
         const uint64_t *v = (const uint64_t *)((const char *)&ep->st + m->off);
+        const char *labels[] = {"endpoint", ep->name, "kind", ep->ops->kind, NULL, NULL, NULL};
 
         if (!m->by_reason) {
-            line(out, m->name, ep, NULL, NULL, (double)*v);
+            prom_u64(out, n, labels, *v);
             continue;
         }
-        for (int r = 0; r < FWD_DROP__N; r++)
-            line(out, m->name, ep, "reason", drop_names[r], (double)v[r]);
+        labels[4] = "reason";
+        for (int r = 0; r < FWD_DROP__N; r++) {
+            labels[5] = drop_names[r];
+            prom_u64(out, n, labels, v[r]);
+        }
     }
 }
 
@@ -658,29 +634,24 @@ void fwd_metrics(const struct fwd *f, struct buf *out)
 {
     const struct fwd_ep *ep;
     uint64_t wall = clock_wall_ms();
-    char le[32];
 
     if (!f->eps)
         return;
-    for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++)
+    for (size_t i = 0; i < ARRAY_SIZE(families); i++)
         family(out, f, &families[i]);
     head(out, "spool_oldest_age_seconds", "gauge", "Age of the oldest spooled profile.");
     for (ep = f->eps; ep; ep = ep->next) {
+        const char *const labels[] = {"endpoint", ep->name, "kind", ep->ops->kind, NULL};
         uint64_t oldest = ep->st.spool_oldest_ms;
 
-        line(out, "spool_oldest_age_seconds", ep, NULL, NULL,
-             oldest && wall > oldest ? (double)(wall - oldest) / 1e3 : 0);
+        prom_f64(out, "proflet_remote_spool_oldest_age_seconds", labels,
+                 oldest && wall > oldest ? (double)(wall - oldest) / 1e3 : 0);
     }
     head(out, "push_duration_seconds", "histogram", "Latency of requests to the endpoint.");
     for (ep = f->eps; ep; ep = ep->next) {
-        for (int i = 0; i < FWD__LAT_N; i++) {
-            snprintf(le, sizeof(le), "%g", fwd__lat_bounds[i]);
-            line(out, "push_duration_seconds_bucket", ep, "le", le,
-                 (double)ep->st.lat_buckets[i]);
-        }
-        line(out, "push_duration_seconds_bucket", ep, "le", "+Inf", (double)ep->st.lat_count);
-        line(out, "push_duration_seconds_sum", ep, NULL, NULL, ep->st.lat_sum);
-        line(out, "push_duration_seconds_count", ep, NULL, NULL, (double)ep->st.lat_count);
+        const char *const labels[] = {"endpoint", ep->name, "kind", ep->ops->kind, NULL};
+
+        prom_hist(out, "proflet_remote_push_duration_seconds", labels, &ep->st.lat);
     }
 }
 

@@ -12,6 +12,7 @@
 #include <uv.h>
 
 #include "common/macros.h"
+#include "common/promtext.h"
 #include "forward/forward.h"
 
 #define FWD__ERRLEN 256
@@ -34,10 +35,6 @@ enum fwd__drop {
 
 const char *fwd__drop_name(enum fwd__drop r);
 
-/* Latency histogram buckets (seconds). */
-#define FWD__LAT_N 12
-extern const double fwd__lat_bounds[FWD__LAT_N];
-
 /* Per-endpoint counters, rendered by fwd_metrics(). */
 struct fwd__stats {
     uint64_t sent_profiles, sent_bytes;
@@ -51,9 +48,7 @@ struct fwd__stats {
     uint64_t spool_bytes, spool_segments, spool_records;
     uint64_t spool_oldest_ms; /* wall-clock ms of the oldest spooled record, 0 if none */
     uint64_t spool_written_profiles, spool_replayed_profiles;
-    uint64_t lat_buckets[FWD__LAT_N];
-    uint64_t lat_count;
-    double lat_sum;
+    struct prom_hist lat; /* request latency, seconds, over prom_latency_bounds */
     uint64_t files;         /* directory sink: profiles in the index */
     uint64_t files_deleted; /* directory sink: profiles deleted by the size cap */
     uint64_t dir_bytes;     /* directory sink: bytes in the index */
@@ -135,8 +130,6 @@ void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...) __attribute__((forma
 void fwd__ep_closed(struct fwd_ep *ep);
 /* Counts a drop. */
 void fwd__ep_drop(struct fwd_ep *ep, enum fwd__drop r, uint64_t profiles, uint64_t bytes);
-/* Records a request latency. */
-void fwd__ep_latency(struct fwd_ep *ep, uint64_t us);
 
 /* Creates a profile with a given id (spool replay). Takes `labels` (moved) and
  * `data`. Thread-safe (touches no shared state). */

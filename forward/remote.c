@@ -318,7 +318,7 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
     bool any_retry = false;
 
     inflight_remove(rm, q);
-    fwd__ep_latency(ep, resp->duration_us);
+    prom_hist_observe(&ep->st.lat, (double)resp->duration_us / 1e6);
     for (size_t i = 0; ids && i < q->n; i++)
         ids[i] = q->e[i]->p->id;
     if (!ids || !states) {
