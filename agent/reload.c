@@ -79,7 +79,7 @@ int agent__reload(struct agent *a, const char *why)
     if (r < 0)
         goto fail;
     if (a->fwd) {
-        r = fwd_apply(a->fwd, c->remote, c->n_remote, &c->spool, c->external_labels,
+        r = fwd_apply(a->fwd, doc, c->remote, c->n_remote, &c->spool, c->external_labels,
                       c->n_external_labels, err, sizeof(err));
         if (r < 0) {
             char again[512];

@@ -1,8 +1,10 @@
 /* forward's settings: the libcyaml fields of `remote-write` endpoints and
- * of the spool, their defaults (for keys left out, and for settings a
- * caller left at zero), and the checks made at load (the URL's form, what it
- * implies for the protocol and the name, backoff order, auth). Const data
- * and pure functions; any thread. */
+ * of the spool, their defaults, the checks made at load (the URL's form,
+ * what it implies for the protocol and the name, backoff order, auth,
+ * fsync) and the write rules, compiled at load into the loaded settings,
+ * which own them (freed with the document). The endpoints use all of it as
+ * loaded: nothing is defaulted, checked or compiled again. Const data and
+ * functions of a load; any thread. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,8 +14,8 @@
 
 /* The defaults of the settings, in loaded form (milliseconds, bytes): the
  * key tables below give them to a configuration file that leaves a key out,
- * fwd__cfg_remote_defaults() and fwd__cfg_spool_defaults() to a setting left
- * at zero. */
+ * so a loaded document is complete; fwd_cfg_remote_init() and
+ * fwd_cfg_spool_init() give the same to settings built without a file. */
 #define DEF_REMOTE_TIMEOUT_MS 10000
 #define DEF_MIN_BACKOFF_MS 500
 #define DEF_MAX_BACKOFF_MS (5 * 60 * 1000)
@@ -175,15 +177,19 @@ static int remote_post(struct conf_load *ld, struct conf_node *n)
     return net_http_cfg_check(ld, n, "remote-write");
 }
 
-/* The write rules compile (their own checks are the relabel module's);
- * a bad rule is reported at its position. Compiled again, once, by each
- * endpoint the forwarder builds. */
+/* The write rules are compiled here, once, and kept with the endpoint's
+ * settings (the endpoint applies them as they are). A bad rule is reported
+ * at its position: on failure they are compiled one by one to find it. */
 static int remote_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
 {
-    const struct cfg_remote *r = obj;
+    struct cfg_remote *r = obj;
     struct conf_node *rules = conf_get(n, "write-relabel-configs");
     char msg[512];
 
+    if (!r->n_write_relabel ||
+        relabel_rules_new(r->write_relabel, r->n_write_relabel, RELABEL_SCHEME_UNSET,
+                          &r->write_rules, msg, sizeof(msg)) == 0)
+        return 0;
     for (unsigned j = 0; j < r->n_write_relabel; j++) {
         struct relabel_rules *one = NULL;
         int rc = relabel_rules_new(&r->write_relabel[j], 1, RELABEL_SCHEME_UNSET, &one, msg,
@@ -194,7 +200,16 @@ static int remote_finish(struct conf_load *ld, const struct conf_node *n, void *
             return conf_fail(ld, conf_at(rules, j), "write relabel config %u of remote-write "
                              "\"%s\": %s", j + 1, r->name ? r->name : "", msg);
     }
-    return 0;
+    return conf_fail(ld, rules, "write-relabel-configs of remote-write \"%s\": %s",
+                     r->name ? r->name : "", msg);
+}
+
+static void remote_release(void *obj)
+{
+    struct cfg_remote *r = obj;
+
+    relabel_rules_free(r->write_rules);
+    r->write_rules = NULL;
 }
 
 static const struct conf_section remote_section = {
@@ -204,6 +219,7 @@ static const struct conf_section remote_section = {
     .pre = net_http_cfg_pre,
     .post = remote_post,
     .finish = remote_finish,
+    .release = remote_release,
 };
 
 int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes)
@@ -249,41 +265,31 @@ const struct conf_section *const fwd_cfg_sections[] = {
     &remote_section, &batch_section, &queue_section, &spool_section, NULL,
 };
 
-/* --- defaults of settings left at zero --------------------------------- */
+/* --- settings built without a file ------------------------------------ */
 
-void fwd__cfg_remote_defaults(struct cfg_remote *c)
+/* The same constants the key tables give a file: written once, above. */
+void fwd_cfg_remote_init(struct cfg_remote *c)
 {
-    if (!c->remote_timeout_ms)
-        c->remote_timeout_ms = DEF_REMOTE_TIMEOUT_MS;
-    if (!c->min_backoff_ms)
-        c->min_backoff_ms = DEF_MIN_BACKOFF_MS;
-    if (!c->max_backoff_ms)
-        c->max_backoff_ms = DEF_MAX_BACKOFF_MS;
-    if (c->max_backoff_ms < c->min_backoff_ms)
-        c->max_backoff_ms = c->min_backoff_ms;
-    if (!c->batch_max_profiles)
-        c->batch_max_profiles = DEF_BATCH_MAX_PROFILES;
-    if (!c->batch_max_bytes)
-        c->batch_max_bytes = DEF_BATCH_MAX_BYTES;
-    if (!c->queue_max_profiles)
-        c->queue_max_profiles = DEF_QUEUE_MAX_PROFILES;
-    if (!c->queue_max_bytes)
-        c->queue_max_bytes = DEF_QUEUE_MAX_BYTES;
-    if (!c->max_inflight)
-        c->max_inflight = DEF_MAX_INFLIGHT;
-    if (!c->dir_max_bytes)
-        c->dir_max_bytes = DEF_DIR_MAX_BYTES;
+    memset(c, 0, sizeof(*c));
+    c->remote_timeout_ms = DEF_REMOTE_TIMEOUT_MS;
+    c->min_backoff_ms = DEF_MIN_BACKOFF_MS;
+    c->max_backoff_ms = DEF_MAX_BACKOFF_MS;
+    c->max_retries = DEF_MAX_RETRIES;
+    c->retry_on_http_429 = true;
+    c->batch_max_profiles = DEF_BATCH_MAX_PROFILES;
+    c->batch_max_bytes = DEF_BATCH_MAX_BYTES;
+    c->batch_max_wait_ms = DEF_BATCH_MAX_WAIT_MS;
+    c->queue_max_profiles = DEF_QUEUE_MAX_PROFILES;
+    c->queue_max_bytes = DEF_QUEUE_MAX_BYTES;
+    c->max_inflight = DEF_MAX_INFLIGHT;
+    c->dir_max_bytes = DEF_DIR_MAX_BYTES;
 }
 
-int fwd__cfg_spool_defaults(struct cfg_spool *s)
+void fwd_cfg_spool_init(struct cfg_spool *s)
 {
-    if (!s->max_bytes)
-        s->max_bytes = DEF_SPOOL_MAX_BYTES;
-    if (!s->max_age_ms)
-        s->max_age_ms = DEF_SPOOL_MAX_AGE_MS;
-    if (!s->segment_bytes)
-        s->segment_bytes = DEF_SPOOL_SEGMENT_BYTES;
-    if (!s->fsync && !(s->fsync = strdup(DEF_SPOOL_FSYNC)))
-        return -ENOMEM;
-    return 0;
+    memset(s, 0, sizeof(*s));
+    s->max_bytes = DEF_SPOOL_MAX_BYTES;
+    s->max_age_ms = DEF_SPOOL_MAX_AGE_MS;
+    s->segment_bytes = DEF_SPOOL_SEGMENT_BYTES;
+    s->fsync = (char *)DEF_SPOOL_FSYNC;
 }

@@ -297,7 +297,7 @@ static void enforce_cap(struct dir_sink *d)
     struct delete_job *j;
     size_t cap = 16;
 
-    if (d->scanning || d->total <= ep->cfg.dir_max_bytes)
+    if (d->scanning || d->total <= ep->cfg->dir_max_bytes)
         return;
     j = calloc(1, sizeof(*j));
     if (!j)
@@ -307,7 +307,7 @@ static void enforce_cap(struct dir_sink *d)
     j->rel = malloc(cap * sizeof(*j->rel));
     if (!j->root || !j->rel)
         goto fail;
-    while (d->total > ep->cfg.dir_max_bytes && d->idx.head < d->idx.n) {
+    while (d->total > ep->cfg->dir_max_bytes && d->idx.head < d->idx.n) {
         struct dir_ent *e = &d->idx.v[d->idx.head++];
 
         if (j->n == cap) {
@@ -417,7 +417,7 @@ static void pump(struct dir_sink *d)
 
     /* No write while the start-up scan runs: it removes leftover temp files
      * and would take a write's temp file for one. */
-    while (!d->scanning && d->pend_n > 0 && d->jobs < ep->cfg.max_inflight) {
+    while (!d->scanning && d->pend_n > 0 && d->jobs < ep->cfg->max_inflight) {
         struct fwd_profile *p = d->pend[d->pend_head];
 
         d->pend_head = (d->pend_head + 1) % d->pend_cap;
@@ -429,15 +429,17 @@ static void pump(struct dir_sink *d)
     ep->st.queue_bytes = d->pend_bytes;
 }
 
-/* The profile as this endpoint writes it: with write rules, a copy under
- * its final labels (same id), or NULL when a rule drops it (counted). */
+/* The profile as this endpoint writes it: with external labels or write
+ * rules, a copy under its final labels (same id), or NULL when a rule drops
+ * it (counted). The external labels are added here, as a remote endpoint
+ * adds them: the profile comes with the target's labels only. */
 static struct fwd_profile *relabelled(struct fwd_ep *ep, struct fwd_profile *p)
 {
     struct labels fin = LABELS_INIT;
     uint8_t *data;
     int kept;
 
-    if (!ep->write_rules)
+    if (!ep->cfg->write_rules && !ep->n_ext)
         return fwd_profile_ref(p);
     if ((kept = fwd__labels_final(ep, &fin, &p->labels)) <= 0 || !(data = malloc(p->len))) {
         labels_done(&fin);
@@ -458,7 +460,7 @@ static void dir_submit(struct fwd_ep *ep, struct fwd_profile *p)
 
     if (d->closing)
         return;
-    if (d->pend_n >= d->pend_cap || d->pend_bytes + p->len > ep->cfg.queue_max_bytes) {
+    if (d->pend_n >= d->pend_cap || d->pend_bytes + p->len > ep->cfg->queue_max_bytes) {
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;
     }
@@ -511,10 +513,10 @@ static int dir_start(struct fwd_ep *ep, char *err, size_t errlen)
         goto oom;
     ep->sink = d;
     d->ep = ep;
-    d->root = fwd__file_url_path(ep->cfg.url);
+    d->root = fwd__file_url_path(ep->cfg->url);
     if (!d->root) {
         snprintf(err, errlen, "%s: directory sink needs a file:// url, not %s", ep->name,
-                 ep->cfg.url);
+                 ep->cfg->url);
         return -EINVAL;
     }
     r = fsutil_mkdir_p(d->root, 0755);
@@ -522,7 +524,7 @@ static int dir_start(struct fwd_ep *ep, char *err, size_t errlen)
         snprintf(err, errlen, "%s: cannot create %s: %s", ep->name, d->root, strerror(-r));
         return r;
     }
-    d->pend_cap = ep->cfg.queue_max_profiles;
+    d->pend_cap = ep->cfg->queue_max_profiles;
     d->pend = calloc(d->pend_cap, sizeof(*d->pend));
     j = calloc(1, sizeof(*j));
     if (!d->pend || !j || !(j->root = strdup(d->root)))

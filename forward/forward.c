@@ -7,8 +7,11 @@
  * metrics and the two-phase close.
  *
  * Threading: loop thread only. Ownership: the forwarder owns its endpoints;
- * an endpoint owns a deep copy of its config. Replaced endpoints are closed
- * in the background (flushed, then spooled) and freed when done. */
+ * an endpoint reads its settings in place and holds a reference on the
+ * loaded document they live in (so an endpoint kept across reloads keeps
+ * them, write rules included); it owns only its merged list of external
+ * labels. Replaced endpoints are closed in the background (flushed, then
+ * spooled) and freed when done. */
 #include <errno.h>
 #include <stddef.h>
 #include <inttypes.h>
@@ -61,99 +64,27 @@ struct net_client *fwd__http(const struct fwd *f)
     return f->http;
 }
 
-/* ------------------------------------------------------------ config copy */
-
-static char *xstrdup(const char *s)
-{
-    return s ? strdup(s) : NULL;
-}
-
-static void kv_free(struct conf_kv *kv, unsigned n)
-{
-    for (unsigned i = 0; kv && i < n; i++) {
-        free(kv[i].key);
-        free(kv[i].value);
-    }
-    free(kv);
-}
-
-static struct conf_kv *kv_dup(const struct conf_kv *kv, unsigned n)
-{
-    struct conf_kv *o = calloc(n ? n : 1, sizeof(*o));
-
-    for (unsigned i = 0; o && i < n; i++) {
-        o[i].key = xstrdup(kv[i].key);
-        o[i].value = xstrdup(kv[i].value);
-    }
-    return o;
-}
-
-static void remote_cfg_done(struct cfg_remote *c)
-{
-    free(c->name);
-    free(c->url);
-    kv_free(c->headers, c->n_headers);
-    free(c->tenant_id);
-    net_http_cfg_done(&c->http);
-    kv_free(c->external_labels, c->n_external_labels);
-    memset(c, 0, sizeof(*c));
-}
-
-/* Deep copy; global external labels are merged under the endpoint's own. */
-static int remote_cfg_copy(struct cfg_remote *d, const struct cfg_remote *s,
-                           const struct conf_kv *ext, size_t n_ext_global)
-{
-    unsigned n_ext = 0;
-
-    *d = *s;
-    d->write_relabel = NULL; /* compiled into the endpoint's write_rules instead */
-    d->n_write_relabel = 0;
-    d->name = xstrdup(s->name);
-    d->url = xstrdup(s->url);
-    d->headers = kv_dup(s->headers, s->n_headers);
-    d->tenant_id = xstrdup(s->tenant_id);
-    if (net_http_cfg_copy(&d->http, &s->http) < 0)
-        return -ENOMEM;
-    d->external_labels = calloc(s->n_external_labels + n_ext_global + 1,
-                                sizeof(*d->external_labels));
-    if (d->external_labels) {
-        for (size_t i = 0; i < n_ext_global; i++) {
-            d->external_labels[n_ext].key = xstrdup(ext[i].key);
-            d->external_labels[n_ext++].value = xstrdup(ext[i].value);
-        }
-        for (unsigned i = 0; i < s->n_external_labels; i++) {
-            d->external_labels[n_ext].key = xstrdup(s->external_labels[i].key);
-            d->external_labels[n_ext++].value = xstrdup(s->external_labels[i].value);
-        }
-    }
-    d->n_external_labels = n_ext;
-    if (!d->url || !d->headers || !d->external_labels)
-        return -ENOMEM;
-    return 0;
-}
-
-static void spool_cfg_done(struct cfg_spool *s)
-{
-    free(s->dir);
-    free(s->fsync);
-    memset(s, 0, sizeof(*s));
-}
+/* --------------------------------------------------------------- endpoint */
 
 /* Everything an endpoint runs with: unchanged endpoints keep their queues
- * across reloads. */
-static char *signature(const struct cfg_remote *r, const struct cfg_spool *s)
+ * across reloads. `ext` is the merged list the endpoint adds, so a change
+ * of a global external label counts too; the write rules count by their
+ * configuration. */
+static char *signature(const struct cfg_remote *r, const struct conf_kv *ext, unsigned n_ext,
+                       const struct cfg_spool *s)
 {
+    struct cfg_remote sig = *r;
     struct buf b;
     size_t n;
 
+    sig.external_labels = (struct conf_kv *)ext;
+    sig.n_external_labels = n_ext;
     buf_init(&b, 1 << 20);
-    conf_signature(&fwd_remote_cfg_entry, r, &b);
+    conf_signature(&fwd_remote_cfg_entry, &sig, &b);
     buf_printf(&b, "spool:%s:%s:%" PRIu64 ",%" PRIu64 ",%" PRIu64 ";", s->dir ? s->dir : "-",
                s->fsync ? s->fsync : "-", s->max_bytes, s->max_age_ms, s->segment_bytes);
     return buf_steal(&b, &n);
 }
-
-/* --------------------------------------------------------------- endpoint */
 
 static void ep_free(struct fwd_ep *ep)
 {
@@ -161,62 +92,39 @@ static void ep_free(struct fwd_ep *ep)
         return;
     if (ep->ops && ep->sink)
         ep->ops->free(ep);
-    remote_cfg_done(&ep->cfg);
-    spool_cfg_done(&ep->spool);
-    relabel_rules_free(ep->write_rules);
-    free(ep->name);
+    free(ep->ext);
     free(ep->signature);
+    conf_doc_unref(ep->doc);
     free(ep);
 }
 
-static struct fwd_ep *ep_new(struct fwd *f, const struct cfg_remote *rc,
+/* An endpoint over settings as loaded: nothing is copied, defaulted,
+ * checked or compiled here (forward/config.c did all of it at load). */
+static struct fwd_ep *ep_new(struct fwd *f, struct conf_doc *doc, const struct cfg_remote *rc,
                              const struct cfg_spool *spool, const struct conf_kv *ext,
                              size_t n_ext, char *err, size_t errlen)
 {
     struct fwd_ep *ep = calloc(1, sizeof(*ep));
 
-    if (!ep) {
-        snprintf(err, errlen, "out of memory");
-        return NULL;
-    }
+    if (!ep)
+        goto oom;
     ep->f = f;
     ep->loop = f->loop;
     prom_hist_init(&ep->st.lat, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
-    if (remote_cfg_copy(&ep->cfg, rc, ext, n_ext) < 0)
+    ep->doc = conf_doc_ref(doc);
+    ep->cfg = rc;
+    ep->spool = spool;
+    ep->name = rc->name;
+    /* Global external labels first: the endpoint's own, set after, win. */
+    ep->ext = calloc(n_ext + rc->n_external_labels + 1, sizeof(*ep->ext));
+    if (!ep->ext)
         goto oom;
-    fwd__cfg_remote_defaults(&ep->cfg);
-    ep->spool = *spool;
-    ep->spool.dir = xstrdup(spool->dir);
-    ep->spool.fsync = xstrdup(spool->fsync);
-    if ((spool->fsync && !ep->spool.fsync) || fwd__cfg_spool_defaults(&ep->spool) < 0)
+    for (size_t i = 0; i < n_ext; i++)
+        ep->ext[ep->n_ext++] = ext[i];
+    for (unsigned i = 0; i < rc->n_external_labels; i++)
+        ep->ext[ep->n_ext++] = rc->external_labels[i];
+    if (!(ep->signature = signature(rc, ep->ext, ep->n_ext, spool)))
         goto oom;
-    if (strcmp(ep->spool.fsync, "always") && strcmp(ep->spool.fsync, "batch") &&
-        strcmp(ep->spool.fsync, "never")) {
-        snprintf(err, errlen, "spool fsync must be always, batch or never, not %s",
-                 ep->spool.fsync);
-        ep_free(ep);
-        return NULL;
-    }
-    if (rc->name && *rc->name) {
-        ep->name = strdup(rc->name);
-    } else {
-        ep->name = strdup(rc->protocol == CFG_PROTO_DIR ? "dir" : rc->url ? rc->url : "remote");
-    }
-    /* The rules count in the signature, though the copy does not keep
-     * them: the endpoint keeps them compiled. */
-    ep->cfg.write_relabel = rc->write_relabel;
-    ep->cfg.n_write_relabel = rc->n_write_relabel;
-    ep->signature = signature(&ep->cfg, &ep->spool);
-    ep->cfg.write_relabel = NULL;
-    ep->cfg.n_write_relabel = 0;
-    if (!ep->name || !ep->signature)
-        goto oom;
-    if (rc->n_write_relabel &&
-        relabel_rules_new(rc->write_relabel, rc->n_write_relabel, RELABEL_SCHEME_UNSET,
-                          &ep->write_rules, err, errlen) < 0) {
-        ep_free(ep);
-        return NULL;
-    }
     ep->ops = rc->protocol == CFG_PROTO_DIR ? &fwd__dir_ops : &fwd__remote_ops;
     return ep;
 oom:
@@ -363,9 +271,11 @@ static void retire(struct fwd *f, struct fwd_ep *ep, uint64_t deadline_ms)
     ep->ops->close(ep, uv_now(f->loop) + deadline_ms);
 }
 
-int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
-              const struct cfg_spool *spool, const struct conf_kv *external, size_t n_external,
-              char *err, size_t errlen)
+/* The settings were checked at load (url, names unique, fsync...): what
+ * can still fail here is the running program's, not the file's. */
+int fwd_apply(struct fwd *f, struct conf_doc *doc, const struct cfg_remote *remotes,
+              size_t n_remotes, const struct cfg_spool *spool, const struct conf_kv *external,
+              size_t n_external, char *err, size_t errlen)
 {
     struct fwd_ep *fresh = NULL, **tail = &fresh, *ep, *old, **pp;
     int r = 0;
@@ -377,28 +287,15 @@ int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
     for (size_t i = 0; i < n_remotes; i++) {
         const struct cfg_remote *rc = &remotes[i];
 
-        if (!rc->url || !*rc->url) {
-            snprintf(err, errlen, "remote-write[%zu]: url is required", i);
-            r = -EINVAL;
-            goto fail;
-        }
         if (rc->protocol != CFG_PROTO_DIR && !f->http) {
             snprintf(err, errlen, "remote-write[%zu]: no HTTP client", i);
             r = -EINVAL;
             goto fail;
         }
-        ep = ep_new(f, rc, spool, external, n_external, err, errlen);
+        ep = ep_new(f, doc, rc, spool, external, n_external, err, errlen);
         if (!ep) {
-            r = -EINVAL;
+            r = -ENOMEM;
             goto fail;
-        }
-        for (struct fwd_ep *o = fresh; o; o = o->next) {
-            if (strcmp(o->name, ep->name) == 0) {
-                snprintf(err, errlen, "remote-write: duplicate endpoint name %s", ep->name);
-                ep_free(ep);
-                r = -EINVAL;
-                goto fail;
-            }
         }
         *tail = ep;
         tail = &ep->next;
@@ -439,7 +336,7 @@ int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
         while (f->eps) {
             old = f->eps;
             f->eps = old->next;
-            retire(f, old, old->cfg.remote_timeout_ms);
+            retire(f, old, old->cfg->remote_timeout_ms);
         }
         f->eps = result;
     }
@@ -661,7 +558,7 @@ void fwd_endpoints_visit(const struct fwd *f,
     for (const struct fwd_ep *ep = f ? f->eps : NULL; ep; ep = ep->next) {
         struct fwd_endpoint_view v = {
             .name = ep->name,
-            .url = ep->cfg.url,
+            .url = ep->cfg->url,
             .queue_profiles = ep->st.queue_len,
             .queue_bytes = ep->st.queue_bytes,
             .inflight_profiles = ep->st.inflight_profiles,

@@ -55,6 +55,10 @@ struct cfg_remote {
      * write_relabel). */
     struct relabel_cfg *write_relabel;
     unsigned n_write_relabel;
+    /** write_relabel compiled, once, when the file is loaded (the section's
+     * finish hook); owned by the document, freed with it. NULL: no rules.
+     * The endpoint applies these; it compiles nothing itself. */
+    struct relabel_rules *write_rules;
 };
 
 /** The disk spool shared by the endpoints (`spool:`). */
@@ -75,6 +79,12 @@ extern const cyaml_schema_field_t fwd__spool_fields[];
 extern const struct conf_section *const fwd_cfg_sections[];
 /** Refuses two endpoints with the same name in a `remote-write` list. */
 int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes);
+/** The settings a configuration file gets for every key it leaves out, for
+ * a caller that builds them without a file (tests, tools): a loaded
+ * document is complete, and fwd_apply() fills in nothing. The name, url
+ * and protocol are the caller's to set. */
+void fwd_cfg_remote_init(struct cfg_remote *c);
+void fwd_cfg_spool_init(struct cfg_spool *s);
 
 /** An immutable, reference-counted profile ready to send. */
 struct fwd_profile {
@@ -106,14 +116,21 @@ struct workq;
  * is lost. */
 struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http, struct workq *work);
 /** Makes the endpoints match `remotes` and `spool`, with the global
- * `external` labels under each endpoint's own (all borrowed during the
- * call). Endpoints whose settings did not change keep their queues.
- * Returns 0 or a negative code with a message (nothing changed then). */
-int fwd_apply(struct fwd *f, const struct cfg_remote *remotes, size_t n_remotes,
-              const struct cfg_spool *spool, const struct conf_kv *external, size_t n_external,
-              char *err, size_t errlen);
+ * `external` labels under each endpoint's own. Endpoints whose settings did
+ * not change keep their queues (and the settings they started with).
+ * An endpoint reads its settings in place, as loaded (complete, checked,
+ * write rules compiled): `doc` is the document they live in, and each
+ * endpoint holds a reference on it for as long as it runs. With a NULL
+ * `doc` the caller keeps every argument alive until fwd_close() has
+ * finished. Returns 0 or a negative code with a message (nothing changed
+ * then). */
+int fwd_apply(struct fwd *f, struct conf_doc *doc, const struct cfg_remote *remotes,
+              size_t n_remotes, const struct cfg_spool *spool, const struct conf_kv *external,
+              size_t n_external, char *err, size_t errlen);
 /** Hands a profile to every endpoint (each takes its own reference; the
- * caller keeps its own). Never blocks. */
+ * caller keeps its own). Its labels are the target's: each endpoint adds
+ * the external labels (the global ones, then its own) as it sends, so the
+ * caller adds none. Never blocks. */
 void fwd_submit(struct fwd *f, struct fwd_profile *p);
 /** Appends the forwarding metrics in Prometheus text format. */
 void fwd_metrics(const struct fwd *f, struct buf *out);

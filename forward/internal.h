@@ -59,7 +59,7 @@ struct fwd_ep;
 /* A sink kind: directory or remote (push / ingest). */
 struct fwd__sink_ops {
     const char *kind;
-    /* Starts the endpoint; `ep->cfg` is its private copy of the config. */
+    /* Starts the endpoint, whose settings are `ep->cfg` and `ep->spool`. */
     int (*start)(struct fwd_ep *ep, char *err, size_t errlen);
     /* Takes a reference of its own when it keeps `p`. */
     void (*submit)(struct fwd_ep *ep, struct fwd_profile *p);
@@ -81,26 +81,26 @@ struct fwd_ep {
     uv_loop_t *loop;
     struct fwd_ep *next;
     const struct fwd__sink_ops *ops;
-    char *name;
+    const char *name;        /* cfg->name */
     char *signature;         /* config fingerprint: unchanged endpoints keep their queues */
-    struct cfg_remote cfg;   /* deep copy */
-    struct cfg_spool spool;  /* deep copy (dir NULL: no spool) */
-    struct relabel_rules *write_rules; /* cfg.write_relabel compiled; NULL: none */
+    /* The settings as loaded, read in place (complete and checked; the
+     * write rules compiled, cfg->write_rules): `doc` is a reference on the
+     * document they live in, so an endpoint kept across reloads keeps the
+     * settings it started with. NULL: the caller of fwd_apply() keeps them. */
+    struct conf_doc *doc;
+    const struct cfg_remote *cfg;
+    const struct cfg_spool *spool; /* dir NULL: no spool */
+    /* The external labels the endpoint adds: the global ones, then its own
+     * (which win). The array is the endpoint's; the strings are borrowed
+     * from the settings. */
+    struct conf_kv *ext;
+    unsigned n_ext;
     struct fwd__stats st;
     void *sink;              /* sink-private state */
     bool closing;
     char last_error[FWD__ERRLEN];
     uint64_t last_error_ms;  /* wall clock of last_error, 0 if none */
 };
-
-/* Fills the settings an endpoint's config left at zero with their defaults
- * (config.c): zero means the default for the timeout, backoffs, batch and
- * queue caps, max-inflight and max-dir-bytes; max-wait, max-retries and
- * retry-on-http-429 keep what they hold, zero meaning something there. */
-void fwd__cfg_remote_defaults(struct cfg_remote *c);
-/* The same for the spool; a NULL fsync becomes a malloc'd copy of the
- * default. Returns 0 or -ENOMEM. */
-int fwd__cfg_spool_defaults(struct cfg_spool *s);
 
 /* A job of forward/ on the agent's work queue: embed one in each job
  * struct (container_of gets the job back). `fn` runs on a pool thread and

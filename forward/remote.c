@@ -204,7 +204,7 @@ static bool series_busy(const void *ud, uint64_t series)
 
 static uint64_t backoff_ms(struct remote *rm)
 {
-    const struct cfg_remote *c = &rm->ep->cfg;
+    const struct cfg_remote *c = rm->ep->cfg;
     uint64_t b = c->min_backoff_ms, r = 0;
 
     for (unsigned i = 1; i < rm->fails && b < c->max_backoff_ms; i++)
@@ -263,8 +263,8 @@ static void mark_failure(struct remote *rm, uint64_t retry_after_ms)
     uint64_t wait = backoff_ms(rm);
 
     if (retry_after_ms)
-        wait = retry_after_ms < rm->ep->cfg.max_backoff_ms ? retry_after_ms
-                                                           : rm->ep->cfg.max_backoff_ms;
+        wait = retry_after_ms < rm->ep->cfg->max_backoff_ms ? retry_after_ms
+                                                           : rm->ep->cfg->max_backoff_ms;
     rm->fails++;
     rm->healthy = false;
     rm->backoff_until = uv_now(rm->ep->loop) + wait;
@@ -290,7 +290,7 @@ static void requeue(struct remote *rm, struct fwd__qent *e, bool retry)
         ep->st.retried_profiles++;
         ep->st.retried_bytes += e->p->len;
     }
-    if (ep->cfg.max_retries && e->attempts > ep->cfg.max_retries) {
+    if (ep->cfg->max_retries && e->attempts > ep->cfg->max_retries) {
         if (rm->spool && !e->token) {
             to_spool(rm, e->p);
             ent_free(rm, e, false);
@@ -332,7 +332,7 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
         ep->st.failed_requests++;
         fwd__ep_error(ep, "%s (%zu profiles)", msg, q->n);
     }
-    if (resp->result == 0 && resp->status == 429 && !ep->cfg.retry_on_http_429 &&
+    if (resp->result == 0 && resp->status == 429 && !ep->cfg->retry_on_http_429 &&
         v == FWD_V_RETRY)
         v = FWD_V_REFUSED; /* retry-on-http-429: false drops */
     for (size_t i = 0; i < q->n; i++) {
@@ -410,8 +410,8 @@ static void send_req(struct remote *rm, struct req *q)
 
     for (size_t i = 0; i < rm->n_hdr && nh < 60; i++)
         h[nh++] = rm->hdr[i];
-    snprintf(tmo, sizeof(tmo), "Connect-Timeout-Ms: %" PRIu64, ep->cfg.remote_timeout_ms);
-    if (ep->cfg.protocol == CFG_PROTO_PUSH) {
+    snprintf(tmo, sizeof(tmo), "Connect-Timeout-Ms: %" PRIu64, ep->cfg->remote_timeout_ms);
+    if (ep->cfg->protocol == CFG_PROTO_PUSH) {
         h[nh++] = "Content-Type: application/proto";
         h[nh++] = "Connect-Protocol-Version: 1";
         h[nh++] = tmo;
@@ -421,30 +421,30 @@ static void send_req(struct remote *rm, struct req *q)
         h[nh++] = "Content-Type: application/octet-stream";
     }
     o.method = "POST";
-    o.url = ep->cfg.protocol == CFG_PROTO_PUSH ? rm->push_url : q->url;
+    o.url = ep->cfg->protocol == CFG_PROTO_PUSH ? rm->push_url : q->url;
     o.headers = h;
     o.n_headers = nh;
     o.body = q->send;
     o.body_len = q->send_len;
     o.max_response = ERRBODY_MAX;
-    o.timeout_ms = ep->cfg.remote_timeout_ms;
-    o.connect_timeout_ms = ep->cfg.remote_timeout_ms < 10000 ? ep->cfg.remote_timeout_ms : 10000;
+    o.timeout_ms = ep->cfg->remote_timeout_ms;
+    o.connect_timeout_ms = ep->cfg->remote_timeout_ms < 10000 ? ep->cfg->remote_timeout_ms : 10000;
     o.bearer_token = rm->bearer;
-    if (ep->cfg.http.basic_auth) {
-        o.username = ep->cfg.http.basic_auth->username ? ep->cfg.http.basic_auth->username : "";
+    if (ep->cfg->http.basic_auth) {
+        o.username = ep->cfg->http.basic_auth->username ? ep->cfg->http.basic_auth->username : "";
         o.password = rm->password ? rm->password : "";
     }
     o.tls = &rm->tls;
-    o.proxy_url = ep->cfg.http.proxy_url;
-    o.no_proxy = ep->cfg.http.no_proxy;
-    o.proxy_from_environment = ep->cfg.http.proxy_from_environment;
-    o.proxy_headers = ep->cfg.http.proxy_connect_header;
-    o.n_proxy_headers = ep->cfg.http.n_proxy_connect_header;
+    o.proxy_url = ep->cfg->http.proxy_url;
+    o.no_proxy = ep->cfg->http.no_proxy;
+    o.proxy_from_environment = ep->cfg->http.proxy_from_environment;
+    o.proxy_headers = ep->cfg->http.proxy_connect_header;
+    o.n_proxy_headers = ep->cfg->http.n_proxy_connect_header;
     o.auth = rm->auth;
-    o.http2 = ep->cfg.http.enable_http2;
+    o.http2 = ep->cfg->http.enable_http2;
     /* A redirect is followed with the same method and body (net keeps a
      * POST a POST); when not followed, fwd__classify() retries it. */
-    o.follow_redirects = ep->cfg.http.follow_redirects;
+    o.follow_redirects = ep->cfg->http.follow_redirects;
     ep->st.requests++;
     r = net_request_start(rm->http, &o, on_done, q, &q->nr);
     if (r < 0) {
@@ -524,8 +524,8 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
         q->ps[i] = batch[i]->p;
         q->ls[i] = &batch[i]->labels;
     }
-    if (ep->cfg.protocol == CFG_PROTO_INGEST) {
-        q->url = fwd__ingest_url(ep->cfg.url, &batch[0]->labels, batch[0]->p->start_ns,
+    if (ep->cfg->protocol == CFG_PROTO_INGEST) {
+        q->url = fwd__ingest_url(ep->cfg->url, &batch[0]->labels, batch[0]->p->start_ns,
                                  batch[0]->p->end_ns);
         q->send = batch[0]->p->data;
         q->send_len = batch[0]->p->len;
@@ -537,7 +537,7 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
         send_req(rm, q);
         return;
     }
-    q->gzip = ep->cfg.gzip_request;
+    q->gzip = ep->cfg->gzip_request;
     q->encoding = true;
     inflight_add(rm, q); /* counts against the window; series busy */
     /* Its peak memory is about the request body: the profiles' bytes. */
@@ -572,8 +572,8 @@ static void pump(struct remote *rm)
 {
     struct fwd_ep *ep = rm->ep;
     uint64_t now = uv_now(ep->loop);
-    unsigned window = rm->healthy ? ep->cfg.max_inflight : 1;
-    unsigned max_n = ep->cfg.protocol == CFG_PROTO_INGEST ? 1 : ep->cfg.batch_max_profiles;
+    unsigned window = rm->healthy ? ep->cfg->max_inflight : 1;
+    unsigned max_n = ep->cfg->protocol == CFG_PROTO_INGEST ? 1 : ep->cfg->batch_max_profiles;
     struct fwd__batch b = {0};
 
     if (rm->close_spooled)
@@ -590,10 +590,10 @@ static void pump(struct remote *rm)
     while (rm->n_inflight < window && rm->q.head) {
         uint64_t due;
 
-        fwd__queue_pick(&rm->q, &b, max_n, ep->cfg.batch_max_bytes, series_busy, rm);
+        fwd__queue_pick(&rm->q, &b, max_n, ep->cfg->batch_max_bytes, series_busy, rm);
         if (b.n == 0)
             break;
-        due = fwd__batch_due(&b, ep->cfg.batch_max_wait_ms, rm->healthy && !rm->closing);
+        due = fwd__batch_due(&b, ep->cfg->batch_max_wait_ms, rm->healthy && !rm->closing);
         if (due > now) {
             arm_at(rm, due);
             break;
@@ -607,8 +607,8 @@ static void pump(struct remote *rm)
      * memory loads records to probe with. */
     if (rm->spool && (rm->healthy || !rm->q.head) && !rm->loading && !rm->closing &&
         ep->st.queue_len < (uint64_t)max_n * window &&
-        fwd__spool_load(rm->spool, (size_t)ep->cfg.batch_max_profiles * ep->cfg.max_inflight,
-                        ep->cfg.queue_max_bytes / 4))
+        fwd__spool_load(rm->spool, (size_t)ep->cfg->batch_max_profiles * ep->cfg->max_inflight,
+                        ep->cfg->queue_max_bytes / 4))
         rm->loading = true;
 }
 
@@ -673,7 +673,7 @@ static void secret_done(struct fwd__job *job)
 
 static void refresh_secrets(struct remote *rm)
 {
-    const struct net_http_cfg *h = &rm->ep->cfg.http;
+    const struct net_http_cfg *h = &rm->ep->cfg->http;
     struct secret_job *j;
 
     if (!(h->basic_auth && h->basic_auth->password_file) && !h->bearer_token_file)
@@ -721,7 +721,7 @@ static int add_hdr(struct remote *rm, const char *k, const char *v)
 static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
 {
     struct remote *rm = calloc(1, sizeof(*rm));
-    const struct cfg_remote *c = &ep->cfg;
+    const struct cfg_remote *c = ep->cfg;
     int r;
 
     if (!rm)
@@ -772,7 +772,7 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
             return -ENOENT;
         }
     }
-    if (ep->spool.dir) {
+    if (ep->spool->dir) {
         r = fwd__spool_open(ep, &spool_cb, rm, &rm->spool, err, errlen);
         if (r < 0)
             return r;
@@ -812,13 +812,13 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
     }
     series = fwd__series_hash(&p->labels);
     if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) ||
-                      fwd__queue_full(&rm->q, &ep->cfg, p->len) ||
+                      fwd__queue_full(&rm->q, ep->cfg, p->len) ||
                       fwd__spool_series_count(rm->spool, series) > 0)) {
         labels_done(&merged); /* the spool keeps the profile as submitted */
         to_spool(rm, p);
         return;
     }
-    if (fwd__queue_full(&rm->q, &ep->cfg, p->len)) {
+    if (fwd__queue_full(&rm->q, ep->cfg, p->len)) {
         labels_done(&merged);
         fwd__ep_drop(ep, FWD_DROP_QUEUE_FULL, 1, p->len);
         return;

@@ -222,7 +222,7 @@ static void cursor_update(struct fwd__spool *s)
 
 static void enforce_caps(struct fwd__spool *s, bool age)
 {
-    const struct cfg_spool *c = &s->ep->spool;
+    const struct cfg_spool *c = s->ep->spool;
     uint64_t now = clock_wall_ms(), total = s->pend_bytes + s->writing_bytes;
 
     for (size_t i = 0; i < s->idx.n_segs; i++)
@@ -384,7 +384,7 @@ fail:
 
 void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
 {
-    const struct cfg_remote *c = &s->ep->cfg;
+    const struct cfg_remote *c = s->ep->cfg;
     struct fwd__pend *pd;
 
     /* While the disk refuses writes, appends wait in memory: bounded. */
@@ -677,7 +677,7 @@ int fwd__spool_open(struct fwd_ep *ep, const struct fwd__spool_ops_cb *cb, void 
     s->cb = cb;
     s->ud = ud;
     fwd__path_component(ep->name, comp, sizeof(comp));
-    if (asprintf(&s->dir, "%s/%s", ep->spool.dir, comp) < 0) {
+    if (asprintf(&s->dir, "%s/%s", ep->spool->dir, comp) < 0) {
         s->dir = NULL;
         goto oom;
     }
@@ -687,12 +687,14 @@ int fwd__spool_open(struct fwd_ep *ep, const struct fwd__spool_ops_cb *cb, void 
         fwd__spool_free(s);
         return r;
     }
-    s->max_seg_bytes = ep->spool.segment_bytes;
-    if (s->max_seg_bytes > ep->spool.max_bytes / 4)
-        s->max_seg_bytes = ep->spool.max_bytes / 4;
+    s->max_seg_bytes = ep->spool->segment_bytes;
+    if (s->max_seg_bytes > ep->spool->max_bytes / 4)
+        s->max_seg_bytes = ep->spool->max_bytes / 4;
     if (s->max_seg_bytes < 4096)
         s->max_seg_bytes = 4096;
-    s->fsync_mode = !strcmp(ep->spool.fsync, "always") ? 2 : !strcmp(ep->spool.fsync, "never") ? 0 : 1;
+    s->fsync_mode = !strcmp(ep->spool->fsync, "always")  ? 2
+                    : !strcmp(ep->spool->fsync, "never") ? 0
+                                                         : 1;
     j = calloc(1, sizeof(*j));
     if (!j)
         goto oom;

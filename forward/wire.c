@@ -78,10 +78,10 @@ int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct
 
 int fwd__labels_final(const struct fwd_ep *ep, struct labels *dst, const struct labels *src)
 {
-    int r = fwd__labels_merge(dst, src, ep->cfg.external_labels, ep->cfg.n_external_labels);
+    int r = fwd__labels_merge(dst, src, ep->ext, ep->n_ext);
 
-    if (r == 0 && ep->write_rules)
-        r = relabel_apply(ep->write_rules, dst);
+    if (r == 0 && ep->cfg->write_rules)
+        r = relabel_apply(ep->cfg->write_rules, dst);
     else if (r == 0)
         r = 1;
     if (r <= 0) {

@@ -208,7 +208,7 @@ static void on_error(const char *ep, const char *msg, void *ud)
 
 static int parse_ep(char *spec, struct cfg_remote *r)
 {
-    memset(r, 0, sizeof(*r));
+    fwd_cfg_remote_init(r);
     r->protocol = CFG_PROTO_PUSH;
     for (char *tok = strtok(spec, ","); tok; tok = strtok(NULL, ",")) {
         char *eq = strchr(tok, '=');
@@ -234,6 +234,8 @@ static int parse_ep(char *spec, struct cfg_remote *r)
     r->external_labels = &ext_label;
     r->n_external_labels = 1;
     r->http.enable_http2 = true;
+    if (!r->name) /* a file names it after its url's host; the url will do here */
+        r->name = r->url;
     return r->url ? 0 : -1;
 }
 
@@ -245,6 +247,7 @@ int main(int argc, char **argv)
     uint64_t min_b = 100, max_b = 2000, tmo = 3000, wait_ms = 200;
     bool gzip = false, use_auth = false, follow = false, retry_429 = true;
 
+    fwd_cfg_spool_init(&cfg.spool);
     cfg.spool.max_bytes = 1ull << 30;
     cfg.spool.fsync = (char *)"batch";
     for (int i = 1; i < argc; i++) {
@@ -309,9 +312,12 @@ int main(int argc, char **argv)
     }
     for (unsigned i = 0; i < n_eps; i++) {
         eps[i].max_retries = max_retries;
-        eps[i].batch_max_profiles = batch;
-        eps[i].max_inflight = inflight;
-        eps[i].queue_max_profiles = queue;
+        if (batch) /* 0: the default */
+            eps[i].batch_max_profiles = batch;
+        if (inflight)
+            eps[i].max_inflight = inflight;
+        if (queue)
+            eps[i].queue_max_profiles = queue;
         eps[i].min_backoff_ms = min_b;
         eps[i].max_backoff_ms = max_b;
         eps[i].remote_timeout_ms = tmo;

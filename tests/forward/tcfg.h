@@ -1,6 +1,7 @@
 /* Test helpers: the forwarder's settings as the configuration file gives
- * them (endpoints, spool, global external labels), built by hand, and
- * fwd_apply() of them; a job that holds a work queue's slot. Header-only. */
+ * them (endpoints, spool, global external labels), built by hand from
+ * fwd_cfg_remote_init() and fwd_cfg_spool_init(), and fwd_apply() of
+ * them; a job that holds a work queue's slot. Header-only. */
 #ifndef PROFLET_TESTS_FORWARD_TCFG_H
 #define PROFLET_TESTS_FORWARD_TCFG_H
 
@@ -18,9 +19,12 @@ struct tcfg {
     unsigned n_external_labels;
 };
 
+/* Settings built by hand have no document: `c` and everything it points
+ * to must live until fwd_close() has finished, and must not change while
+ * an endpoint uses them (a loaded document never does). */
 static inline int tcfg_apply(struct fwd *f, const struct tcfg *c, char *err, size_t errlen)
 {
-    return fwd_apply(f, c->remote, c->n_remote, &c->spool, c->external_labels,
+    return fwd_apply(f, NULL, c->remote, c->n_remote, &c->spool, c->external_labels,
                      c->n_external_labels, err, errlen);
 }
 

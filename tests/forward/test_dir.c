@@ -48,7 +48,7 @@ static struct fwd_profile *mkprof(const char *svc, const char *name, size_t len,
 static void dir_cfg(struct tcfg *c, struct cfg_remote *r, const char *url, uint64_t cap)
 {
     memset(c, 0, sizeof(*c));
-    memset(r, 0, sizeof(*r));
+    fwd_cfg_remote_init(r);
     r->name = (char *)"local";
     r->url = (char *)url;
     r->protocol = CFG_PROTO_DIR;
@@ -264,12 +264,111 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
     rm_rf(tmpdir);
 }
 
+/* The value of label `name` in a written profile's .json ("" if absent). */
+static void json_label(const char *jsonpath, const char *name, char *out, size_t outlen)
+{
+    size_t len;
+    char *data = slurp(jsonpath, &len);
+    struct json_object *o, *l, *v;
+
+    ASSERT_NOT_NULL(data);
+    ASSERT_NOT_NULL(o = json_tokener_parse(data));
+    ASSERT(json_object_object_get_ex(o, "labels", &l));
+    out[0] = 0;
+    if (json_object_object_get_ex(l, name, &v))
+        snprintf(out, outlen, "%s", json_object_get_string(v));
+    json_object_put(o);
+    free(data);
+}
+
+/* The endpoint applies the write rules its settings carry compiled (as
+ * forward/config.c leaves them at load) and compiles none itself: here the
+ * settings have the compiled rules only, no rule configuration. The
+ * external labels, global then the endpoint's own (which win), are added
+ * by the endpoint, before the rules see the labels. */
+TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
+{
+    uv_loop_t loop;
+    struct workq *wq;
+    struct tcfg c;
+    struct cfg_remote r[2];
+    struct relabel_cfg drop = {0};
+    char *src[] = {(char *)"cluster", (char *)"__name__"};
+    struct conf_kv global[] = {{(char *)"cluster", (char *)"prod"},
+                               {(char *)"region", (char *)"eu"}};
+    struct conf_kv own[] = {{(char *)"region", (char *)"us"}};
+    char url[300], url2[300], err[256], sub[512], names[8][128], path[1024], val[64];
+    struct fwd *f;
+    struct fwd_profile *p;
+    struct buf m;
+
+    mktmp();
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    snprintf(url, sizeof(url), "file://%s/out", tmpdir);
+    snprintf(url2, sizeof(url2), "file://%s/plain", tmpdir);
+    /* r[1]: no rules, no labels of its own: the global ones still come. */
+    dir_cfg(&c, &r[1], url2, 1 << 30);
+    r[1].name = (char *)"plain";
+    dir_cfg(&c, &r[0], url, 1 << 30);
+    c.n_remote = 2;
+    /* Drops memory profiles of cluster prod: matches only once the global
+     * external label is in. */
+    drop.source_labels = src;
+    drop.n_source_labels = 2;
+    drop.regex = (char *)"prod;memory";
+    drop.action = (char *)"drop";
+    ASSERT_EQ(relabel_rules_new(&drop, 1, RELABEL_SCHEME_UNSET, &r[0].write_rules, err,
+                                sizeof(err)),
+              0);
+    c.external_labels = global;
+    c.n_external_labels = 2;
+    r[0].external_labels = own;
+    r[0].n_external_labels = 1;
+    f = fwd_new(&loop, NULL, wq);
+    ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
+    p = mkprof("app", "memory", 100, 1);
+    fwd_submit(f, p);
+    fwd_profile_unref(p);
+    p = mkprof("app", "process_cpu", 100, 2);
+    fwd_submit(f, p);
+    fwd_profile_unref(p);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+
+    snprintf(sub, sizeof(sub), "%s/out/app/memory", tmpdir);
+    ASSERT_EQ(count_files(sub, ".pb.gz", names, 8), 0);
+    snprintf(sub, sizeof(sub), "%s/out/app/process_cpu", tmpdir);
+    ASSERT_EQ(count_files(sub, ".json", names, 8), 1);
+    snprintf(path, sizeof(path), "%s/%s", sub, names[0]);
+    json_label(path, "cluster", val, sizeof(val));
+    ASSERT_STR_EQ(val, "prod");
+    json_label(path, "region", val, sizeof(val));
+    ASSERT_STR_EQ(val, "us");
+    snprintf(sub, sizeof(sub), "%s/plain/app/memory", tmpdir);
+    ASSERT_EQ(count_files(sub, ".json", names, 8), 1);
+    snprintf(path, sizeof(path), "%s/%s", sub, names[0]);
+    json_label(path, "cluster", val, sizeof(val));
+    ASSERT_STR_EQ(val, "prod");
+    json_label(path, "region", val, sizeof(val));
+    ASSERT_STR_EQ(val, "eu");
+    buf_init(&m, 1 << 20);
+    fwd_metrics(f, &m);
+    ASSERT(strstr(m.data, "proflet_remote_dropped_profiles_total{endpoint=\"local\",kind=\"dir\","
+                          "reason=\"write_relabel\"} 1\n"));
+    buf_done(&m);
+    close_fwd(&loop, f);
+    relabel_rules_free(r[0].write_rules);
+    workq_free(wq);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
+    rm_rf(tmpdir);
+}
+
 TEST(dir_relative_url_and_reload_keeps_endpoint)
 {
     uv_loop_t loop;
     struct workq *wq;
     struct tcfg c;
-    struct cfg_remote r;
+    struct cfg_remote r, bad;
     char err[256], cwd[512], names[4][128];
     struct fwd *f;
     struct fwd_profile *p;
@@ -288,10 +387,14 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     fwd_profile_unref(p);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(count_files("rel/a/memory", ".pb.gz", names, 4), 1);
-    /* A bad url is refused and leaves the running endpoint alone. */
-    r.url = (char *)"http-not-a-file";
-    r.protocol = CFG_PROTO_DIR;
+    /* A bad url is refused and leaves the running endpoint alone (new
+     * settings: the running endpoint reads its own in place). */
+    bad = r;
+    bad.url = (char *)"http-not-a-file";
+    bad.protocol = CFG_PROTO_DIR;
+    c.remote = &bad;
     ASSERT_LT(tcfg_apply(f, &c, err, sizeof(err)), 0);
+    c.remote = &r;
     ASSERT(strstr(err, "file://") != NULL);
     close_fwd(&loop, f);
     workq_free(wq);

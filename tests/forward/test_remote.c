@@ -404,7 +404,7 @@ static void rig_start(struct rig *g, answer_fn answer)
 static void ep_init(struct cfg_remote *r, const char *name, const char *url,
                     enum cfg_protocol proto, unsigned batch)
 {
-    memset(r, 0, sizeof(*r));
+    fwd_cfg_remote_init(r);
     r->name = (char *)name;
     r->url = (char *)url;
     r->protocol = proto;
@@ -417,10 +417,14 @@ static void ep_init(struct cfg_remote *r, const char *name, const char *url,
     r->retry_on_http_429 = true;
 }
 
+/* The endpoints read their settings in place: `eps` must outlive the
+ * forwarder, and so does the spool setting, hence static (no spool). */
 static void apply(struct rig *g, struct cfg_remote *eps, unsigned n)
 {
-    struct tcfg c = {.remote = eps, .n_remote = n};
+    static struct tcfg c;
     char err[256] = "";
+
+    c = (struct tcfg){.remote = eps, .n_remote = n};
 
     int r = tcfg_apply(g->fwd, &c, err, sizeof(err));
 

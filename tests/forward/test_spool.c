@@ -362,6 +362,8 @@ struct loop_env {
     struct workq *wq;
     struct fwd *f;
     struct fwd_ep ep;
+    struct cfg_remote cfg; /* the endpoint's settings (it reads them in place) */
+    struct cfg_spool spool;
     struct fwd__spool *s;
     struct fwd_profile *got[NREC];
     uint64_t tokens[NREC];
@@ -424,14 +426,18 @@ static void env_open(struct loop_env *e, char *dir)
     e->f = fwd_new(&e->loop, NULL, e->wq);
     e->ep.f = e->f;
     e->ep.loop = &e->loop;
-    e->ep.name = (char *)"ep";
-    e->ep.spool.dir = dir;
-    e->ep.spool.fsync = (char *)"never";
-    e->ep.spool.max_bytes = 1 << 30;
-    e->ep.spool.max_age_ms = 3600 * 1000;
-    e->ep.spool.segment_bytes = 1 << 20;
-    e->ep.cfg.queue_max_profiles = 1000;
-    e->ep.cfg.queue_max_bytes = 1 << 30;
+    e->ep.name = "ep";
+    fwd_cfg_spool_init(&e->spool);
+    e->spool.dir = dir;
+    e->spool.fsync = (char *)"never";
+    e->spool.max_bytes = 1 << 30;
+    e->spool.max_age_ms = 3600 * 1000;
+    e->spool.segment_bytes = 1 << 20;
+    fwd_cfg_remote_init(&e->cfg);
+    e->cfg.queue_max_profiles = 1000;
+    e->cfg.queue_max_bytes = 1 << 30;
+    e->ep.spool = &e->spool;
+    e->ep.cfg = &e->cfg;
     ASSERT_EQ(fwd__spool_open(&e->ep, &env_cb, e, &e->s, err, sizeof(err)), 0);
     run_until(e, &e->changed);
     ASSERT(fwd__spool_ready(e->s));
