@@ -180,13 +180,13 @@ static void on_cluster_changed(void *ud)
              "elsewhere", ne);
 }
 
-/* A scraped profile goes to every endpoint with the global external labels,
- * which win over target labels as in Alloy's pyroscope.write. */
+/* A scraped profile goes to every endpoint with the target's labels; each
+ * endpoint adds the external labels (global, then its own), which win over
+ * target labels as in Alloy's pyroscope.write, once, as it sends. */
 static void on_profile(const struct labels *labels, uint8_t *data, size_t len, int64_t start_ns,
                        int64_t end_ns, void *ud)
 {
     struct agent *a = ud;
-    const struct agent_config *c = agent_config(a->doc);
     struct labels ls = LABELS_INIT;
     struct fwd_profile *prof;
 
@@ -202,8 +202,6 @@ static void on_profile(const struct labels *labels, uint8_t *data, size_t len, i
         labels_done(&ls);
         return;
     }
-    for (unsigned i = 0; i < c->n_external_labels; i++)
-        labels_set(&ls, c->external_labels[i].key, c->external_labels[i].value);
     prof = fwd_profile_new(&ls, data, len, start_ns, end_ns);
     labels_done(&ls);
     if (!prof)
