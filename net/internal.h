@@ -82,6 +82,13 @@ bool net__req_cross_origin(const struct net__req *q);
 /* Standard reason phrase for a status ("Unknown" if none). */
 const char *net__reason(int status);
 
+/* An Authorization header's value, "Basic base64(user:password)" (the
+ * scheme in any case, spaces after it), -> *user and *pass, malloc'd (the
+ * password is the caller's to cleanse). 0, or -1 with both NULL when it is
+ * not Basic, not base64, longer than the server keeps (511 bytes), or
+ * decodes to no ':' or to a NUL byte. */
+int net__auth_parse(const char *value, char **user, char **pass);
+
 /* web.c, for server.c (types spelled as OpenSSL's so that this header
  * needs no OpenSSL include). */
 struct ssl_ctx_st;

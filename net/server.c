@@ -796,38 +796,52 @@ static void auth_forget(struct conn *c)
     c->auth_pass = c->auth_hash = NULL;
 }
 
-/* "Basic base64(user:password)" -> c->auth_user/pass/hash. 0 or -1. */
-static int auth_parse(struct conn *c)
+/* "Basic base64(user:password)" -> malloc'd user and password. 0 or -1. */
+int net__auth_parse(const char *h, char **user, char **pass)
 {
-    const char *h = c->req.authorization, *colon;
-    unsigned char dec[sizeof(c->req.authorization)];
+    unsigned char dec[sizeof(((struct net__req *)0)->authorization)];
+    const char *colon;
     size_t len;
-    int n;
+    int n, rc = -1;
 
-    free(c->auth_user);
-    c->auth_user = NULL;
-    auth_forget(c);
-    if (c->req.authorization_long || strncasecmp(h, "Basic ", 6) != 0)
+    *user = *pass = NULL;
+    if (strncasecmp(h, "Basic ", 6) != 0)
         return -1;
     h += 6;
     while (*h == ' ')
         h++;
     len = strlen(h);
-    if (len == 0 || len % 4 != 0)
+    if (len == 0 || len % 4 != 0 || len / 4 * 3 >= sizeof(dec))
         return -1;
     n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
     if (n < 0)
         return -1;
     n -= (h[len - 1] == '=') + (len > 1 && h[len - 2] == '=');
     dec[n] = '\0';
-    if (memchr(dec, '\0', (size_t)n) || !(colon = strchr((char *)dec, ':')))
-        return -1;
-    c->auth_user = strndup((char *)dec, (size_t)(colon - (char *)dec));
-    c->auth_pass = strdup(colon + 1);
+    if (!memchr(dec, '\0', (size_t)n) && (colon = strchr((char *)dec, ':')) != NULL) {
+        *user = strndup((char *)dec, (size_t)(colon - (char *)dec));
+        *pass = strdup(colon + 1);
+        if (*user && *pass) {
+            rc = 0;
+        } else {
+            free(*user);
+            free(*pass);
+            *user = *pass = NULL;
+        }
+    }
     OPENSSL_cleanse(dec, sizeof(dec));
-    if (!c->auth_user || !c->auth_pass)
+    return rc;
+}
+
+/* The request's credentials -> c->auth_user/pass. 0 or -1. */
+static int auth_parse(struct conn *c)
+{
+    free(c->auth_user);
+    c->auth_user = NULL;
+    auth_forget(c);
+    if (c->req.authorization_long)
         return -1;
-    return 0;
+    return net__auth_parse(c->req.authorization, &c->auth_user, &c->auth_pass);
 }
 
 static void auth_work(uv_work_t *w)
