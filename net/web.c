@@ -224,31 +224,53 @@ int net__web_accept_any_cert(int ok, X509_STORE_CTX *x)
     return 1;
 }
 
-int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen)
+/* Wraps a loaded document; with `tls`, builds the TLS context its
+ * tls_server_config names (reading the files). Takes `doc`'s reference. */
+static int web_new(struct conf_doc *doc, bool tls, struct net_web **out, char *err,
+                   size_t errlen)
 {
-    struct net_web *w;
-    const struct web_cfg *c;
+    struct net_web *w = calloc(1, sizeof(*w));
+    const struct web_cfg *c = conf_doc_data(doc);
     int rc;
 
-    *out = NULL;
-    w = calloc(1, sizeof(*w));
     if (!w) {
+        conf_doc_unref(doc);
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
     w->refs = 1;
-    rc = conf_load_file(&web_schema, path, 0, &w->doc, err, errlen);
-    if (rc < 0) {
-        free(w);
-        return rc;
-    }
-    c = conf_doc_data(w->doc);
-    if (c->tls && (rc = make_ctx(c->tls, &w->ssl, err, errlen)) < 0) {
+    w->doc = doc;
+    if (tls && c->tls && (rc = make_ctx(c->tls, &w->ssl, err, errlen)) < 0) {
         net_web_unref(w);
         return rc;
     }
     *out = w;
     return 0;
+}
+
+int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen)
+{
+    struct conf_doc *doc;
+    int rc;
+
+    *out = NULL;
+    rc = conf_load_file(&web_schema, path, 0, &doc, err, errlen);
+    if (rc < 0)
+        return rc;
+    return web_new(doc, true, out, err, errlen);
+}
+
+int net__web_load_string(const char *text, size_t len, const char *name, bool tls,
+                         struct net_web **out, char *err, size_t errlen)
+{
+    struct conf_doc *doc;
+    int rc;
+
+    *out = NULL;
+    rc = conf_load_string(&web_schema, text, len, name, 0, &doc, err, errlen);
+    if (rc < 0)
+        return rc;
+    return web_new(doc, tls, out, err, errlen);
 }
 
 struct net_web *net_web_ref(struct net_web *w)
@@ -280,6 +302,17 @@ bool net_web_auth(const struct net_web *w)
 SSL_CTX *net__web_ssl(const struct net_web *w)
 {
     return w ? w->ssl : NULL;
+}
+
+const char *net__web_user(const struct net_web *w, unsigned i, const char **hash)
+{
+    const struct web_cfg *c = conf_doc_data(w->doc);
+
+    if (i >= c->n_users)
+        return NULL;
+    if (hash)
+        *hash = c->users[i].value;
+    return c->users[i].key;
 }
 
 const char *net__web_hash(const struct net_web *w, const char *user)
