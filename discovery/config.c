@@ -1,11 +1,16 @@
 /* Discovery's settings: the libcyaml fields of static, file and Kubernetes
  * discovery, their defaults, and the checks Prometheus makes when it loads
  * them, so a piece that would fail when applied is refused at load with its
- * position. Const data and pure checks; any thread. */
+ * position. Const data and checks; any thread. The checks are pure but for
+ * one: a kubeconfig-file is read and parsed at load (discovery reads it
+ * again when it applies the job), so --check-config, start-up and a reload
+ * refuse a missing or broken one at its key. In-cluster access is not
+ * checked: a configuration meant for a pod must check anywhere. */
 #include <stdio.h>
 #include <string.h>
 
 #include "discovery/discovery.h"
+#include "discovery/internal.h"
 
 #define OPT CYAML_FLAG_OPTIONAL
 #define PTR CYAML_FLAG_POINTER
@@ -393,12 +398,26 @@ static int k8s_post(struct conf_load *ld, struct conf_node *n)
     return net_http_cfg_check(ld, n, "kubernetes-sd config");
 }
 
+/* Once every rule of the document held (so a file is read only for a
+ * configuration that is otherwise valid): the kubeconfig, as discovery
+ * will read it when it applies the job. */
+static int k8s_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
+{
+    const struct disc_k8s_cfg *k = obj;
+    char why[512];
+
+    if (k->kubeconfig_file && disc__kubeconfig_check(k->kubeconfig_file, why, sizeof(why)) < 0)
+        return conf_fail(ld, conf_user_key(n, "kubeconfig-file"), "%s", why);
+    return 0;
+}
+
 static const struct conf_section k8s_section = {
     .name = "kubernetes-sd config",
     .fields = k8s_fields,
     .keys = k8s_key_tables,
     .pre = net_http_cfg_pre,
     .post = k8s_post,
+    .finish = k8s_finish,
 };
 
 /* --- manager ----------------------------------------------------------- */

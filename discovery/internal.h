@@ -237,6 +237,14 @@ int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
                         const struct disc_k8s_cfg *sd, char *err, size_t errlen);
 /** Frees everything and removes temporary files (NULL-safe, idempotent). */
 void disc__k8s_conn_done(struct k8s_conn *c);
+/** Checks a kubeconfig as disc__k8s_conn_init will use it, without writing
+ * anything: it reads and parses, its current context has a cluster with a
+ * server, its *-data is base64, and the CA, client certificate and key
+ * files it names can be read (libcurl reads them for every connection).
+ * Its token file is not required: it is re-read at run time. For the load
+ * (discovery/config.c); any thread. Returns 0 or a negative code with a
+ * message in `err`. */
+int disc__kubeconfig_check(const char *file, char *err, size_t errlen);
 /** Decodes standard base64 (whitespace ignored) into a malloc'd buffer. */
 int disc__base64_decode(const char *in, size_t n, unsigned char **out, size_t *out_len);
 

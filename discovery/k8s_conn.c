@@ -155,46 +155,70 @@ static char *resolve(const char *dir, const char *p)
     return out;
 }
 
-static int load_kubeconfig(struct k8s_conn *c, const char *file, char *err, size_t errlen)
+/* Reads and parses `file` and finds its current context's cluster (with a
+ * server) and user (NULL if none). `*root` owns both; `*dir` (malloc'd) is
+ * the file's directory, for the relative paths it names. */
+static int kubeconfig_read(const char *file, json_object **root, json_object **cluster,
+                           json_object **user, char **dir, char *err, size_t errlen)
 {
-    json_object *root = NULL, *ctx, *cluster, *user;
-    char *data = NULL, *dircopy = NULL, *dir, yerr[256];
-    const char *cur, *v;
+    json_object *ctx;
+    char *data = NULL, *dircopy, yerr[256];
+    const char *cur;
     size_t len;
     int rc;
 
+    *root = NULL;
+    *dir = NULL;
     rc = fsutil_read_small(file, KUBECONFIG_MAX, &data, &len);
     if (rc < 0) {
         snprintf(err, errlen, "kubeconfig %s: %s", file, strerror(-rc));
         return rc;
     }
-    rc = disc__yaml_to_json(data, len, &root, yerr, sizeof(yerr));
+    rc = disc__yaml_to_json(data, len, root, yerr, sizeof(yerr));
     free(data);
     if (rc < 0) {
         snprintf(err, errlen, "kubeconfig %s: %s", file, yerr);
         return rc;
     }
-    dircopy = strdup(file);
-    if (!dircopy) {
-        rc = -ENOMEM;
-        goto out;
-    }
-    dir = dirname(dircopy);
-    cur = disc__jstr(root, "current-context", NULL);
-    ctx = named(disc__jget(root, "contexts"), cur, "context");
+    cur = disc__jstr(*root, "current-context", NULL);
+    ctx = named(disc__jget(*root, "contexts"), cur, "context");
     if (!ctx) {
         snprintf(err, errlen, "kubeconfig %s: current-context %s not found", file,
                  cur ? cur : "(unset)");
         rc = -EINVAL;
-        goto out;
+        goto fail;
     }
-    cluster = named(disc__jget(root, "clusters"), disc__jstr(ctx, "cluster", NULL), "cluster");
-    user = named(disc__jget(root, "users"), disc__jstr(ctx, "user", NULL), "user");
-    if (!cluster || !disc__jstr(cluster, "server", NULL)) {
+    *cluster = named(disc__jget(*root, "clusters"), disc__jstr(ctx, "cluster", NULL), "cluster");
+    *user = named(disc__jget(*root, "users"), disc__jstr(ctx, "user", NULL), "user");
+    if (!*cluster || !disc__jstr(*cluster, "server", NULL)) {
         snprintf(err, errlen, "kubeconfig %s: cluster of context %s has no server", file, cur);
         rc = -EINVAL;
-        goto out;
+        goto fail;
     }
+    if (!(dircopy = strdup(file)) || !(*dir = strdup(dirname(dircopy)))) {
+        free(dircopy);
+        snprintf(err, errlen, "out of memory");
+        rc = -ENOMEM;
+        goto fail;
+    }
+    free(dircopy);
+    return 0;
+fail:
+    json_object_put(*root);
+    *root = NULL;
+    return rc;
+}
+
+static int load_kubeconfig(struct k8s_conn *c, const char *file, char *err, size_t errlen)
+{
+    json_object *root, *cluster, *user;
+    char *dir;
+    const char *v;
+    int rc;
+
+    rc = kubeconfig_read(file, &root, &cluster, &user, &dir, err, errlen);
+    if (rc < 0)
+        return rc;
     c->server = strdup(disc__jstr(cluster, "server", NULL));
     if ((v = disc__jstr(cluster, "certificate-authority-data", NULL)) != NULL)
         rc = write_tmp(c, v, &c->ca_file, err, errlen);
@@ -225,7 +249,65 @@ static int load_kubeconfig(struct k8s_conn *c, const char *file, char *err, size
     }
     rc = c->server ? 0 : -ENOMEM;
 out:
-    free(dircopy);
+    free(dir);
+    json_object_put(root);
+    return rc;
+}
+
+/* One TLS item of a kubeconfig: inline base64 `data_key`, or the file
+ * `file_key` (relative to the kubeconfig), which must be readable. */
+static int kubeconfig_item_ok(json_object *o, const char *dir, const char *data_key,
+                              const char *file_key, const char *file, char *err, size_t errlen)
+{
+    const char *v = disc__jstr(o, data_key, NULL);
+    unsigned char *bytes;
+    char *path, c;
+    size_t n;
+    int fd, rc;
+
+    if (v) {
+        rc = disc__base64_decode(v, strlen(v), &bytes, &n);
+        if (rc == 0)
+            free(bytes);
+        else
+            snprintf(err, errlen, "kubeconfig %s: %s is not base64", file, data_key);
+        return rc;
+    }
+    if (!(v = disc__jstr(o, file_key, NULL)))
+        return 0;
+    if (!(path = resolve(dir, v))) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    /* Opened and read a byte: a directory opens but does not read. */
+    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+    rc = fd < 0 || read(fd, &c, 1) < 0 ? -errno : 0;
+    if (fd >= 0)
+        close(fd);
+    if (rc < 0)
+        snprintf(err, errlen, "kubeconfig %s: %s %s cannot be read: %s", file, file_key, path,
+                 strerror(-rc));
+    free(path);
+    return rc;
+}
+
+int disc__kubeconfig_check(const char *file, char *err, size_t errlen)
+{
+    json_object *root, *cluster, *user;
+    char *dir;
+    int rc;
+
+    rc = kubeconfig_read(file, &root, &cluster, &user, &dir, err, errlen);
+    if (rc < 0)
+        return rc;
+    rc = kubeconfig_item_ok(cluster, dir, "certificate-authority-data", "certificate-authority",
+                            file, err, errlen);
+    if (rc == 0 && user)
+        rc = kubeconfig_item_ok(user, dir, "client-certificate-data", "client-certificate",
+                                file, err, errlen);
+    if (rc == 0 && user)
+        rc = kubeconfig_item_ok(user, dir, "client-key-data", "client-key", file, err, errlen);
+    free(dir);
     json_object_put(root);
     return rc;
 }
