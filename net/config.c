@@ -5,12 +5,25 @@
  *
  * The load-time rules are Prometheus' (common/config): one way to
  * authenticate, the proxy combinations, reserved header names, the TLS
- * pairs. Messages name keys, never values: a value may be a secret. */
+ * pairs. Messages name keys, never values: a value may be a secret.
+ *
+ * The TLS files are also read here, once: libcurl reads them again for
+ * every connection, so one that is missing or unusable would fail every
+ * request, and load refuses it at its key instead (Prometheus refuses an
+ * unreadable one when it loads too). Secret files (password, token,
+ * credentials, client secret, header files) are not: they are re-read at
+ * run time and may appear after start (net/secret.c). */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
+#include <openssl/err.h>
+#include <openssl/pem.h>
+
+#include "common/fsutil.h"
 #include "net/net.h"
 
 #define OPT CYAML_FLAG_OPTIONAL
@@ -55,6 +68,97 @@ int net_tls_version(const char *v)
     return NET_TLS_DEFAULT;
 }
 
+/* A CA bundle larger than this is refused rather than read whole at load
+ * (Debian's bundle of every public root is about 200 KiB). */
+#define TLS_CA_MAX (4u << 20)
+
+static int no_passphrase(char *buf, int size, int rwflag, void *u)
+{
+    (void)buf, (void)size, (void)rwflag, (void)u;
+    return 0; /* an encrypted key in a bundle must not prompt on the terminal */
+}
+
+/* The certificates in PEM text, counted as libcurl's OpenSSL backend loads
+ * a CA bundle (PEM_X509_INFO_read_bio): with none, or with a damaged one,
+ * it fails the handshake of every request. */
+static size_t pem_certificates(const char *pem, size_t len)
+{
+    BIO *bio = BIO_new_mem_buf(pem, (int)len);
+    STACK_OF(X509_INFO) *infos = bio ? PEM_X509_INFO_read_bio(bio, NULL, no_passphrase, NULL)
+                                     : NULL;
+    size_t n = 0;
+
+    for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++)
+        n += sk_X509_INFO_value(infos, i)->x509 != NULL;
+    sk_X509_INFO_pop_free(infos, X509_INFO_free);
+    BIO_free(bio);
+    /* The loop thread's TLS server reads this thread's error queue. */
+    ERR_clear_error();
+    return n;
+}
+
+/* Whether `path` can be opened and read (a directory opens but does not
+ * read); 0 or a negative errno. Relative paths are the process's, as for
+ * libcurl. */
+static int readable(const char *path)
+{
+    char c;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (read(fd, &c, 1) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
+/* The files and inline PEM of one tls-config, checked as libcurl will use
+ * them. A `finish` hook, so that it runs once every rule of the document
+ * held: a file is read only for a configuration that is otherwise valid,
+ * and a misplaced tls-config is reported as such, not as a missing file.
+ * The position is the key's; the message names the file (a path is not a
+ * secret) but never inline text. */
+static int tls_finish(struct conf_load *ld, const struct conf_node *map, void *obj)
+{
+    static const char *const files[] = { "ca-file", "cert-file", "key-file" };
+    static const char *const inline_certs[] = { "ca", "cert" };
+    char *text = NULL;
+    size_t len = 0;
+    int rc;
+
+    for (size_t i = 0; i < 3; i++) {
+        const char *path = conf_str(conf_get(map, files[i]));
+
+        if (!conf_get(map, files[i]))
+            continue;
+        rc = i == 0 ? fsutil_read_small(path, TLS_CA_MAX, &text, &len) : readable(path);
+        if (rc == -E2BIG)
+            return conf_fail(ld, conf_user_key(map, files[i]), "%s \"%.200s\" in tls-config "
+                             "is larger than 4MiB", files[i], path);
+        if (rc < 0)
+            return conf_fail(ld, conf_user_key(map, files[i]), "%s \"%.200s\" in tls-config "
+                             "cannot be read: %s", files[i], path, strerror(-rc));
+        if (i == 0) {
+            size_t n = pem_certificates(text, len);
+
+            free(text);
+            if (n == 0)
+                return conf_fail(ld, conf_user_key(map, files[i]), "ca-file \"%.200s\" in "
+                                 "tls-config holds no PEM certificate", path);
+        }
+    }
+    for (size_t i = 0; i < 2; i++) {
+        const char *pem = conf_str(conf_get(map, inline_certs[i]));
+
+        if (conf_get(map, inline_certs[i]) && pem_certificates(pem, strlen(pem)) == 0)
+            return conf_fail(ld, conf_user_key(map, inline_certs[i]), "%s in tls-config is not "
+                             "PEM: expected one or more -----BEGIN CERTIFICATE----- blocks",
+                             inline_certs[i]);
+    }
+    return 0;
+}
+
 static int tls_post(struct conf_load *ld, struct conf_node *map)
 {
     static const char *const pairs[][2] = { { "ca", "ca-file" }, { "cert", "cert-file" },
@@ -86,6 +190,7 @@ const struct conf_section net_tls_cfg_section = {
     .fields = net__tls_fields,
     .keys = tls_key_tables,
     .post = tls_post,
+    .finish = tls_finish,
 };
 
 /* ----------------------------------------------------------- basic auth */

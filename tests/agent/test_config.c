@@ -68,6 +68,91 @@ static const char *source_of(const struct cfg *c)
     return NULL;
 }
 
+/* A CA certificate (self-signed EC P-256, made for these tests): the TLS
+ * settings' files and inline PEM are read when a file is loaded. */
+static const char test_ca_pem[] =
+    "-----BEGIN CERTIFICATE-----\n"
+    "MIIBijCCATGgAwIBAgIUVasPstHJm0To8V5YQYds/bsqEoYwCgYIKoZIzj0EAwIw\n"
+    "GjEYMBYGA1UEAwwPcHJvZmxldC10ZXN0LWNhMCAXDTI2MTEyNzAzMDAwNFoYDzIx\n"
+    "MjYxMTAzMDMwMDA0WjAaMRgwFgYDVQQDDA9wcm9mbGV0LXRlc3QtY2EwWTATBgcq\n"
+    "hkjOPQIBBggqhkjOPQMBBwNCAAQDoj86Z8gpW667ZIScrzH+lzBMfyk2mPgZYmTj\n"
+    "MnVefhJmRScTgiy3E+a8n8q6w/9OzPr6rQXdQA18D2XC1Y3Eo1MwUTAdBgNVHQ4E\n"
+    "FgQUq+QPH99sLlB0hE51hY90zlaPAwgwHwYDVR0jBBgwFoAUq+QPH99sLlB0hE51\n"
+    "hY90zlaPAwgwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNHADBEAiAKOYkH\n"
+    "3G2/5t6In3eN2EDaXZs0DRxxtoxMg89UqfZNAgIgGOWIEI6RnVmbbvZbshX7Bd+m\n"
+    "vuKidi+7kVpQL0GDBj8=\n"
+    "-----END CERTIFICATE-----\n";
+
+static char fixture_dir[] = "/tmp/proflet-cfg-tls-XXXXXX";
+static const char *const fixture_names[] = {
+    "ca.pem", "cert.pem", "key.pem", "notpem.pem", "kubeconfig", "kubeconfig-broken",
+    "kubeconfig-nocontext", "kubeconfig-noca", "kubeconfig-badb64",
+};
+
+static void fixtures_remove(void)
+{
+    char path[256];
+
+    for (size_t i = 0; i < sizeof(fixture_names) / sizeof(fixture_names[0]); i++) {
+        snprintf(path, sizeof(path), "%s/%s", fixture_dir, fixture_names[i]);
+        unlink(path);
+    }
+    rmdir(fixture_dir);
+}
+
+static void fixture_put(const char *name, const char *text)
+{
+    char path[256];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/%s", fixture_dir, name);
+    f = fopen(path, "w");
+    ASSERT_NOT_NULL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+/* The files the TLS and kubeconfig settings of the tests name, made once
+ * in a temporary directory that $T names (the tests load with env
+ * expansion); $TEST_CA_PEM holds the certificate as inline PEM. */
+static const char *fixtures(void)
+{
+/* A kubeconfig whose cluster's CA is `ca`. */
+#define KUBECONFIG(ca)                                                                     \
+    "apiVersion: v1\nkind: Config\ncurrent-context: c\n"                                   \
+    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"                              \
+    "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443', " ca "}}]\n"          \
+    "users: [{name: u, user: {tokenFile: /nonexistent/token}}]\n"
+    if (getenv("T"))
+        return fixture_dir;
+    ASSERT_NOT_NULL(mkdtemp(fixture_dir));
+    atexit(fixtures_remove);
+    fixture_put("ca.pem", test_ca_pem);
+    fixture_put("cert.pem", test_ca_pem);
+    fixture_put("key.pem", "a key file is only opened at load\n");
+    fixture_put("notpem.pem", "not a certificate\n");
+    fixture_put("kubeconfig", KUBECONFIG("certificate-authority: ca.pem"));
+    fixture_put("kubeconfig-noca", KUBECONFIG("certificate-authority: no.pem"));
+    fixture_put("kubeconfig-badb64", KUBECONFIG("certificate-authority-data: '*!'"));
+    fixture_put("kubeconfig-broken", "clusters: [\n");
+    fixture_put("kubeconfig-nocontext", "apiVersion: v1\nkind: Config\n");
+    setenv("T", fixture_dir, 1);
+    setenv("TEST_CA_PEM", test_ca_pem, 1);
+    return fixture_dir;
+#undef KUBECONFIG
+}
+
+/* "$T/name" */
+static const char *fixture(const char *name)
+{
+    static char path[8][256];
+    static unsigned next;
+    char *p = path[next++ % 8];
+
+    snprintf(p, sizeof(path[0]), "%s/%s", fixtures(), name);
+    return p;
+}
+
 static struct cfg *load_ok_at(const char *file, int line, const char *yaml)
 {
     char err[1024] = "";
@@ -242,7 +327,9 @@ TEST(all_scrape_keys_both_spellings)
         "target-label: __tmp}\n"
         "    name-validation-scheme: legacy\n"
         "    basic-auth: {username: u, password-file: /p}\n"
-        "    tls-config: {ca-file: /ca, cert-file: /c, key-file: /k, server-name: s, "
+        "    tls-config: {ca-file: \"${T}/ca.pem\", cert-file: \"${T}/cert.pem\",\n"
+        "                 key-file: \"${T}/key.pem\", "
+        "                 server-name: s, "
         "insecure-skip-verify: true}\n"
         "    proxy-url: http://proxy:3128\n"
         "    enable-http2: false\n"
@@ -251,6 +338,7 @@ TEST(all_scrape_keys_both_spellings)
     char snake[4096];
     struct cfg *c[2];
 
+    fixtures();
     /* The same document with every key in snake_case. */
     snprintf(snake, sizeof(snake), "%s", kebab);
     for (char *p = snake; *p; p++) {
@@ -299,9 +387,9 @@ TEST(all_scrape_keys_both_spellings)
         ASSERT_STR_EQ(s->http.basic_auth->username, "u");
         ASSERT_NULL(s->http.basic_auth->password);
         ASSERT_STR_EQ(s->http.basic_auth->password_file, "/p");
-        ASSERT_STR_EQ(s->http.tls.ca_file, "/ca");
-        ASSERT_STR_EQ(s->http.tls.cert_file, "/c");
-        ASSERT_STR_EQ(s->http.tls.key_file, "/k");
+        ASSERT_STR_EQ(s->http.tls.ca_file, fixture("ca.pem"));
+        ASSERT_STR_EQ(s->http.tls.cert_file, fixture("cert.pem"));
+        ASSERT_STR_EQ(s->http.tls.key_file, fixture("key.pem"));
         ASSERT_STR_EQ(s->http.tls.server_name, "s");
         ASSERT_TRUE(s->http.tls.insecure_skip_verify);
         ASSERT_STR_EQ(s->http.proxy_url, "http://proxy:3128");
@@ -1064,7 +1152,7 @@ TEST(conflicting_auth)
  * configured, with Prometheus' snake_case spellings. */
 TEST(http_client_settings)
 {
-    struct cfg *c = LOAD_OK(
+    struct cfg *c = (fixtures(), LOAD_OK(
         "scrape-configs:\n"
         "  - job-name: a\n"
         "    static-configs: [{targets: [h:6060]}]\n"
@@ -1075,7 +1163,8 @@ TEST(http_client_settings)
         "    proxy_url: http://127.0.0.1:3128\n"
         "    no_proxy: 127.0.0.2,localhost\n"
         "    proxy_connect_header: {Proxy-Authorization: [Basic eDp5]}\n"
-        "    tls_config: {ca: PEMCA, cert: PEMCERT, key: PEMKEY, min_version: TLS12,\n"
+        "    tls_config: {ca: \"${TEST_CA_PEM}\", cert: \"${TEST_CA_PEM}\", key: PEMKEY,\n"
+        "                 min_version: TLS12,\n"
         "                 max_version: TLS13}\n"
         "remote-write:\n"
         "  - url: https://127.0.0.1:4040\n"
@@ -1087,7 +1176,7 @@ TEST(http_client_settings)
         "      endpoint_params: {audience: x}\n"
         "      tls_config: {insecure_skip_verify: true}\n"
         "      proxy_from_environment: true\n"
-        "    proxy-from-environment: true\n");
+        "    proxy-from-environment: true\n"));
     const struct net_http_cfg *h = &c->scrape[0].http, *r = &c->remote[0].http;
     struct net_http_cfg copy;
 
@@ -1104,7 +1193,7 @@ TEST(http_client_settings)
     ASSERT_EQ(h->n_proxy_connect_header, 1);
     ASSERT_STR_EQ(h->proxy_connect_header[0].key, "Proxy-Authorization");
     ASSERT_STR_EQ(h->proxy_connect_header[0].values[0], "Basic eDp5");
-    ASSERT_STR_EQ(h->tls.ca, "PEMCA");
+    ASSERT_STR_EQ(h->tls.ca, test_ca_pem);
     ASSERT_STR_EQ(h->tls.key, "PEMKEY");
     ASSERT_EQ(net_tls_version(h->tls.min_version), NET_TLS12);
     ASSERT_EQ(net_tls_version(h->tls.max_version), NET_TLS13);
@@ -1239,7 +1328,7 @@ TEST(http_client_settings_refused)
 
 TEST(kubernetes_sd)
 {
-    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+    struct cfg *c = (fixtures(), LOAD_OK("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
                             "      - role: pod\n"
                             "        namespaces: {own-namespace: true, names: [a, b]}\n"
                             "        selectors: [{role: pod, field: spec.nodeName=n1}, "
@@ -1247,9 +1336,9 @@ TEST(kubernetes_sd)
                             "        attach-metadata: {node: true, namespace: true}\n"
                             "      - api-server: https://k8s:6443\n"
                             "        bearer-token-file: /t\n"
-                            "        tls-config: {ca-file: /ca}\n"
-                            "      - kubeconfig_file: /k\n"
-                            "        service-account-dir: /sa\n");
+                            "        tls-config: {ca-file: \"${T}/ca.pem\"}\n"
+                            "      - kubeconfig_file: ${T}/kubeconfig\n"
+                            "        service-account-dir: /sa\n"));
     const struct scrape_job_cfg *s = &c->scrape[0];
     const struct disc_k8s_cfg *k = &s->sd.k8s_sd[0];
 
@@ -1272,10 +1361,10 @@ TEST(kubernetes_sd)
     ASSERT_STR_EQ(k->api_server, "https://k8s:6443");
     ASSERT_TRUE(k->http_set);
     ASSERT_STR_EQ(k->http.bearer_token_file, "/t");
-    ASSERT_STR_EQ(k->http.tls.ca_file, "/ca");
+    ASSERT_STR_EQ(k->http.tls.ca_file, fixture("ca.pem"));
     ASSERT_FALSE(k->own_namespace);
     k = &s->sd.k8s_sd[2];
-    ASSERT_STR_EQ(k->kubeconfig_file, "/k");
+    ASSERT_STR_EQ(k->kubeconfig_file, fixture("kubeconfig"));
     ASSERT_STR_EQ(k->service_account_dir, "/sa");
     ASSERT_FALSE(k->http_set);
     cfg_free(c);
@@ -1332,6 +1421,110 @@ TEST(kubernetes_sd_errors)
            "t.yaml:4:40: invalid field selector \"a\\x=b\": invalid escape in \"a\\x=b\"");
     ERR_IS(K8S "      - selectors: [{role: service}]\n",
            "t.yaml:4:28: expected one of pod, node, got \"service\"");
+#undef K8S
+}
+
+/* The TLS files libcurl reads for every connection are read at load: a
+ * missing, unreadable or (for a CA) certificate-less one is refused at its
+ * key, in every place a tls-config is written. */
+TEST(tls_files_checked_at_load)
+{
+#define JOB "scrape-configs:\n  - job-name: a\n"
+    char yaml[1024], want[1024];
+    struct cfg *c;
+
+    fixtures();
+    ERR_IS(JOB "    tls-config: {ca-file: /nonexistent/ca.pem}\n",
+           "t.yaml:3:18: ca-file \"/nonexistent/ca.pem\" in tls-config cannot be read: No such "
+           "file or directory");
+    ERR_IS("remote-write:\n  - url: https://127.0.0.1:4040\n"
+           "    tls_config:\n      ca_file: /nonexistent/ca.pem\n",
+           "t.yaml:4:7: ca-file \"/nonexistent/ca.pem\" in tls-config cannot be read: No such "
+           "file or directory");
+    ERR_IS(JOB "    tls-config: {ca-file: \"${T}/ca.pem\", cert-file: /nonexistent/c.pem,\n"
+               "                 key-file: \"${T}/key.pem\"}\n",
+           "t.yaml:3:42: cert-file \"/nonexistent/c.pem\" in tls-config cannot be read: No such "
+           "file or directory");
+    snprintf(want, sizeof(want), "t.yaml:4:18: key-file \"%s\" in tls-config cannot be read: "
+             "Is a directory", fixtures());
+    ERR_IS(JOB "    tls-config: {cert-file: \"${T}/cert.pem\",\n                 key-file: \"${T}\"}\n",
+           want);
+    snprintf(want, sizeof(want), "t.yaml:3:18: ca-file \"%s\" in tls-config holds no PEM "
+             "certificate", fixture("notpem.pem"));
+    ERR_IS(JOB "    tls-config: {ca-file: \"${T}/notpem.pem\"}\n", want);
+    /* oauth2's own client and the Kubernetes API connection. */
+    ERR_IS(JOB "    oauth2:\n      client-id: i\n      token-url: https://127.0.0.1/t\n"
+               "      tls-config: {ca-file: /nonexistent/ca.pem}\n",
+           "t.yaml:6:20: ca-file \"/nonexistent/ca.pem\" in tls-config cannot be read: No such "
+           "file or directory");
+    ERR_IS(JOB "    kubernetes-sd-configs:\n      - api-server: https://127.0.0.1:6443\n"
+               "        tls-config: {key-file: /nonexistent/k.pem, cert: \"${TEST_CA_PEM}\"}\n",
+           "t.yaml:5:22: key-file \"/nonexistent/k.pem\" in tls-config cannot be read: No such "
+           "file or directory");
+    /* Inline PEM: the value is never quoted (a key beside it may be a secret). */
+    ERR_IS(JOB "    tls-config: {ca: not a certificate}\n",
+           "t.yaml:3:18: ca in tls-config is not PEM: expected one or more -----BEGIN "
+           "CERTIFICATE----- blocks");
+    ERR_IS(JOB "    tls-config: {cert: \"-----BEGIN CERTIFICATE-----\\nAAAA\\n-----END "
+               "CERTIFICATE-----\\n\", key: k}\n",
+           "t.yaml:3:18: cert in tls-config is not PEM: expected one or more -----BEGIN "
+           "CERTIFICATE----- blocks");
+    /* What exists loads, relative paths included (the process's directory,
+     * as libcurl opens them). */
+    snprintf(yaml, sizeof(yaml), JOB "    tls-config: {ca-file: \"${T}/ca.pem\", cert-file: "
+             "\"${T}/cert.pem\", key-file: \"${T}/key.pem\"}\n    oauth2:\n      client-id: i\n"
+             "      token-url: https://127.0.0.1/t\n      tls-config: {ca: \"${TEST_CA_PEM}\"}\n");
+    c = LOAD_OK(yaml);
+    ASSERT_STR_EQ(c->scrape[0].http.oauth2->tls.ca, test_ca_pem);
+    cfg_free(c);
+    ASSERT_EQ(chdir(fixtures()), 0);
+    cfg_free(LOAD_OK(JOB "    tls-config: {ca-file: ca.pem}\n"));
+    ASSERT_EQ(chdir("/"), 0);
+    ERR_STARTS(JOB "    tls-config: {ca-file: ca.pem}\n", "t.yaml:3:18: ca-file \"ca.pem\"");
+    /* Secret files are re-read at run time and may appear after start
+     * (net/secret.c): they are not required at load. */
+    cfg_free(LOAD_OK(JOB "    basic-auth: {username: u, password-file: /nonexistent/p}\n"
+                     "    http-headers: {X-A: {files: [/nonexistent/h]}}\n"
+                     "  - job-name: b\n    bearer-token-file: /nonexistent/t\n"
+                     "  - job-name: c\n    authorization: {credentials-file: /nonexistent/c}\n"
+                     "  - job-name: d\n    oauth2: {client-id: i, token-url: https://127.0.0.1/t,"
+                     " client-secret-file: /nonexistent/s}\n"));
+#undef JOB
+}
+
+/* A kubeconfig-file is read and parsed at load, as discovery will; the
+ * in-cluster environment is not required (a pod's configuration checks
+ * anywhere). */
+TEST(kubeconfig_checked_at_load)
+{
+#define K8S "scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+    char want[1024];
+
+    fixtures();
+    ERR_IS(K8S "      - kubeconfig-file: /nonexistent/kubeconfig\n",
+           "t.yaml:4:9: kubeconfig /nonexistent/kubeconfig: No such file or directory");
+    snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: ", fixture("kubeconfig-broken"));
+    ERR_STARTS(K8S "      - kubeconfig_file: ${T}/kubeconfig-broken\n", want);
+    snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: current-context (unset) not found",
+             fixture("kubeconfig-nocontext"));
+    ERR_IS(K8S "      - kubeconfig-file: ${T}/kubeconfig-nocontext\n", want);
+    snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: certificate-authority %s cannot "
+             "be read: No such file or directory", fixture("kubeconfig-noca"), fixture("no.pem"));
+    ERR_IS(K8S "      - kubeconfig-file: ${T}/kubeconfig-noca\n", want);
+    snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: certificate-authority-data is not "
+             "base64", fixture("kubeconfig-badb64"));
+    ERR_IS(K8S "      - kubeconfig-file: ${T}/kubeconfig-badb64\n", want);
+    /* Clustering's kubernetes block is the same section. */
+    ERR_IS("clustering:\n  enabled: true\n  kubernetes:\n"
+           "    kubeconfig-file: /nonexistent/kubeconfig\n"
+           "    selectors: [{role: pod, label: app=proflet}]\n",
+           "t.yaml:4:5: kubeconfig /nonexistent/kubeconfig: No such file or directory");
+    /* A good one (its token file is re-read at run time: not required),
+     * and in-cluster access without the in-cluster environment. */
+    unsetenv("KUBERNETES_SERVICE_HOST");
+    unsetenv("KUBERNETES_SERVICE_PORT");
+    cfg_free(LOAD_OK(K8S "      - kubeconfig-file: ${T}/kubeconfig\n      - role: pod\n"
+                     "        namespaces: {own-namespace: true}\n"));
 #undef K8S
 }
 
@@ -1636,14 +1829,32 @@ TEST(error_buffer_truncation)
 }
 
 /* The complete examples of docs/config.md (each follows a marker comment)
- * must load, and the documented default must be the embedded one. */
+ * must load, and the documented default must be the embedded one. Files
+ * they name under /etc/proflet/ are the fixtures' (TLS files are read at
+ * load), as a pod's mounted files would be. */
+/* `text` with every `prefix` replaced by the fixtures' directory and a
+ * slash; the result lives until the next call. */
+static const char *with_fixtures(const char *text, const char *prefix)
+{
+    static char out[16384];
+    const char *p, *q;
+    size_t n = 0;
+
+    for (p = text; (q = strstr(p, prefix)) != NULL; p = q + strlen(prefix))
+        n += (size_t)snprintf(out + n, sizeof(out) - n, "%.*s%s/", (int)(q - p), p, fixtures());
+    snprintf(out + n, sizeof(out) - n, "%s", p);
+    ASSERT_LT(strlen(out), sizeof(out) - 1);
+    return out;
+}
+
 TEST(docs_examples_load)
 {
     static const char marker[] = "<!-- loaded by tests/agent/test_config.c -->\n```yaml\n";
     char path[4096], *doc, *p;
     FILE *f;
     long n;
-    int found = 0;
+    int found = 0, default_seen = 0;
+    const char *def;
 
     snprintf(path, sizeof(path), "%s", test_data_path("../../docs/config.md"));
     f = fopen(path, "rb");
@@ -1654,6 +1865,8 @@ TEST(docs_examples_load)
     doc = calloc(1, (size_t)n + 1);
     ASSERT_EQ(fread(doc, 1, (size_t)n, f), (size_t)n);
     fclose(f);
+    def = strstr(doc, "## The embedded default");
+    ASSERT_NOT_NULL(def);
     setenv("NODE_NAME", "node-1", 1);
     for (p = strstr(doc, marker); p; p = strstr(p, marker)) {
         char *body = p + strlen(marker), *end = strstr(body, "```");
@@ -1661,15 +1874,18 @@ TEST(docs_examples_load)
 
         ASSERT_NOT_NULL(end);
         *end = '\0';
-        c = LOAD_OK(body);
+        c = LOAD_OK(with_fixtures(body, "/etc/proflet/"));
         ASSERT_GE(c->n_scrape, 1);
-        if (found == 0) /* the embedded default, minus its comment line */
+        if (p > def && !default_seen) { /* the embedded default, minus its comment line */
             ASSERT_STR_EQ(body, strchr(agent_default_config, '\n') + 1);
+            default_seen = 1;
+        }
         cfg_free(c);
         found++;
         p = end + 1;
     }
-    ASSERT_EQ(found, 4);
+    ASSERT_EQ(found, 9);
+    ASSERT_EQ(default_seen, 1);
     free(doc);
 }
 
