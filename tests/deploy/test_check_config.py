@@ -92,6 +92,44 @@ def test_check_config_rejects_a_broken_chart_config():
     check(p.returncode == 2, f"an unknown relabel action must be rejected with 2, got {p.returncode}")
 
 
+def test_check_config_refuses_missing_tls_and_kubeconfig_files():
+    """What every request would fail on is refused at its key: a missing
+    ca-file, a kubeconfig that is not there, an inline ca that is not PEM.
+    A secret file that is not there yet is not (it is re-read at run
+    time), nor is in-cluster access without KUBERNETES_SERVICE_HOST."""
+    exe = need_file(os.environ.get("PROFLET"), "the proflet binary (env PROFLET)")
+    cases = [
+        ("scrape-configs:\n  - job-name: a\n    scheme: https\n"
+         "    static-configs: [{targets: ['127.0.0.1:6060']}]\n"
+         "    tls-config:\n      ca-file: /nonexistent/proflet-ca.pem\n",
+         ':6:7: ca-file "/nonexistent/proflet-ca.pem" in tls-config cannot be read: No such file or directory'),
+        ("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+         "      - kubeconfig-file: /nonexistent/kubeconfig\n",
+         ":4:9: kubeconfig /nonexistent/kubeconfig: No such file or directory"),
+        ("remote-write:\n  - url: https://127.0.0.1:4040\n    tls_config: {ca: not-pem}\n",
+         ":3:18: ca in tls-config is not PEM"),
+    ]
+    tmp = tempfile.mkdtemp()
+    try:
+        path = os.path.join(tmp, "proflet.yaml")
+        for text, want in cases:
+            with open(path, "w") as f:
+                f.write(text)
+            p = subprocess.run([exe, "--check-config", path], capture_output=True, text=True, timeout=30, env=ENV)
+            out = p.stdout + p.stderr
+            check(p.returncode == 2, f"--check-config must refuse with 2, got {p.returncode}: {out}\n--- config:\n{text}")
+            check(path + want in out, f"wanted {path + want!r} in: {out}")
+        with open(path, "w") as f:
+            f.write("scrape-configs:\n  - job-name: pods\n    kubernetes-sd-configs: [{role: pod}]\n"
+                    "    basic-auth: {username: u, password-file: /nonexistent/password}\n")
+        p = subprocess.run([exe, "--check-config", path], capture_output=True, text=True, timeout=30, env=ENV)
+        check(p.returncode == 0, f"secret files and in-cluster access are not required at check time, "
+              f"got {p.returncode}: {p.stdout}{p.stderr}")
+    finally:
+        shutil.rmtree(tmp)
+
+
 if __name__ == "__main__":
     run_tests([test_chart_configs_check, test_chart_secret_config_checks, test_manifest_configs_check,
-               test_check_config_rejects_a_broken_chart_config])
+               test_check_config_rejects_a_broken_chart_config,
+               test_check_config_refuses_missing_tls_and_kubeconfig_files])
