@@ -30,7 +30,13 @@
 #include "proflet_version.h"
 #include "scrape/scrape.h"
 
+/* SIGTERM to exit, everything included. The last second is kept for
+ * closing (the spool's last write and sync, the handles); in-flight scrapes
+ * and delta jobs get what is left before it once the forwarder's flush is
+ * set aside; the flush gets the rest (what it cannot deliver is spooled). */
 #define SHUTDOWN_GRACE_MS 10000
+#define SHUTDOWN_CLOSE_MS 1000
+#define SHUTDOWN_FLUSH_MS 3000
 
 static void usage(FILE *f)
 {
@@ -80,7 +86,7 @@ static void usage(FILE *f)
             "Signals: SIGHUP reloads the configuration (as does POST /-/reload with\n"
             "--web.enable-lifecycle); an invalid\n"
             "file is refused and the running configuration kept. SIGTERM/SIGINT stop\n"
-            "scraping, finish what is in flight (up to %d s), flush and exit 0.\n"
+            "scraping, finish what is in flight, flush and exit 0, all within %d s.\n"
             "\n"
             "Status server (server.listen-address, default 127.0.0.1:4100): /metrics,\n"
             "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets. Its limits\n"
@@ -249,14 +255,16 @@ static void drain_check(uv_timer_t *t)
     struct agent *a = t->data;
     bool idle = (!a->scrape || scrape_manager_busy(a->scrape) == 0) &&
                 (!a->work || workq_pending(a->work) == 0);
+    uint64_t now = clock_mono_ms(), left;
 
-    if (!idle && clock_mono_ms() < a->shutdown_deadline_ms)
+    if (!idle && now + SHUTDOWN_FLUSH_MS < a->shutdown_deadline_ms)
         return;
     uv_timer_stop(t);
     if (!idle)
         log_warn("shutdown deadline reached with work in flight; abandoning it");
+    left = a->shutdown_deadline_ms > now ? a->shutdown_deadline_ms - now : 0;
     if (a->fwd)
-        fwd_close(a->fwd, SHUTDOWN_GRACE_MS / 2, fwd_closed, a);
+        fwd_close(a->fwd, left, fwd_closed, a);
     else
         finish_close(a);
 }
@@ -276,7 +284,7 @@ static void begin_shutdown(struct agent *a, const char *why)
     if (a->disc)
         disc_manager_close(a->disc, closed, NULL);
     a->disc = NULL;
-    a->shutdown_deadline_ms = clock_mono_ms() + SHUTDOWN_GRACE_MS;
+    a->shutdown_deadline_ms = clock_mono_ms() + SHUTDOWN_GRACE_MS - SHUTDOWN_CLOSE_MS;
     a->shutdown_timer.data = a;
     uv_timer_start(&a->shutdown_timer, drain_check, 0, 20);
 }

@@ -10,12 +10,17 @@ receiver by fwd_driver, each arrives exactly once.
 
 Runs six times, alternating the two kinds of outage and signalling after a
 different number of failed pushes each time (so at a different point of
-the backoff). Every process is bounded and cleaned up.
+the backoff), then once more with a scrape in flight that never gets an
+answer (a target that accepts and stays silent, its timeout longer than the
+deadline): the deadline covers waiting for it and the flush together.
+Every process is bounded and cleaned up.
 """
 import json
 import os
+import socket
 import subprocess
 import sys
+import threading
 import time
 
 PROFLET, DRIVER, RECEIVER, PROTO = sys.argv[1:5]
@@ -25,6 +30,16 @@ from lib import *  # noqa: E402,F403
 
 DEADLINE_S = 10.0  # README: "up to 10 s"
 RUNS = 6
+
+HUNG_JOB = """
+  - job-name: hung
+    scrape-interval: 14s
+    scrape-timeout: 14s
+    enabled-profiles: [goroutine]
+    static-configs:
+      - application: hung
+        targets: [127.0.0.1:{hung}]
+"""
 
 CONFIG = """
 server:
@@ -47,6 +62,27 @@ spool:
 """
 
 
+class SilentTarget:
+    """Accepts connections and never answers: a scrape of it stays in
+    flight until its timeout. Counts the connections it accepted."""
+
+    def __init__(self):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = []
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self):
+        while True:
+            try:
+                c, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted.append((time.monotonic(), c))  # kept open, never read
+
+
 def start_receiver(procs):
     rx = procs.start(["/usr/bin/python3", RECEIVER, "--proto-dir", PROTO], stdout=subprocess.PIPE,
                      text=True)
@@ -62,7 +98,7 @@ def ctl(info, path, obj=None):
         return json.loads(r.read())
 
 
-def one_run(tmp, procs, run):
+def one_run(tmp, procs, run, hung=None):
     kind = "refused" if run % 2 == 0 else "503"
     failures = 2 + run % 5  # signal at a different point of the backoff each run
     spool = os.path.join(tmp, f"spool{run}")
@@ -75,8 +111,11 @@ def one_run(tmp, procs, run):
     app = start_demoapp(tmp, procs, name=f"demoapp{run}")
     app_proc = procs.procs[-1]
     sport = free_port()
-    p = start_proflet(tmp, procs, CONFIG.format(sport=sport, port=app, url=url, spool=spool),
-                      name=f"proflet{run}")
+    config = CONFIG.format(sport=sport, port=app, url=url, spool=spool)
+    if hung:
+        config = config.replace("remote-write:", HUNG_JOB.format(hung=hung.port).lstrip("\n") +
+                                "remote-write:")
+    p = start_proflet(tmp, procs, config, name=f"proflet{run}")
     wait_ready(sport)
     wait_for(f"{failures} failed pushes",
              lambda: (metric_value(metrics(sport), "proflet_remote_failed_requests_total") or 0)
@@ -96,6 +135,13 @@ def one_run(tmp, procs, run):
     wait_for("production to stop", produced_settled, timeout=30, interval=0.2)
     produced = int(last[0])
     check(produced > 0, "nothing was produced")
+    if hung:
+        # Signal right after a scrape of the silent target began: it stays
+        # in flight for its 14 s timeout unless shutdown gives up on it.
+        seen = len(hung.accepted)
+        wait_for("a scrape of the silent target", lambda: len(hung.accepted) > seen, timeout=30,
+                 interval=0.02)
+        kind += ", a scrape in flight"
     t0 = time.monotonic()
     p.send_signal(signal.SIGTERM)
     try:
@@ -125,6 +171,7 @@ def one_run(tmp, procs, run):
 def main():
     with environment() as (tmp, procs):
         times = [one_run(tmp, procs, run) for run in range(RUNS)]
+        times.append(one_run(tmp, procs, RUNS + 1, hung=SilentTarget()))  # 503: flushing waits
         print("exit times:", " ".join(f"{t:.2f}" for t in times))
 
 
