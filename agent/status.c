@@ -17,6 +17,7 @@
 #include "agent/recent.h"
 #include "cluster/cluster.h"
 #include "common/buf.h"
+#include "common/intern.h"
 #include "common/macros.h"
 #include "common/promtext.h"
 #include "discovery/discovery.h"
@@ -35,8 +36,10 @@ static void metrics(struct agent *a, struct buf *b)
 {
     struct workq_stats w;
     struct recent_stats rs;
+    size_t interned, interned_bytes;
 
     workq_get_stats(a->work, &w);
+    intern_stats(&interned, &interned_bytes);
     prom_head(b, "proflet_build_info", "gauge", "Build information.");
     prom_u64(b, "proflet_build_info", (const char *const[]){ "version", PROFLET_VERSION, NULL },
              1);
@@ -70,6 +73,11 @@ static void metrics(struct agent *a, struct buf *b)
             {"proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.", rs.bytes},
             {"proflet_ui_recent_profiles_evicted_total", "counter",
              "Kept profiles dropped to stay under the cap.", rs.evicted},
+            {"proflet_label_strings", "gauge",
+             "Distinct label names and values held (each stored once, shared by every "
+             "label set that holds it).", interned},
+            {"proflet_label_strings_bytes", "gauge", "Bytes those strings take.",
+             interned_bytes},
         };
 
         prom_ones(b, one, ARRAY_SIZE(one));

@@ -91,6 +91,10 @@ remote-write:
         for t in ("memory", "mutex", "block"):
             v = metric_value(text, "proflet_delta_baselines_total", job="go", type=t)
             check(v == 1, f"exactly one baseline for {t}, got {v}")
+        # The target's labels are held as shared strings, and counted.
+        strings = metric_value(text, "proflet_label_strings") or 0
+        strings_bytes = metric_value(text, "proflet_label_strings_bytes") or 0
+        check(strings >= 4 and strings_bytes >= strings, f"label strings {strings} / {strings_bytes} B")
 
         code = stop(p)
         check(code == 0, f"proflet exited with {code} after SIGTERM; log: {open(p.log_path).read()[-2000:]}")
