@@ -13,8 +13,9 @@ Two graphs:
 
 Usage:
   scripts/deps.py [--build DIR] [--check] [--markdown]
-With --check it exits 1 and names every offending arrow or circle. With
---markdown it prints the module picture for docs/design.md.
+With --check it exits 1 and names every offending arrow or circle, or a
+module picture in docs/design.md that is not the one the includes draw. With
+--markdown it prints that picture.
 """
 import argparse
 import os
@@ -142,7 +143,7 @@ def cycles(edges):
 def markdown(arrows):
     lines = ["| module | uses |", "| --- | --- |"]
     for m in reversed(MODULES):
-        used = sorted({b for (a, b) in arrows if a == m}, key=lambda x: -RANK[x])
+        used = sorted({b for (a, b) in arrows if a == m}, key=lambda x: (-RANK[x], x))
         lines.append(f"| `{m}` | {', '.join(f'`{u}`' for u in used) or '(libraries only)'} |")
     return "\n".join(lines)
 
@@ -167,6 +168,9 @@ def main():
         problems.append(f"no object files under {args.build}: build first")
     for comp in cycles(edges):
         problems.append("files that call each other in a circle: " + ", ".join(comp))
+    if args.check and markdown(arrows) not in open(os.path.join(ROOT, "docs", "design.md")).read():
+        problems.append("docs/design.md does not carry the module picture the includes draw: "
+                        "paste the output of scripts/deps.py --markdown")
     if not args.markdown:
         for (a, b), files in sorted(arrows.items(), key=lambda kv: (-RANK[kv[0][0]], kv[0])):
             print(f"{a} -> {b}  ({len(files)} includes)")
