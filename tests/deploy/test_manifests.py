@@ -29,11 +29,23 @@ def test_every_manifest_validates():
                  "deployment.yaml", "sidecar.yaml"):
         check(want in names, f"{want} exists")
     secrets = [k8s_validate._name(d) for d in load("remote-credentials.yaml") if d["kind"] == "Secret"]
+    expanding = set()
     for f in files:
         docs = load(os.path.basename(f))
         check(docs, f"{f} has documents")
         probs = k8s_validate.validate(docs, os.path.basename(f), external_secrets=secrets)
         check(not probs, "\n  ".join(probs))
+        # Environment expansion is opt-in: every proflet container opts in.
+        for d in docs:
+            spec = d.get("spec", {}).get("template", {}).get("spec", {}) if d.get("kind") in (
+                "DaemonSet", "Deployment", "StatefulSet") else {}
+            for c in spec.get("containers", []):
+                if c.get("name") == "proflet":
+                    check("--config.expand-env" in c.get("args", []),
+                          f"{os.path.basename(f)}: the proflet container passes --config.expand-env")
+                    expanding.add(os.path.basename(f))
+    check(expanding >= {"daemonset.yaml", "statefulset.yaml", "deployment.yaml",
+                        "deployment-clustered.yaml", "sidecar.yaml"}, f"proflet containers seen in {expanding}")
 
 
 def test_generated_manifests_match_the_chart():

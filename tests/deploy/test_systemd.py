@@ -82,6 +82,10 @@ def test_unit_hardening():
     check("@system-service" in d.get("SystemCallFilter", []), "syscall filter")
     check(any(x.startswith("/usr/bin/proflet --config /etc/proflet/proflet.yaml") for x in d["ExecStart"]), "ExecStart")
     check(any("--check-config" in x for x in d.get("ExecStartPre", [])), "config checked before start")
+    # Environment expansion is opt-in (as Grafana's servers): the unit opts
+    # in where it runs and where it checks, so both read the same values.
+    for key in ("ExecStart", "ExecStartPre"):
+        check(all("--config.expand-env" in x.split() for x in d.get(key, [])), f"{key} expands the environment")
     with open(os.path.join(SRC, "deploy", "systemd", "proflet.sysusers")) as f:
         check(re.search(r"^u proflet ", f.read(), re.M), "sysusers entry for the proflet user")
 
