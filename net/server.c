@@ -801,7 +801,7 @@ int net__auth_parse(const char *h, char **user, char **pass)
 {
     unsigned char dec[sizeof(((struct net__req *)0)->authorization)];
     const char *colon;
-    size_t len;
+    size_t len, pad;
     int n, rc = -1;
 
     *user = *pass = NULL;
@@ -813,10 +813,17 @@ int net__auth_parse(const char *h, char **user, char **pass)
     len = strlen(h);
     if (len == 0 || len % 4 != 0 || len / 4 * 3 >= sizeof(dec))
         return -1;
+    /* Only base64 and at most two '=' at the end: EVP_DecodeBlock alone
+     * also takes '=' anywhere (as zero bits), a third '=', and trims
+     * leading tabs and trailing '-', CR and LF. */
+    pad = h[len - 1] == '=' ? 1 + (h[len - 2] == '=') : 0;
+    if (strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") !=
+        len - pad)
+        return -1;
     n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
     if (n < 0)
         return -1;
-    n -= (h[len - 1] == '=') + (len > 1 && h[len - 2] == '=');
+    n -= (int)pad;
     dec[n] = '\0';
     if (!memchr(dec, '\0', (size_t)n) && (colon = strchr((char *)dec, ':')) != NULL) {
         *user = strndup((char *)dec, (size_t)(colon - (char *)dec));
