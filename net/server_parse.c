@@ -373,8 +373,10 @@ int net__resp_head(struct buf *out, int status, const char *content_type, size_t
     int rc;
 
     rc = buf_printf(out, "HTTP/1.1 %d %s\r\n", status, net__reason(status));
+    /* nosniff: a browser takes the type as given, so a text answer that
+     * quotes a target's words (an error body) is never read as HTML. */
     if (rc == 0 && status != 204 && status != 304)
-        rc = buf_printf(out, "Content-Type: %s\r\n",
+        rc = buf_printf(out, "Content-Type: %s\r\nX-Content-Type-Options: nosniff\r\n",
                         content_type ? content_type : "text/plain; charset=utf-8");
     if (rc == 0 && status != 204 && status != 304) {
         if (content_length == NET__LEN_CHUNKED)

@@ -25,9 +25,10 @@ class _Server(http.server.ThreadingHTTPServer):
 
 class Target:
     """A pprof target on 127.0.0.1. `auth(headers)` returns None to serve the
-    profile or an HTTP status to refuse. `tls` is an ssl.SSLContext."""
+    profile or an HTTP status to refuse (with `refused_body`). `tls` is an
+    ssl.SSLContext."""
 
-    def __init__(self, auth=None, tls=None):
+    def __init__(self, auth=None, tls=None, refused_body=b"refused\n"):
         self.lock = threading.Lock()
         self.seen = []  # [(path, [(name, value)...])]
         me = self
@@ -43,7 +44,7 @@ class Target:
                 with me.lock:
                     me.seen.append((self.path, hdrs))
                 status = auth(self.headers) if auth else None
-                body = PPROF if status is None else b"refused\n"
+                body = PPROF if status is None else refused_body
                 self.send_response(status or 200)
                 self.send_header("Content-Type", "application/octet-stream")
                 self.send_header("Content-Length", str(len(body)))

@@ -1,8 +1,9 @@
 """The web UI in a real browser (Debian's chromium, headless, reaching
 nothing but loopback): the targets page lists the demo service's targets as
 up and loads without console errors; ?q= filtering hides the other rows; a
-label and an error message carrying HTML (a hostile target's labels) are
-shown as text, never run; the service discovery page lists kept and dropped targets with the reason;
+label and an error message carrying HTML (a hostile target's labels, and a
+target that answers 500 with a script) are shown as text, never run, on the
+page and in its text view (?format=text, text/plain and nosniff); the service discovery page lists kept and dropped targets with the reason;
 the forwarding page shows the endpoint and what it sent; the
 configuration page shows the file as loaded without its secrets;
 the latest CPU profile's page draws a flame graph
@@ -13,13 +14,16 @@ import json
 import os
 import re
 import subprocess
+import urllib.request
 
+from http_peers import Target
 from lib import *
 
 CHROMIUM = ["chromium", "--headless", "--disable-gpu", "--no-sandbox",
             "--proxy-server=http://127.0.0.1:9", "--disable-background-networking",
             "--disable-component-update", "--no-first-run", "--enable-logging=stderr", "--v=0"]
 EVIL = "<img src=x onerror=\"document.body.setAttribute('data-pwned','1')\">"
+SCRIPT = "<script>document.body.setAttribute('data-pwned','2')</script>"
 
 
 def browse(tmp, url, shot=None):
@@ -39,6 +43,7 @@ def browse(tmp, url, shot=None):
 def main():
     with environment() as (tmp, procs):
         port = start_demoapp(tmp, procs)
+        scripted = Target(auth=lambda headers: 500, refused_body=SCRIPT.encode())
         sport = free_port()
         sink = os.path.join(tmp, "sink")
         shots = os.path.join(BUILD, "ui-screenshots")
@@ -63,7 +68,7 @@ scrape-configs:
     basic-auth: {{username: ui-user, password: pw-sekrit-123}}
     static-configs:
       - application: hostile
-        targets: [127.0.0.1:1]
+        targets: [127.0.0.1:1, 127.0.0.1:{scripted.port}]
         labels:
           evil: {json.dumps(EVIL)}
 remote-write:
@@ -80,16 +85,32 @@ remote-write:
         demo = [h for h, r in rows if f"127.0.0.1:{port}" in r]
         check(len(demo) == 2 and set(demo) == {"up"}, f"the demo's two targets up: {demo}")
         counts = re.findall(r'<tr class="counts"><td[^>]*>(\d+) up, (\d+) down', dom)
-        check(("2", "0") in counts and ("0", "1") in counts, f"counts per job: {counts}")
+        check(("2", "0") in counts and ("0", "2") in counts, f"counts per job: {counts}")
         check(not re.search(r"<body[^>]*data-pwned", dom), "a label's HTML ran in the page")
         check("<img" not in dom, "a label's HTML became an element")
         check("&lt;img src=x onerror=" in dom, "the hostile label is shown as text")
         hostile = [r for h, r in rows if "127.0.0.1:1/" in r]
         check(hostile and 'class="err"' in hostile[0], "the hostile target's error is shown")
+        wait_for("the scripted target's error", lambda: "&lt;script&gt;document.body" in
+                 http_get(base + "/")[1].decode(), timeout=20)
+        dom, _ = browse(tmp, base + "/")
+        check("<script>document.body" not in dom and "&lt;script&gt;document.body" in dom,
+              "an error quoting a script is shown as text")
+        check(not re.search(r"<body[^>]*data-pwned", dom), "a script in an error ran in the page")
+
+        with urllib.request.urlopen(base + "/targets?format=text", timeout=10) as r:
+            ctype, nosniff, text = (r.headers.get("Content-Type"), r.headers.get("X-Content-Type-Options"),
+                                    r.read().decode())
+        check(ctype.startswith("text/plain") and nosniff == "nosniff", f"text view headers: {ctype}, {nosniff}")
+        lines = [l.split() for l in text.splitlines()[1:]]
+        check(sum(1 for l in lines if l[0] == "demo" and l[2] == "up") == 2, f"text view:\n{text}")
+        check(SCRIPT in text, "the text view quotes the error as the target sent it")
+        dom, _ = browse(tmp, base + "/targets?format=text")
+        check(not re.search(r"<body[^>]*data-pwned", dom), "the text view was run as HTML")
 
         dom, _ = browse(tmp, base + "/targets?q=goroutine")
         shown = [r for r in re.findall(r'<tr class="t"([^>]*)>', dom) if "display: none" not in r]
-        check(len(shown) == 2, f"filtering by 'goroutine' leaves its 2 rows, got {len(shown)}")
+        check(len(shown) == 3, f"filtering by 'goroutine' leaves its 3 rows, got {len(shown)}")
 
         dom, console = browse(tmp, base + "/service-discovery")
         check(not console, f"console messages on the service discovery page: {console}")
