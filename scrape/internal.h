@@ -52,6 +52,7 @@ struct target_result {
     struct target_pair *pairs;
     size_t n_pairs;
     size_t pairs_dropped;     /* profile types profile-relabel-configs dropped */
+    size_t pairs_nameless;    /* of which they left without __name__ */
     /* Jobs with target-sampling or a target-limit only: */
     bool eligible;            /* built without error and kept by the rules */
     bool sampled_out;         /* not among its group's chosen targets */
@@ -62,6 +63,7 @@ struct target_result {
 
 /* build_pair()'s result for a pair the profile rules dropped. */
 #define PAIR_DROPPED 2
+#define PAIR_NAMELESS 3 /* the rules removed __name__: no profile type to send as */
 
 /* Builds one discovered target (`discovered` borrowed) under job `sc`, whose
  * compiled rules it applies. Fills `out` (always target_result_done() it).
@@ -134,6 +136,7 @@ struct scrape_job {
     uint64_t max_body;                 /* body cap */
     size_t dropped;                    /* targets its rules dropped */
     size_t pairs_dropped;              /* pairs its profile rules dropped */
+    size_t pairs_nameless;             /* of which left without __name__ */
     size_t kept;                       /* valid targets with pairs here */
     size_t elsewhere;                  /* valid targets owned by another process */
     size_t sampled_out;                /* valid targets target-sampling left out */

@@ -51,7 +51,7 @@ static void apply_owner(struct scrape_manager *m, struct target_result *r)
         r->owner = intern(owner, strlen(owner)); /* only shown: a failed copy shows none */
     if (!mine) {
         r->elsewhere = true;
-        r->pairs_dropped = 0; /* counted by its owner */
+        r->pairs_dropped = r->pairs_nameless = 0; /* counted by its owner */
         target_pairs_clear(r);
     }
 }
@@ -79,7 +79,7 @@ static void apply_selection(struct scrape_job *job, struct target_result *r)
     }
     r->over_limit = !r->sampled_out && job->over_limit;
     if (r->sampled_out || r->over_limit) {
-        r->pairs_dropped = 0;
+        r->pairs_dropped = r->pairs_nameless = 0;
         target_pairs_clear(r);
     }
 }
@@ -110,6 +110,7 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
         labels_done(&r->labels);
         job->dropped += r->dropped;
         job->pairs_dropped += r->pairs_dropped;
+        job->pairs_nameless += r->pairs_nameless;
         job->elsewhere += r->elsewhere;
         job->sampled_out += r->sampled_out;
         job->kept += r->n_pairs > 0;
@@ -148,6 +149,7 @@ static void entry_release(struct scrape_manager *m, struct scrape_job *job,
         if (!m->dry_run) {
             job->dropped -= r->dropped;
             job->pairs_dropped -= r->pairs_dropped;
+            job->pairs_nameless -= r->pairs_nameless;
             job->elsewhere -= r->elsewhere;
             job->sampled_out -= r->sampled_out;
             job->kept -= r->n_pairs > 0;

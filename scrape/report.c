@@ -518,10 +518,16 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
         prom_u64(b, "proflet_scrape_target_limit_exceeded_total",
                  (const char *const[]){ "job", j->name, NULL }, j->limit_exceeded);
     prom_head(b, "proflet_scrape_dropped_pairs", "gauge",
-              "(target, profile type) pairs profile-relabel-configs dropped: never scraped.");
-    for (const struct scrape_job *j = m->jobs; j; j = j->next)
+              "(target, profile type) pairs profile-relabel-configs dropped, never scraped: by "
+              "a drop (reason=\"drop\") or by removing __name__ (reason=\"no_name\").");
+    for (const struct scrape_job *j = m->jobs; j; j = j->next) {
         prom_u64(b, "proflet_scrape_dropped_pairs",
-                 (const char *const[]){ "job", j->name, NULL }, j->pairs_dropped);
+                 (const char *const[]){ "job", j->name, "reason", "drop", NULL },
+                 j->pairs_dropped - j->pairs_nameless);
+        prom_u64(b, "proflet_scrape_dropped_pairs",
+                 (const char *const[]){ "job", j->name, "reason", "no_name", NULL },
+                 j->pairs_nameless);
+    }
     prom_head(b, "proflet_delta_state_bytes", "gauge", "Memory held by delta state.");
     prom_u64(b, "proflet_delta_state_bytes", NULL, delta_bytes);
 }

@@ -385,8 +385,8 @@ static int parse_seconds(const char *v, uint64_t interval_ms, uint64_t *out)
 }
 
 /* Builds one pair. Returns 1 if built, 0 if the profile is disabled for this
- * target, PAIR_DROPPED if profile-relabel-configs dropped it (or left it
- * without a __name__), or a negative code. */
+ * target, PAIR_DROPPED if profile-relabel-configs dropped it, PAIR_NAMELESS
+ * if they left it without a __name__, or a negative code. */
 static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profile_cfg *p,
                       const struct labels *tl, const char *service_name, uint64_t interval_ms,
                       uint64_t timeout_ms, struct target_pair *pair)
@@ -494,8 +494,10 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
      * run once here, and a pair they drop is never scraped. */
     if (sc->profile_rules) {
         rc = relabel_apply(sc->profile_rules, &pair->labels);
-        if (rc == 1 && !labels_get(&pair->labels, "__name__"))
-            rc = 0;
+        if (rc == 1 && !labels_get(&pair->labels, "__name__")) {
+            rc = PAIR_NAMELESS;
+            goto out;
+        }
         if (rc == 0) {
             rc = PAIR_DROPPED;
             goto out;
@@ -523,7 +525,7 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
     labels_compact(&pair->labels);
     rc = pair->url ? 1 : -ENOMEM;
 out:
-    if (rc < 0 || rc == PAIR_DROPPED)
+    if (rc < 0 || rc == PAIR_DROPPED || rc == PAIR_NAMELESS)
         labels_done(&pair->labels);
     labels_done(&hashed);
     query_done(&q);
@@ -759,9 +761,10 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
         }
         if (rc < 0)
             goto fail;
-        if (rc == PAIR_DROPPED)
+        if (rc == PAIR_DROPPED || rc == PAIR_NAMELESS) {
             out->pairs_dropped++;
-        else
+            out->pairs_nameless += rc == PAIR_NAMELESS;
+        } else
             out->n_pairs += (size_t)rc;
     }
     if (out->n_pairs < sc->n_profiles) {

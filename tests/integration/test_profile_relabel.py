@@ -1,5 +1,6 @@
 """profile-relabel-configs against the real Go demo service: a rule on
-__name__ drops block (the pair is never scraped, and counted), a rule sets
+__name__ drops block, another empties goroutine's __name__ (neither pair is
+scraped; both are counted, each under its reason), a rule sets
 a label from __name__ and __delta__ on the delta'd types only, and what
 reaches the sink carries exactly that."""
 import os
@@ -26,6 +27,10 @@ scrape-configs:
       - source-labels: [__name__]
         regex: block
         action: drop
+      - source-labels: [__name__]
+        regex: goroutine
+        target-label: __name__
+        replacement: ""
       - source-labels: [__name__, __delta__]
         regex: (.+);false
         target-label: delta_of
@@ -38,16 +43,18 @@ remote-write:
         def types():
             return {labels_of(m).get("__name__") for _, m in sink_profiles(sink)}
 
-        wait_for("goroutine, memory and mutex profiles", lambda: {"goroutine", "memory", "mutex"} <= types(),
-                 timeout=30)
+        wait_for("memory and mutex profiles", lambda: {"memory", "mutex"} <= types(), timeout=30)
         text = metrics(sport)
         code = stop(p)
         check(code == 0, f"exit status {code}")
-        check("block" not in types(), f"a block profile was sent: {types()}")
-        check(metric_value(text, "proflet_scrape_dropped_pairs", job="go") == 1,
-              "the dropped pair is counted")
-        check(not metric_value(text, "proflet_scrapes_total", job="go", type="block"),
-              "the dropped pair was scraped")
+        check(types() == {"memory", "mutex"}, f"only memory and mutex were sent: {types()}")
+        check(metric_value(text, "proflet_scrape_dropped_pairs", job="go", reason="drop") == 1,
+              "the dropped pair is counted under drop")
+        check(metric_value(text, "proflet_scrape_dropped_pairs", job="go", reason="no_name") == 1,
+              "the nameless pair is counted under no_name")
+        for t in ("block", "goroutine"):
+            check(not metric_value(text, "proflet_scrapes_total", job="go", type=t),
+                  f"the dropped {t} pair was scraped")
         for path, meta in sink_profiles(sink):
             l = labels_of(meta)
             want = l["__name__"] if l["__name__"] in ("memory", "mutex") else None
