@@ -128,6 +128,7 @@ remote-write:
         check(len(rows) == 1 and f"file://{sink}" in rows[0], f"the one endpoint is listed: {rows}")
         cells = re.findall(r"<td>(.*?)</td>", rows[0], re.S)
         check(int(cells[4].split()[0]) > 0, f"the endpoint has sent profiles: {cells}")
+        browse(tmp, base + "/forwarding", shot=os.path.join(shots, "forwarding.png"))
 
         dom, console = browse(tmp, base + "/config")
         check(not console, f"console messages on the configuration page: {console}")
@@ -151,7 +152,8 @@ remote-write:
         top = re.findall(r'<tr class="top">(.*?)</tr>', cpu, re.S)
         check(any("main.burnCPU" in t for t in top), "and in the top functions")
         browse(tmp, base + "/", shot=os.path.join(shots, "targets.png"))
-        check(os.path.getsize(os.path.join(shots, "targets.png")) > 1000, "a screenshot of the targets page")
+        for page in ("targets", "service-discovery", "forwarding", "config", "profile"):
+            check(os.path.getsize(os.path.join(shots, page + ".png")) > 1000, f"a screenshot of the {page} page")
         code = stop(p)
         check(code == 0, f"exit status {code}")
 
