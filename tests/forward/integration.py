@@ -348,7 +348,7 @@ def s_sigkill():
     spool = os.path.join(TMP, "spool")
     r.go_down(12)
     p, ids, m = driver(["name=a,url=%s" % r.url], "--count", 150, "--rate", 50,
-                       "--spool", spool, "--linger-s", 60, wait=False)
+                       "--spool", spool, "--segment-bytes", 16384, "--linger-s", 60, wait=False)
     lib.wait_for("submission", lambda: len(read_ids(ids)) >= 150, timeout=20)
     lib.wait_for("spool writes", lambda: os.path.exists(m) and
              metric(m, "proflet_remote_spool_written_profiles_total") >= 150, timeout=10)
