@@ -14,8 +14,10 @@
  *                      type); /profile.pb.gz?key=K downloads it
  *
  * Everything that comes from targets (labels, errors, function names) is
- * escaped. Loop thread only; a streamed page holds only an iterator that
- * tolerates changes between parts (scrape.h). */
+ * escaped. Loop thread, but for the profile page's flame graph, built by a
+ * job on the work queue from the page's own copy of the profile; a
+ * streamed page holds only an iterator that tolerates changes between
+ * parts (scrape.h), or its own state. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -27,6 +29,7 @@
 #include "agent/recent.h"
 #include "common/clock.h"
 #include "common/labels.h"
+#include "common/workq.h"
 #include "forward/forward.h"
 #include "net/net.h"
 #include "pprof/pprof.h"
@@ -39,9 +42,11 @@
 #define FLAME_MAX_NODES 20000
 #define FLAME_MIN_DIV 400
 #define TOP_FUNCTIONS 30
-/* Decoding a large profile is work on the loop thread: above this raw size
- * the page offers the download only. */
+/* Decoding a profile is a job on the work queue (profile_page); above this
+ * raw size the page offers the download only. */
 #define FLAME_MAX_RAW (16u << 20)
+/* A page built off the loop: the cap of an answer's body (net.h). */
+#define PAGE_MAX ((size_t)64 << 20)
 
 static const char page_head[] =
     "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
@@ -547,15 +552,135 @@ static void top_table(struct buf *b, const struct pprof_flame *f)
     free(t);
 }
 
+/* The profile page. Decoding a profile and building its flame graph take
+ * tens of milliseconds for a large one: that is a job on the work queue
+ * (admitted by the memory budget, as a delta is), never loop work. The
+ * page streams: its head at once, the flame graph and the table when the
+ * job is done (the stream is parked meanwhile). The page owns a copy of
+ * the profile, since the store may drop it while the job runs; the
+ * connection and the job each hold a reference. */
+struct flame_page {
+    struct agent *a;
+    uint8_t *data;
+    size_t len;
+    struct pprof_limits lim;
+    uint64_t cost;
+    char type[128]; /* "" for the profile's default */
+    char keytxt[32];
+    struct buf html; /* loop side: what the page sends; `sent` of it is sent */
+    size_t sent;
+    struct buf out;  /* job side: the flame graph part, moved to `html` after */
+    int refs;
+    bool started, done;
+};
+
+static void flame_page_unref(struct flame_page *fp)
+{
+    if (--fp->refs > 0)
+        return;
+    free(fp->data);
+    buf_done(&fp->html);
+    buf_done(&fp->out);
+    free(fp);
+}
+
+/* Pool thread: touches only the page's own fields. */
+static void flame_work(void *arg)
+{
+    struct flame_page *fp = arg;
+    struct pprof_flame *f = NULL;
+    struct buf *b = &fp->out;
+    char err[256];
+
+    if (pprof_flame_build(fp->data, fp->len, &fp->lim, fp->type[0] ? fp->type : NULL,
+                          FLAME_MAX_NODES, &f, err, sizeof(err)) < 0) {
+        buf_puts(b, "<p class=\"err\">Cannot draw this profile: ");
+        esc(b, err);
+        buf_puts(b, "</p>");
+        buf_puts(b, page_tail);
+        return;
+    }
+    buf_puts(b, "<form>Sample type: <input type=\"hidden\" name=\"key\" value=\"");
+    esc(b, fp->keytxt);
+    buf_puts(b, "\"><select name=\"type\" onchange=\"this.form.submit()\">");
+    for (size_t i = 0; i < f->n_types; i++) {
+        buf_printf(b, "<option%s>", (int)i == f->sample_type ? " selected" : "");
+        esc(b, f->types[i]);
+        buf_puts(b, "</option>");
+    }
+    buf_puts(b, "</select> <noscript><button>show</button></noscript></form>");
+    if (f->truncated)
+        buf_printf(b, "<p>Only the first %d frames are drawn.</p>", FLAME_MAX_NODES);
+    buf_printf(b, "<h3>Flame graph (%" PRId64 " ", f->nodes[0].total);
+    esc(b, f->types[f->sample_type]);
+    buf_puts(b, ")</h3><div class=\"fg\">");
+    flame_node(b, f, 0, f->nodes[0].total, 0);
+    buf_puts(b, "</div>");
+    top_table(b, f);
+    buf_puts(b, page_tail);
+    pprof_flame_free(f);
+}
+
+static void flame_after(void *arg, int status)
+{
+    struct flame_page *fp = arg;
+
+    if (status != 0) {
+        buf_reset(&fp->out);
+        buf_puts(&fp->out, "<p class=\"err\">Cannot draw this profile now: proflet is "
+                           "shutting down.</p>");
+        buf_puts(&fp->out, page_tail);
+    }
+    buf_append(&fp->html, fp->out.data ? fp->out.data : "", fp->out.len);
+    buf_done(&fp->out);
+    fp->done = true;
+    net_server_resume(fp->a->status, fp);
+    flame_page_unref(fp);
+}
+
+static int flame_part(struct buf *out, size_t chunk, void *state)
+{
+    struct flame_page *fp = state;
+    size_t n;
+    int rc;
+
+    if (!fp->started) {
+        fp->started = true;
+        fp->refs++;
+        rc = workq_submit_cost(fp->a->work, 0, fp->cost, flame_work, flame_after, fp);
+        if (rc < 0) {
+            fp->refs--;
+            buf_puts(&fp->html, rc == -E2BIG ? "<p class=\"err\">This profile is too large to "
+                                               "draw within limits.memory-budget: download it.</p>"
+                                             : "<p class=\"err\">Cannot draw this profile now "
+                                               "(out of memory).</p>");
+            buf_puts(&fp->html, page_tail);
+            fp->done = true;
+        }
+    }
+    n = fp->html.len - fp->sent < chunk ? fp->html.len - fp->sent : chunk;
+    if (n && buf_append(out, fp->html.data + fp->sent, n) < 0)
+        return -ENOMEM;
+    fp->sent += n;
+    if (fp->sent < fp->html.len)
+        return 1;
+    return fp->done ? 0 : NET_STREAM_PARKED;
+}
+
+static void flame_page_free(void *state)
+{
+    flame_page_unref(state);
+}
+
 static void profile_page(struct agent *a, const struct net_http_request *req,
                          struct net_http_response *resp, bool download)
 {
     const struct agent_config *c = agent_config(a->doc);
     const struct recent_profile *p;
-    struct pprof_flame *f = NULL;
-    struct pprof_limits lim = c->limits.pprof;
+    struct flame_page *fp;
     struct buf *b = &resp->body;
-    char keytxt[32], type[128], err[256];
+    char keytxt[32];
+    size_t raw;
     uint64_t key;
 
     if (!net_query_get(req->query, "key", keytxt, sizeof(keytxt)) ||
@@ -574,43 +699,37 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
         return;
     }
     resp->content_type = "text/html; charset=utf-8";
-    head(b, "Profile");
-    buf_puts(b, "<h2>Latest profile</h2><p>");
-    esc(b, p->labels);
-    buf_puts(b, "<br>delivered ");
-    ago(b, (uint64_t)p->end_ns);
-    buf_printf(b, ", %zu bytes &nbsp; <a href=\"/profile.pb.gz?key=%016" PRIx64
-                  "\">download</a></p>", p->len, key);
-    if (lim.max_decompressed > FLAME_MAX_RAW)
-        lim.max_decompressed = FLAME_MAX_RAW;
-    if (pprof_flame_build(p->data, p->len, &lim,
-                          net_query_get(req->query, "type", type, sizeof(type)) ? type : NULL,
-                          FLAME_MAX_NODES, &f, err, sizeof(err)) < 0) {
-        buf_puts(b, "<p class=\"err\">Cannot draw this profile: ");
-        esc(b, err);
-        buf_puts(b, "</p>");
-        buf_puts(b, page_tail);
+    fp = calloc(1, sizeof(*fp));
+    if (!fp || !(fp->data = malloc(p->len ? p->len : 1))) {
+        free(fp);
+        resp->status = 503;
+        buf_puts(b, "out of memory\n");
         return;
     }
-    buf_puts(b, "<form>Sample type: <input type=\"hidden\" name=\"key\" value=\"");
-    esc(b, keytxt);
-    buf_puts(b, "\"><select name=\"type\" onchange=\"this.form.submit()\">");
-    for (size_t i = 0; i < f->n_types; i++) {
-        buf_printf(b, "<option%s>", (int)i == f->sample_type ? " selected" : "");
-        esc(b, f->types[i]);
-        buf_puts(b, "</option>");
-    }
-    buf_puts(b, "</select> <noscript><button>show</button></noscript></form>");
-    if (f->truncated)
-        buf_printf(b, "<p>Only the first %d frames are drawn.</p>", FLAME_MAX_NODES);
-    buf_printf(b, "<h3>Flame graph (%" PRId64 " ", f->nodes[0].total);
-    esc(b, f->types[f->sample_type]);
-    buf_puts(b, ")</h3><div class=\"fg\">");
-    flame_node(b, f, 0, f->nodes[0].total, 0);
-    buf_puts(b, "</div>");
-    top_table(b, f);
-    buf_puts(b, page_tail);
-    pprof_flame_free(f);
+    fp->a = a;
+    fp->refs = 1; /* the connection's */
+    memcpy(fp->data, p->data, p->len);
+    fp->len = p->len;
+    fp->lim = c->limits.pprof;
+    if (fp->lim.max_decompressed > FLAME_MAX_RAW)
+        fp->lim.max_decompressed = FLAME_MAX_RAW;
+    if (pprof_job_cost(fp->data, fp->len, fp->lim.max_decompressed, true, &raw, &fp->cost) < 0)
+        fp->cost = 0; /* the build refuses it, with the reason, in the job */
+    if (!net_query_get(req->query, "type", fp->type, sizeof(fp->type)))
+        fp->type[0] = '\0';
+    snprintf(fp->keytxt, sizeof(fp->keytxt), "%s", keytxt);
+    buf_init(&fp->html, PAGE_MAX);
+    buf_init(&fp->out, PAGE_MAX);
+    head(&fp->html, "Profile");
+    buf_puts(&fp->html, "<h2>Latest profile</h2><p>");
+    esc(&fp->html, p->labels);
+    buf_puts(&fp->html, "<br>delivered ");
+    ago(&fp->html, (uint64_t)p->end_ns);
+    buf_printf(&fp->html, ", %zu bytes &nbsp; <a href=\"/profile.pb.gz?key=%016" PRIx64
+                          "\">download</a></p>", p->len, key);
+    resp->stream = flame_part;
+    resp->stream_state = fp;
+    resp->stream_free = flame_page_free;
 }
 
 /* -------------------------------------------------------------- routing */

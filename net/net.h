@@ -363,10 +363,14 @@ struct net_http_request {
 
 /** Produces the next part of a streamed answer: appends about `chunk`
  * bytes to `out` (its hard cap is 1 MiB) and returns 1 if more follows, 0
- * when this was the last part, or a negative errno to abort (the connection
- * is then closed, as the head is already sent). Called on the loop thread,
- * one call per turn of the server, only while the client keeps reading. */
+ * when this was the last part, NET_STREAM_PARKED when the next part is not
+ * ready (work on the pool is making it: the producer calls
+ * net_server_resume() once it is), or a negative errno to abort (the
+ * connection is then closed, as the head is already sent). Called on the
+ * loop thread, one call per turn of the server, only while the client
+ * keeps reading. */
 typedef int (*net_stream_fn)(struct buf *out, size_t chunk, void *state);
+#define NET_STREAM_PARKED 2
 
 /** The handler fills this. `body` is pre-initialised (cap 64 MiB). A
  * handler whose answer may be large sets `stream` instead of filling the
@@ -413,6 +417,10 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
                      struct net_server **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int net_server_port(const struct net_server *s);
+/** Wakes the parked stream whose state is `stream_state`: its function is
+ * called again in a coming turn. Nothing happens if no connection streams
+ * it any more (its stream_free has run then). Loop thread. */
+void net_server_resume(struct net_server *s, const void *stream_state);
 /** Sets the idle timeout of its connections (0: 60 s): an idle keep-alive
  * connection, or one whose answer is not being read, closes after it. */
 void net_server_set_idle_timeout(struct net_server *s, uint64_t ms);

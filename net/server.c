@@ -30,7 +30,9 @@
  * connections; a connection is freed when both its handles have closed, and
  * the server when its listener, its idle handle and every connection are
  * gone. A stream's state is freed when the stream ends or its connection
- * starts closing. The handler may call net_server_close(); each step
+ * starts closing. A stream whose producer has no part yet (its work runs
+ * on the pool) is parked: neither read nor served until the producer calls
+ * net_server_resume(); the idle timeout still closes it. The handler may call net_server_close(); each step
  * re-checks for that. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -91,6 +93,7 @@ struct conn {
         void (*free)(void *state);
         bool chunked;
         bool close;
+        bool parked; /* the producer has no part yet: net_server_resume() */
     } stream;
     int handles; /* open uv handles */
     enum conn_state state;
@@ -398,6 +401,10 @@ static void conn_kick(struct conn *c)
         return;
     if (c->out_pending > OUT_HIGH) {
         stop_reading(c);
+        return;
+    }
+    if (c->stream.fn && c->stream.parked) {
+        stop_reading(c); /* net_server_resume() queues it again */
         return;
     }
     if (c->stream.fn || c->in_len > c->in_off) {
@@ -714,6 +721,7 @@ static void stream_step(struct conn *c)
         conn_close(c);
         return;
     }
+    c->stream.parked = rc == NET_STREAM_PARKED;
     if (b.len) {
         size_t len;
         char *data;
@@ -1314,6 +1322,20 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
 int net_server_port(const struct net_server *s)
 {
     return s ? s->port : -1;
+}
+
+void net_server_resume(struct net_server *s, const void *stream_state)
+{
+    for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
+        if (c->state == CONN_OPEN && c->stream.fn && c->stream.parked &&
+            c->stream.state == stream_state) {
+            c->stream.parked = false;
+            c->active_ms = uv_now(s->loop);
+            arm_idle(c);
+            conn_kick(c);
+            return;
+        }
+    }
 }
 
 void net_server_set_idle_timeout(struct net_server *s, uint64_t ms)

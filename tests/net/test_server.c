@@ -32,12 +32,23 @@ struct hstate {
     int closed;
     int parts;         /* stream parts produced */
     int streams_freed; /* stream states freed */
+    /* /parked: a stream whose part comes from "pool work", here a timer */
+    uv_timer_t park_timer;
+    void *parked;      /* the parked stream's state (compared, never read) */
+    int parked_calls;  /* calls of its stream function */
+    int park_ms;       /* when the timer resumes it; 0: never */
 };
 
 /* A streamed answer: `left` parts of 10 KiB, each "part N" padded. */
 struct sstate {
     int left, sent;
     struct hstate *h;
+};
+
+/* /parked: the first call parks; the timer resumes it; then one part. */
+struct pstate {
+    struct hstate *h;
+    bool ready;
 };
 
 static int stream_part(struct buf *out, size_t chunk, void *state)
@@ -58,6 +69,39 @@ static void stream_free(void *state)
 
     st->h->streams_freed++;
     free(st);
+}
+
+static void stream_free_plain(void *state)
+{
+    struct pstate *st = state;
+
+    st->h->streams_freed++;
+    free(st);
+}
+
+static void park_timer_cb(uv_timer_t *t)
+{
+    struct hstate *h = t->data;
+
+    /* The state may be gone (the connection closed): resume only compares. */
+    if (h->parked && !h->streams_freed)
+        ((struct pstate *)h->parked)->ready = true;
+    net_server_resume(h->s, h->parked);
+}
+
+static int parked_part(struct buf *out, size_t chunk, void *state)
+{
+    struct pstate *st = state;
+
+    (void)chunk;
+    st->h->parked_calls++;
+    if (!st->ready) {
+        if (st->h->park_ms)
+            uv_timer_start(&st->h->park_timer, park_timer_cb, (uint64_t)st->h->park_ms, 0);
+        return NET_STREAM_PARKED;
+    }
+    buf_puts(out, "ready");
+    return 0;
 }
 
 static void handler(const struct net_http_request *req, struct net_http_response *resp, void *ud)
@@ -91,6 +135,14 @@ static void handler(const struct net_http_request *req, struct net_http_response
         resp->stream = stream_part;
         resp->stream_state = st;
         resp->stream_free = stream_free;
+    } else if (strcmp(req->path, "/parked") == 0) {
+        struct pstate *st = calloc(1, sizeof(*st));
+
+        st->h = h;
+        h->parked = st;
+        resp->stream = parked_part;
+        resp->stream_state = st;
+        resp->stream_free = stream_free_plain;
     } else if (strcmp(req->path, "/k16") == 0) {
         while (resp->body.len < 16 * 1024)
             buf_puts(&resp->body, "0123456789abcdef");
@@ -1039,6 +1091,86 @@ TEST(streamed_answers_are_chunked_and_in_order)
     ASSERT(x.eof);
     ASSERT_EQ(h.streams_freed, 3);
     rec_free(&x);
+    server_down(&loop, &h);
+}
+
+static void job_parked(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+    struct resp r;
+
+    c_sends(c, "GET /parked HTTP/1.1\r\nHost: t\r\n\r\nGET /plain HTTP/1.1\r\nHost: t\r\n\r\n");
+    if (c_response(c, &r, true) < 0 || c_chunked(c, &r) < 0)
+        x->errors++;
+    else
+        x->r[x->n++] = r;
+    rec_response(x, c, false);
+    c_close(c);
+}
+
+/* A stream whose part is made elsewhere parks: the server neither calls it
+ * again nor serves the connection's next request until it is resumed. */
+TEST(parked_stream_waits_for_resume)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    uv_timer_init(&loop, &h.park_timer);
+    h.park_timer.data = &h;
+    h.park_ms = 150;
+    run_job(&loop, port, job_parked, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.n, 2);
+    ASSERT_STR_EQ(x.r[0].body, "ready");
+    ASSERT(strstr(x.r[1].body, "/plain") != NULL);
+    ASSERT_EQ(h.parked_calls, 2); /* parked once, then the part: no polling */
+    ASSERT_EQ(h.streams_freed, 1);
+    rec_free(&x);
+    uv_close((uv_handle_t *)&h.park_timer, NULL);
+    server_down(&loop, &h);
+}
+
+static void job_parked_forever(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+    struct resp r;
+
+    c_sends(c, "GET /parked HTTP/1.1\r\nHost: t\r\n\r\n");
+    /* The head comes at once; the body never does: the idle timeout ends it. */
+    if (c_response(c, &r, true) < 0)
+        x->errors++;
+    else
+        free(r.body);
+    while (c_fill(c) == 0)
+        ;
+    x->eof = true;
+    c_close(c);
+}
+
+/* A producer that never resumes does not hold a connection for ever, and a
+ * resume after the stream is gone does nothing. */
+TEST(parked_stream_ends_at_the_idle_timeout)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    uv_timer_init(&loop, &h.park_timer);
+    h.park_timer.data = &h;
+    net_server_set_idle_timeout(h.s, 300);
+    run_job(&loop, port, job_parked_forever, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT(x.eof);
+    ASSERT_EQ(h.parked_calls, 1);
+    ASSERT_EQ(h.streams_freed, 1);
+    net_server_resume(h.s, h.parked); /* gone: nothing happens */
+    ASSERT_EQ(h.parked_calls, 1);
+    uv_close((uv_handle_t *)&h.park_timer, NULL);
     server_down(&loop, &h);
 }
 
