@@ -177,16 +177,19 @@ static void record_error(struct cluster *c, const char *msg)
         c->on_error(msg, c->ud);
 }
 
-/* A pod is a live peer when it has an IP (a group with targets), runs, and
- * its Ready condition is True. Every target of the group carries the pod's
- * labels; the first one is enough. */
+/* A pod is a live peer when it has an IP (a group with targets), runs, its
+ * Ready condition is True and it is not being deleted: the API server marks
+ * a deleted pod at once, before its container even gets SIGTERM, while
+ * Ready turns False only after a failed probe. Every target of the group
+ * carries the pod's labels; the first one is enough. */
 static bool pod_live(const struct labels *t, const char **name)
 {
     const char *ready = labels_get(t, "__meta_kubernetes_pod_ready");
     const char *phase = labels_get(t, "__meta_kubernetes_pod_phase");
 
     *name = labels_get(t, "__meta_kubernetes_pod_name");
-    return *name && ready && strcmp(ready, "true") == 0 && phase && strcmp(phase, "Running") == 0;
+    return *name && ready && strcmp(ready, "true") == 0 && phase &&
+           strcmp(phase, "Running") == 0 && !labels_get(t, DISC_K8S_TERMINATING_LABEL);
 }
 
 static void rebuild_from_members(struct cluster *c)
@@ -359,10 +362,12 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
         }
     }
     if (cfg->n_kubernetes) {
+        struct disc_k8s_cfg k8s = *cfg->kubernetes; /* borrowed for the call */
         const struct disc_job job = { MEMBERSHIP_JOB,
-                                      &(struct disc_sd_cfg){ .k8s_sd = cfg->kubernetes,
-                                                             .n_k8s_sd = 1 } };
+                                      &(struct disc_sd_cfg){ .k8s_sd = &k8s, .n_k8s_sd = 1 } };
         bool fresh = !c->disc;
+
+        k8s.mark_terminating = true; /* a pod being deleted is no peer */
 
         if (fresh) {
             c->disc = disc_manager_new(c->loop, c->http, c->work, MEMBERSHIP_COALESCE_MS, on_pods,

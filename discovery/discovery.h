@@ -61,7 +61,14 @@ struct disc_k8s_cfg {
     struct net_http_cfg http;
     bool http_set;       /**< any HTTP client key was given (needs api_server) */
     char *service_account_dir; /**< default /var/run/secrets/kubernetes.io/serviceaccount */
+    /** Not a configuration key: set by clustering's own watch of its peers.
+     * A pod being deleted (metadata.deletionTimestamp set) then carries
+     * DISC_K8S_TERMINATING_LABEL="true", which Prometheus' pod role has no
+     * label for; scrape jobs never see it. */
+    bool mark_terminating;
 };
+
+#define DISC_K8S_TERMINATING_LABEL "__proflet_pod_terminating"
 
 /** The discovery settings of one scrape job. */
 struct disc_sd_cfg {

@@ -169,12 +169,13 @@ struct disc__k8s_meta {
  * as Prometheus does (docs/design.md "Kubernetes discovery"): `*targets` gets a malloc'd array (NULL and
  * 0 for an empty group). `node` / `ns` are the attached metadata or NULL;
  * `need_node` means attach-metadata.node is on, so a pod whose node is
- * unknown (node == NULL) gives an empty group. Writes the source
+ * unknown (node == NULL) gives an empty group. `mark_terminating` adds
+ * DISC_K8S_TERMINATING_LABEL to a pod being deleted. Writes the source
  * ("pod/<ns>/<name>") into `source`. Returns 0, -EINVAL (not a pod) or
  * -ENOMEM. */
 int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, bool need_node,
-                          const struct disc__k8s_meta *ns, char *source, size_t source_len,
-                          struct labels **targets, size_t *n);
+                          const struct disc__k8s_meta *ns, bool mark_terminating, char *source,
+                          size_t source_len, struct labels **targets, size_t *n);
 /** Builds `__meta_kubernetes_<kind>_{name,label,labelpresent,annotation,
  * annotationpresent}_*` for a node (kind "node", with node_name) or a
  * namespace (kind "namespace", labels and annotations only). */

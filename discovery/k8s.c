@@ -97,6 +97,7 @@ struct k8s_provider {
     size_t cap;
     bool attach_node;
     bool attach_ns;
+    bool mark_terminating; /* clustering: label pods being deleted */
     struct informer *infs;
     struct informer *nodes;
     struct informer *nss;
@@ -112,7 +113,8 @@ static char *settings_sig(const struct disc_cfg *g, const struct disc_k8s_cfg *s
     struct buf b;
 
     buf_init(&b, 1 << 20);
-    buf_printf(&b, "cap=%llu;", g ? (unsigned long long)g->max_watch_line : 0ull);
+    buf_printf(&b, "cap=%llu;terminating=%d;", g ? (unsigned long long)g->max_watch_line : 0ull,
+               sd->mark_terminating);
     conf_signature(&disc__k8s_entry, sd, &b);
     return b.data ? buf_steal(&b, NULL) : NULL;
 }
@@ -214,8 +216,8 @@ static void emit_pod(struct informer *inf, json_object *pod)
     int rc;
 
     rc = disc__k8s_pod_targets(pod, kp->attach_node ? meta_of(kp->nodes, node) : NULL,
-                               kp->attach_node, kp->attach_ns ? meta_of(kp->nss, ns) : NULL, src,
-                               sizeof(src), &t, &n);
+                               kp->attach_node, kp->attach_ns ? meta_of(kp->nss, ns) : NULL,
+                               kp->mark_terminating, src, sizeof(src), &t, &n);
     if (rc == -EINVAL)
         return;
     disc__emit(&kp->base, src, t, n);
@@ -911,6 +913,7 @@ static struct disc__provider *kp_create(struct disc_manager *m, const struct dis
     kp->cap = g && g->max_watch_line ? (size_t)g->max_watch_line : DEFAULT_CAP;
     kp->attach_node = sd->attach_node;
     kp->attach_ns = sd->attach_namespace;
+    kp->mark_terminating = sd->mark_terminating;
     if (kp->attach_ns && !(kp->nss = inf_new(kp, INF_NS, NULL, NULL, NULL)))
         goto oom;
     if (kp->attach_node &&

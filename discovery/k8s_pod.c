@@ -280,8 +280,8 @@ static int add_containers(struct tvec *tv, const struct labels *g, json_object *
 }
 
 int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, bool need_node,
-                          const struct disc__k8s_meta *ns, char *source, size_t source_len,
-                          struct labels **targets, size_t *n)
+                          const struct disc__k8s_meta *ns, bool mark_terminating, char *source,
+                          size_t source_len, struct labels **targets, size_t *n)
 {
     json_object *md = disc__jget(pod, "metadata"), *spec = disc__jget(pod, "spec");
     json_object *status = disc__jget(pod, "status");
@@ -301,6 +301,12 @@ int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, b
     if (ip_len == 0 || (need_node && !node))
         return 0;
     rc = group_labels(pod, node, ns, &g);
+    if (rc == 0 && mark_terminating) {
+        json_object *del = disc__jget(md, "deletionTimestamp");
+
+        if (del && json_object_is_type(del, json_type_string))
+            rc = labels_set(&g, DISC_K8S_TERMINATING_LABEL, "true");
+    }
     if (rc == 0)
         rc = add_containers(&tv, &g, disc__jget(spec, "containers"),
                             disc__jget(status, "containerStatuses"), false, ip, ip_len);

@@ -16,11 +16,17 @@ def control(cport, path, body):
         return r.read()
 
 
-def pod(name, ready):
-    """A Running proflet pod on 127.0.0.1 whose Ready condition is `ready`."""
+def pod(name, ready, deleting=False):
+    """A Running proflet pod on 127.0.0.1 whose Ready condition is `ready`;
+    `deleting`: the API server has marked it for deletion (its containers
+    get SIGTERM next, and stay Ready until a probe fails)."""
+    md = {"name": name, "namespace": NS, "uid": f"uid-{name}",
+          "labels": {"app.kubernetes.io/name": "proflet"}}
+    if deleting:
+        md["deletionTimestamp"] = "2026-11-27T03:00:00Z"
+        md["deletionGracePeriodSeconds"] = 30
     return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": NS, "uid": f"uid-{name}",
-                         "labels": {"app.kubernetes.io/name": "proflet"}},
+            "metadata": md,
             "spec": {"nodeName": "node-a", "containers": [
                 {"name": "proflet", "image": "proflet:1",
                  "ports": [{"name": "http", "containerPort": 4100, "protocol": "TCP"}]}]},

@@ -14,6 +14,10 @@ fake_apiserver.py), sharing 60 loopback targets (one manyports fixture).
      docs/clustering.md (one scrape interval plus a second after the pod
      turns not ready; asserted with a whole interval of slack), and once
      the view settles no target is scraped twice.
+  5. Delete a replica's pod as Kubernetes does: the API server marks it
+     (deletionTimestamp) while it is still Ready, then the replica gets
+     SIGTERM: the others take its targets within the same bound, without
+     waiting for the pod to turn not ready, and it exits 0.
 """
 import collections
 import json
@@ -224,7 +228,27 @@ def main():
             gaps = [b - a for a, b in zip(ts, ts[1:])]
             check(min(gaps) >= INTERVAL / 4, f"{i} scraped twice in one interval: gaps {gaps}")
 
-        for r in alive:
+        # 5. A pod being deleted: marked while still Ready, then SIGTERM.
+        owners = {i: o[0] for i, o in ownership(alive).items()}
+        leaving = alive[0]
+        lost = {i for i, o in owners.items() if o == leaving.name}
+        check(lost, f"{leaving.name} owns no target to hand over")
+        control(cport, "/apply", {"kind": "pods", "object": pod(leaving.name, True, deleting=True)})
+        leaving.p.send_signal(signal.SIGTERM)
+        t_del = time.time()
+        rest = [r for r in alive if r is not leaving]
+
+        def handed_over():
+            h = hits(fport)
+            return all(any(t > t_del for t in h.get(str(int(i.rsplit(':', 1)[1])), [])) for i in lost)
+        wait_for("the deleted replica's targets scraped by the others", handed_over, timeout=bound + 5)
+        took = time.time() - t_del
+        check(took <= bound, f"took {took:.1f}s to take over a deleted replica's targets (bound {bound}s)")
+        check(leaving.p.wait(timeout=15) == 0, f"{leaving.name} exit status after SIGTERM")
+        wait_for("2 survivors to share the targets", lambda: settled(rest, 2, instances), timeout=10)
+        print(f"deletion: {len(lost)} targets handed over in {took:.1f}s")
+
+        for r in rest:
             check(stop(r.p) == 0, f"{r.name} exit status after SIGTERM")
 
 

@@ -66,7 +66,7 @@ static int run_case(const char *path, const char *name)
         have_ns = true;
     }
     ASSERT_EQ(disc__k8s_pod_targets(get(c, "pod"), have_node ? &node : NULL, attach_node,
-                                    have_ns ? &ns : NULL, src, sizeof(src), &t, &n),
+                                    have_ns ? &ns : NULL, false, src, sizeof(src), &t, &n),
               0);
     ASSERT_STR_EQ(src, json_object_get_string(get(c, "source")));
     if (n != json_object_array_length(want))
@@ -141,9 +141,46 @@ TEST(pod_not_an_object)
     char src[64];
     json_object *o = json_tokener_parse("[1,2]");
 
-    ASSERT_LT(disc__k8s_pod_targets(o, NULL, false, NULL, src, sizeof(src), &t, &n), 0);
+    ASSERT_LT(disc__k8s_pod_targets(o, NULL, false, NULL, false, src, sizeof(src), &t, &n), 0);
     ASSERT_NULL(t);
     ASSERT_EQ(n, 0);
+    json_object_put(o);
+}
+
+/* Clustering's own watch (and only it) marks a pod being deleted; the
+ * labels of a scrape job's targets stay Prometheus' own. */
+TEST(pod_being_deleted_is_marked_only_when_asked)
+{
+    json_object *o = json_tokener_parse(
+        "{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\", \"uid\": \"u\","
+        " \"deletionTimestamp\": \"2026-11-27T03:00:00Z\"},"
+        " \"spec\": {\"containers\": [{\"name\": \"c\"}]},"
+        " \"status\": {\"podIP\": \"127.0.0.9\", \"phase\": \"Running\"}}");
+    struct labels *t = NULL;
+    size_t n = 0;
+    char src[64];
+
+    ASSERT_NOT_NULL(o);
+    for (int mark = 0; mark < 2; mark++) {
+        ASSERT_EQ(disc__k8s_pod_targets(o, NULL, false, NULL, mark, src, sizeof(src), &t, &n), 0);
+        ASSERT_EQ(n, 1);
+        if (mark)
+            ASSERT_STR_EQ(labels_get(&t[0], DISC_K8S_TERMINATING_LABEL), "true");
+        else
+            ASSERT_NULL(labels_get(&t[0], DISC_K8S_TERMINATING_LABEL));
+        ASSERT_STR_EQ(labels_get(&t[0], "__meta_kubernetes_pod_name"), "p");
+        for (size_t i = 0; i < n; i++)
+            labels_done(&t[i]);
+        free(t);
+        t = NULL;
+    }
+    json_object_object_add(o, "metadata", json_tokener_parse(
+        "{\"name\": \"p\", \"namespace\": \"ns\", \"deletionTimestamp\": null}"));
+    ASSERT_EQ(disc__k8s_pod_targets(o, NULL, false, NULL, true, src, sizeof(src), &t, &n), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_NULL(labels_get(&t[0], DISC_K8S_TERMINATING_LABEL)); /* null: not being deleted */
+    labels_done(&t[0]);
+    free(t);
     json_object_put(o);
 }
 

@@ -32,13 +32,13 @@ static void build(json_object *obj)
         if (disc__k8s_meta_build(obj, "namespace", &ns) == 0) {
             fuzz_check_labels(&node.labels);
             fuzz_check_labels(&ns.labels);
-            if (disc__k8s_pod_targets(obj, &node, true, &ns, src, sizeof(src), &t, &n) == 0)
+            if (disc__k8s_pod_targets(obj, &node, true, &ns, false, src, sizeof(src), &t, &n) == 0)
                 check_targets(t, n);
             labels_done(&ns.labels);
         }
         labels_done(&node.labels);
     }
-    if (disc__k8s_pod_targets(obj, NULL, false, NULL, src, sizeof(src), &t, &n) == 0)
+    if (disc__k8s_pod_targets(obj, NULL, false, NULL, true, src, sizeof(src), &t, &n) == 0)
         check_targets(t, n);
 }
 
