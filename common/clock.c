@@ -16,10 +16,15 @@ uint64_t clock_wall_ms(void)
     return clock_wall_ns() / 1000000ULL;
 }
 
-uint64_t clock_mono_ms(void)
+uint64_t clock_mono_ns(void)
 {
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000ULL + (uint64_t)ts.tv_nsec / 1000000ULL;
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t clock_mono_ms(void)
+{
+    return clock_mono_ns() / 1000000ULL;
 }

@@ -1,6 +1,7 @@
 /** The clocks every module reads: wall-clock time (what is reported and
  * what scrape offsets are aligned to) and monotonic time (deadlines,
- * rate limits, token ages). Any thread. */
+ * rate limits, token ages, request durations, the status server's turns).
+ * Any thread. */
 #ifndef PROFLET_COMMON_CLOCK_H
 #define PROFLET_COMMON_CLOCK_H
 
@@ -10,7 +11,9 @@
 uint64_t clock_wall_ns(void);
 /** Milliseconds since the Unix epoch. */
 uint64_t clock_wall_ms(void);
-/** Monotonic milliseconds (CLOCK_MONOTONIC), for intervals only. */
+/** Monotonic nanoseconds (CLOCK_MONOTONIC), for intervals only. */
+uint64_t clock_mono_ns(void);
+/** Monotonic milliseconds, for intervals only. */
 uint64_t clock_mono_ms(void);
 
 #endif

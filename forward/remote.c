@@ -30,6 +30,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "forward/internal.h"
 #include "net/net.h"
 #include "pprof/pprof.h"
@@ -212,7 +213,7 @@ static uint64_t backoff_ms(struct remote *rm)
     if (b > c->max_backoff_ms)
         b = c->max_backoff_ms;
     if (getrandom(&r, sizeof(r), 0) != sizeof(r))
-        r = (uint64_t)uv_hrtime();
+        r = clock_mono_ns();
     b += r % (b ? b : 1); /* [b, 2b) */
     return b > c->max_backoff_ms ? c->max_backoff_ms : b;
 }

@@ -44,9 +44,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "net/net.h"
+#include "common/clock.h"
 #include "common/macros.h"
 #include "net/internal.h"
+#include "net/net.h"
 #include "proflet_version.h"
 
 #define DEFAULT_MAX_RESPONSE ((size_t)64 * 1024 * 1024)
@@ -597,7 +598,7 @@ static void complete(struct net_request *r, int result, CURLcode rc)
     resp.body = r->body;
     buf_init(&r->body, 0);
     resp.content_type = ctype;
-    resp.duration_us = (uv_hrtime() - r->start_ns) / 1000;
+    resp.duration_us = (clock_mono_ns() - r->start_ns) / 1000;
     r->completing = true;
     r->cb(r, &resp, r->ud);
     buf_done(&resp.body);
@@ -990,7 +991,7 @@ int net_request_start(struct net_client *c, const struct net_request_opts *o, ne
     rc = setup_easy(r, o);
     if (rc < 0)
         goto fail;
-    r->start_ns = uv_hrtime();
+    r->start_ns = clock_mono_ns();
     req_link(c, r);
     if (r->park_pending)
         goto parked;

@@ -417,6 +417,10 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
                      struct net_server **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int net_server_port(const struct net_server *s);
+/** Password checks (bcrypt, tens of milliseconds each) run one at a time
+ * as jobs of `q`, the agent's one CPU work queue; without a queue they go
+ * to libuv's pool directly. Loop thread. */
+void net_server_set_workq(struct net_server *s, struct workq *q);
 /** Wakes the parked stream whose state is `stream_state`: its function is
  * called again in a coming turn. Nothing happens if no connection streams
  * it any more (its stream_free has run then). Loop thread. */

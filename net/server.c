@@ -49,9 +49,11 @@
 #include <openssl/sha.h>
 #include <openssl/ssl.h>
 
-#include "net/net.h"
+#include "common/clock.h"
 #include "common/macros.h"
+#include "common/workq.h"
 #include "net/internal.h"
+#include "net/net.h"
 
 #define READ_BUF (16 * 1024)
 #define OUT_HIGH (64 * 1024)
@@ -142,6 +144,7 @@ struct net_server {
     uint64_t header_ms;
     int handles; /* listener and idle handle */
     struct net_web *web;
+    struct workq *work; /* password checks; NULL: libuv's pool (tests) */
     struct cq auth; /* waiting for the one password check in flight */
     bool auth_busy;
     unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
@@ -902,12 +905,25 @@ static void auth_done(uv_work_t *w, int status)
     auth_start_next(s);
 }
 
+static void auth_job(void *arg)
+{
+    auth_work(&((struct conn *)arg)->work);
+}
+
+static void auth_job_done(void *arg, int status)
+{
+    auth_done(&((struct conn *)arg)->work, status);
+}
+
 static void auth_start_next(struct net_server *s)
 {
     struct conn *c;
 
     while (!s->auth_busy && !s->closing && (c = cq_pop(&s->auth)) != NULL) {
-        if (uv_queue_work(s->loop, &c->work, auth_work, auth_done) == 0) {
+        int rc = s->work ? workq_submit(s->work, 0, auth_job, auth_job_done, c)
+                         : uv_queue_work(s->loop, &c->work, auth_work, auth_done);
+
+        if (rc == 0) {
             s->auth_busy = true;
             c->work_pending = true;
         } else {
@@ -1069,12 +1085,12 @@ static void conn_turn(struct conn *c)
 static void server_turn(uv_idle_t *h)
 {
     struct net_server *s = h->data;
-    uint64_t t0 = uv_hrtime();
+    uint64_t t0 = clock_mono_ns();
     struct conn *c;
 
     /* One request or stream part per connection in its turn, round robin,
      * until the queue is empty or the turn's time is used up. */
-    while (!s->closing && uv_hrtime() - t0 < TURN_NS && (c = run_pop(s)) != NULL) {
+    while (!s->closing && clock_mono_ns() - t0 < TURN_NS && (c = run_pop(s)) != NULL) {
         conn_turn(c);
         conn_kick(c);
     }
@@ -1322,6 +1338,12 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
 int net_server_port(const struct net_server *s)
 {
     return s ? s->port : -1;
+}
+
+void net_server_set_workq(struct net_server *s, struct workq *q)
+{
+    if (s)
+        s->work = q;
 }
 
 void net_server_resume(struct net_server *s, const void *stream_state)

@@ -100,6 +100,10 @@ def main():
         check(code == 401 and challenge and challenge.startswith("Basic"), f"python wrong password: {code} {challenge}")
         # Bcrypt runs off the loop: while 30 wrong passwords are checked one
         # by one, a remembered good one is answered at once.
+        def jobs_done():
+            _, body, _ = py_get(sport, ca, "/metrics", "alice", "s3cret")
+            return metric_value(body.decode(), "proflet_worker_jobs_completed_total") or 0
+        jobs0 = jobs_done()
         results = []
         def wrong():
             results.append(py_get(sport, ca, "/metrics", "alice", "wrong")[0])
@@ -118,6 +122,8 @@ def main():
         check(code == 200 and results == [401] * 30, f"auth under load: {code} {results}")
         check(pending > 0 and good < wrong_s / 3,
               f"a remembered password waited {good:.2f} s behind the bcrypt checks ({pending} still pending)")
+        # Each check was a job of the one CPU work queue.
+        check(jobs_done() - jobs0 >= 30, f"{jobs_done() - jobs0} work-queue jobs for 30 bcrypt checks")
         # A streamed answer over TLS, with keep-alive: many requests on one connection.
         ctx = ssl.create_default_context(cafile=ca)
         c = http.client.HTTPSConnection("127.0.0.1", sport, context=ctx, timeout=10)
