@@ -58,10 +58,14 @@ const char *fwd__drop_name(enum fwd__drop r)
     return r < FWD_DROP__N ? drop_names[r] : "unknown";
 }
 
-struct net_client *fwd__http(const struct fwd *f);
 struct net_client *fwd__http(const struct fwd *f)
 {
     return f->http;
+}
+
+struct workq *fwd__workq(const struct fwd *f)
+{
+    return f->work;
 }
 
 /* --------------------------------------------------------------- endpoint */

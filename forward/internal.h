@@ -123,6 +123,10 @@ struct fwd__job {
 int fwd__job_submit(struct fwd *f, struct fwd__job *j, uint64_t cost,
                     void (*fn)(struct fwd__job *j), void (*after)(struct fwd__job *j));
 
+/* The forwarder's HTTP client and the agent's work queue, for its sinks. */
+struct net_client *fwd__http(const struct fwd *f);
+struct workq *fwd__workq(const struct fwd *f);
+
 /* Reports an endpoint error to the agent's callback and keeps it as the
  * last error. */
 void fwd__ep_error(struct fwd_ep *ep, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

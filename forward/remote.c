@@ -35,7 +35,6 @@
 #include "net/net.h"
 #include "pprof/pprof.h"
 
-struct net_client *fwd__http(const struct fwd *f);
 
 #define SECRET_MAX (64 * 1024)
 #define ERRBODY_MAX (64 * 1024)
@@ -747,7 +746,7 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     if (c->tenant_id && *c->tenant_id && add_hdr(rm, "X-Scope-OrgID", c->tenant_id) < 0)
         goto oom;
     net_tls_from_cfg(&rm->tls, &c->http.tls);
-    if (!(rm->auth = net_auth_new(ep->loop, NULL, &c->http)))
+    if (!(rm->auth = net_auth_new(ep->loop, fwd__workq(ep->f), &c->http)))
         goto oom;
     if (c->http.bearer_token)
         rm->bearer = strdup(c->http.bearer_token);
