@@ -77,6 +77,19 @@ int fsutil_write_atomic(const char *dir, const char *name, const void *data, siz
     return r;
 }
 
+int fsutil_readable(const char *path)
+{
+    char c;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (read(fd, &c, 1) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}
+
 int fsutil_read_small(const char *path, size_t cap, char **out, size_t *len)
 {
     int fd = open(path, O_RDONLY | O_CLOEXEC);

@@ -27,6 +27,10 @@ int fsutil_write_atomic(const char *dir, const char *name, const void *data, siz
  * `cap` bytes, or a negative errno. */
 int fsutil_read_small(const char *path, size_t cap, char **out, size_t *len);
 
+/** Whether `path` can be opened and read, as a library reading it later
+ * will (a directory opens but does not read): 0 or a negative errno. */
+int fsutil_readable(const char *path);
+
 /** Cuts leading and trailing white space (space, tab, CR, LF) in place, as
  * Go's strings.TrimSpace does for ASCII; returns `s`. */
 char *fsutil_trim(char *s);

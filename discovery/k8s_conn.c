@@ -261,9 +261,9 @@ static int kubeconfig_item_ok(json_object *o, const char *dir, const char *data_
 {
     const char *v = disc__jstr(o, data_key, NULL);
     unsigned char *bytes;
-    char *path, c;
+    char *path;
     size_t n;
-    int fd, rc;
+    int rc;
 
     if (v) {
         rc = disc__base64_decode(v, strlen(v), &bytes, &n);
@@ -279,11 +279,7 @@ static int kubeconfig_item_ok(json_object *o, const char *dir, const char *data_
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    /* Opened and read a byte: a directory opens but does not read. */
-    fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-    rc = fd < 0 || read(fd, &c, 1) < 0 ? -errno : 0;
-    if (fd >= 0)
-        close(fd);
+    rc = fsutil_readable(path);
     if (rc < 0)
         snprintf(err, errlen, "kubeconfig %s: %s %s cannot be read: %s", file, file_key, path,
                  strerror(-rc));

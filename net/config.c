@@ -14,11 +14,9 @@
  * credentials, client secret, header files) are not: they are re-read at
  * run time and may appear after start (net/secret.c). */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -97,22 +95,6 @@ static size_t pem_certificates(const char *pem, size_t len)
     return n;
 }
 
-/* Whether `path` can be opened and read (a directory opens but does not
- * read); 0 or a negative errno. Relative paths are the process's, as for
- * libcurl. */
-static int readable(const char *path)
-{
-    char c;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY), rc = 0;
-
-    if (fd < 0)
-        return -errno;
-    if (read(fd, &c, 1) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
 /* The files and inline PEM of one tls-config, checked as libcurl will use
  * them. A `finish` hook, so that it runs once every rule of the document
  * held: a file is read only for a configuration that is otherwise valid,
@@ -132,7 +114,7 @@ static int tls_finish(struct conf_load *ld, const struct conf_node *map, void *o
 
         if (!conf_get(map, files[i]))
             continue;
-        rc = i == 0 ? fsutil_read_small(path, TLS_CA_MAX, &text, &len) : readable(path);
+        rc = i == 0 ? fsutil_read_small(path, TLS_CA_MAX, &text, &len) : fsutil_readable(path);
         if (rc == -E2BIG)
             return conf_fail(ld, conf_user_key(map, files[i]), "%s \"%.200s\" in tls-config "
                              "is larger than 4MiB", files[i], path);

@@ -96,11 +96,10 @@ struct x509_store_ctx_st;
 /* The TLS context, or NULL without TLS. */
 struct ssl_ctx_st *net__web_ssl(const struct net_web *w);
 /* net_web_load from `len` bytes of YAML named `name` (which starts every
- * message). Without `tls` the TLS files are not read and no context is
- * built (net__web_ssl gives NULL): the YAML layer alone, for the fuzz
- * target. */
-int net__web_load_string(const char *text, size_t len, const char *name, bool tls,
-                         struct net_web **out, char *err, size_t errlen);
+ * message), without reading the TLS files it names or building a context
+ * (net__web_ssl gives NULL): the YAML layer alone, for the fuzz target. */
+int net__web_load_string(const char *text, size_t len, const char *name, struct net_web **out,
+                         char *err, size_t errlen);
 /* The i-th basic_auth_users name and (in *hash, if not NULL) its hash, or
  * NULL past the last. */
 const char *net__web_user(const struct net_web *w, unsigned i, const char **hash);

@@ -32,8 +32,9 @@
  * gone. A stream's state is freed when the stream ends or its connection
  * starts closing. A stream whose producer has no part yet (its work runs
  * on the pool) is parked: neither read nor served until the producer calls
- * net_server_resume(); the idle timeout still closes it. The handler may call net_server_close(); each step
- * re-checks for that. */
+ * net_server_resume(); the idle timeout still closes it. The handler may
+ * call net_server_close(); each step re-checks for that. Password checks
+ * are jobs of the agent's work queue (net_server_set_workq). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stddef.h>

@@ -260,8 +260,8 @@ int net_web_load(const char *path, struct net_web **out, char *err, size_t errle
     return web_new(doc, true, out, err, errlen);
 }
 
-int net__web_load_string(const char *text, size_t len, const char *name, bool tls,
-                         struct net_web **out, char *err, size_t errlen)
+int net__web_load_string(const char *text, size_t len, const char *name, struct net_web **out,
+                         char *err, size_t errlen)
 {
     struct conf_doc *doc;
     int rc;
@@ -270,7 +270,7 @@ int net__web_load_string(const char *text, size_t len, const char *name, bool tl
     rc = conf_load_string(&web_schema, text, len, name, 0, &doc, err, errlen);
     if (rc < 0)
         return rc;
-    return web_new(doc, tls, out, err, errlen);
+    return web_new(doc, false, out, err, errlen);
 }
 
 struct net_web *net_web_ref(struct net_web *w)

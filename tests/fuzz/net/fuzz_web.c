@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (size > 65536)
         return 0;
     err[0] = '\0';
-    rc = net__web_load_string((const char *)data, size, "web.yml", false, &w, err, sizeof(err));
+    rc = net__web_load_string((const char *)data, size, "web.yml", &w, err, sizeof(err));
     if (rc < 0) {
         unsigned line = 0, col = 0;
         int end = 0;
