@@ -54,12 +54,25 @@ def without_span(labels):
 def main():
     with environment() as (tmp, procs):
         port = start_demoapp(tmp, procs)
-        # A CPU profile of the demo, taken once, for the file job.
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/pprof/profile?seconds=2",
-                                    timeout=20) as r:
-            cpu_in = r.read()
+        # A CPU profile of the demo for the file job. It must hold two
+        # samples that differ only in span_id, or merging is not tested; on
+        # a loaded machine a 2 s profile may have too few samples, so take
+        # longer ones, a bounded number of times.
         cpu_in_path = os.path.join(tmp, "cpu-in.pb.gz")
-        open(cpu_in_path, "wb").write(cpu_in)
+        for seconds in (2, 4, 8):
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/debug/pprof/profile?seconds={seconds}",
+                                        timeout=seconds + 20) as r:
+                cpu_in = r.read()
+            open(cpu_in_path, "wb").write(cpu_in)
+            src = pprof_raw.go_raw([cpu_in_path])
+            expect = {}
+            for (stack, labels), vals in src.samples.items():
+                key = (stack, without_span(labels))
+                expect[key] = [a + b for a, b in zip(expect.get(key, [0] * len(vals)), vals)]
+            if len(expect) < len(src.samples):
+                break
+        check(len(expect) < len(src.samples),
+              f"the demo's CPU profiles ({len(src.samples)} samples) never held two that differ only in span_id")
         srv = serve_bytes({"/cpu.pb.gz": cpu_in})
         sport = free_port()
         sink = os.path.join(tmp, "sink")
@@ -138,12 +151,7 @@ remote-write:
         check(not any(l.startswith("span_id:") for l in gor_labels), f"goroutine kept span_id: {gor_labels}")
 
         # Exact totals: the input summed per stack and remaining labels.
-        src = pprof_raw.go_raw([cpu_in_path])
         check(any("span_id:" in k[1] for k in src.samples), "the demo's CPU profile has no span_id labels")
-        expect = {}
-        for (stack, labels), vals in src.samples.items():
-            key = (stack, without_span(labels))
-            expect[key] = [a + b for a, b in zip(expect.get(key, [0] * len(vals)), vals)]
         for path in got[("file", "cpufile")]:
             out = pprof_raw.go_raw([path])
             check(out.columns == src.columns, f"{path}: columns {out.columns} != {src.columns}")
