@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -22,6 +23,10 @@ struct entry {
     uint32_t len;
     char s[];
 };
+
+/* intern_len() reads the length just before the text. */
+_Static_assert(offsetof(struct entry, s) == offsetof(struct entry, len) + sizeof(uint32_t),
+               "the length must sit right before the text");
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct entry **buckets;

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /** The interned copy of `s[0..len)` (NUL-terminated), with one more
  * reference; NULL on OOM. Equal strings give the same pointer. */
@@ -18,6 +19,15 @@ const char *intern(const char *s, size_t len);
 const char *intern_ref(const char *s);
 /** Drops a reference; the copy goes with the last one (NULL is fine). */
 void intern_unref(const char *s);
+/** The length of an interned string, without reading its bytes: it is
+ * stored just before them (intern.c checks the layout). */
+static inline size_t intern_len(const char *s)
+{
+    uint32_t len;
+
+    memcpy(&len, s - sizeof(len), sizeof(len));
+    return len;
+}
 /** Distinct strings and their bytes (for metrics and benchmarks). */
 void intern_stats(size_t *strings, size_t *bytes);
 

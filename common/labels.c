@@ -51,7 +51,7 @@ long labels_find(const struct labels *ls, const char *name, size_t len)
 
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int c = name_cmp(ls->v[mid].name, ls->v[mid].name_len, name, len);
+        int c = name_cmp(ls->v[mid].name, label_name_len(&ls->v[mid]), name, len);
 
         if (c == 0)
             return (long)mid;
@@ -74,8 +74,6 @@ static int make_label(struct label *l, const char *name, size_t nlen, const char
         label_done(l);
         return -ENOMEM;
     }
-    l->name_len = (uint32_t)nlen;
-    l->value_len = (uint32_t)vlen;
     return 0;
 }
 
@@ -98,7 +96,7 @@ int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *va
             del_at(ls, (size_t)at);
         return 0;
     }
-    if (at >= 0 && ls->v[at].value_len == vlen && memcmp(ls->v[at].value, value, vlen) == 0)
+    if (at >= 0 && label_value_len(&ls->v[at]) == vlen && memcmp(ls->v[at].value, value, vlen) == 0)
         return 0;
     r = make_label(&l, name, nlen, value, vlen);
     if (r < 0)
@@ -206,11 +204,11 @@ int labels_cmp(const struct labels *a, const struct labels *b)
     size_t n = a->n < b->n ? a->n : b->n;
 
     for (size_t i = 0; i < n; i++) {
-        int c = name_cmp(a->v[i].name, a->v[i].name_len, b->v[i].name, b->v[i].name_len);
+        int c = name_cmp(a->v[i].name, label_name_len(&a->v[i]), b->v[i].name, label_name_len(&b->v[i]));
 
         if (c)
             return c;
-        c = name_cmp(a->v[i].value, a->v[i].value_len, b->v[i].value, b->v[i].value_len);
+        c = name_cmp(a->v[i].value, label_value_len(&a->v[i]), b->v[i].value, label_value_len(&b->v[i]));
         if (c)
             return c;
     }
@@ -246,12 +244,12 @@ static uint64_t hash_filtered(const struct labels *ls, bool public_only)
     for (size_t i = 0; i < ls->n; i++) {
         const struct label *l = &ls->v[i];
 
-        if (public_only && l->name_len >= 2 && l->name[0] == '_' && l->name[1] == '_')
+        if (public_only && label_name_len(l) >= 2 && l->name[0] == '_' && l->name[1] == '_')
             continue;
-        hash_len(&st, l->name_len);
-        XXH64_update(&st, l->name, l->name_len);
-        hash_len(&st, l->value_len);
-        XXH64_update(&st, l->value, l->value_len);
+        hash_len(&st, label_name_len(l));
+        XXH64_update(&st, l->name, label_name_len(l));
+        hash_len(&st, label_value_len(l));
+        XXH64_update(&st, l->value, label_value_len(l));
     }
     return XXH64_digest(&st);
 }
@@ -300,11 +298,11 @@ char *labels_to_string(const struct labels *ls)
         if (i)
             r = buf_puts(&b, ", ");
         if (r == 0)
-            r = buf_append(&b, ls->v[i].name, ls->v[i].name_len);
+            r = buf_append(&b, ls->v[i].name, label_name_len(&ls->v[i]));
         if (r == 0)
             r = buf_append(&b, "=", 1);
         if (r == 0)
-            r = quote(&b, ls->v[i].value, ls->v[i].value_len);
+            r = quote(&b, ls->v[i].value, label_value_len(&ls->v[i]));
     }
     if (r == 0)
         r = buf_append(&b, "}", 1);

@@ -12,15 +12,26 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/intern.h"
+
 /** One label. `name` and `value` are interned strings (common/intern.h):
  * the set holds one reference to each, shared with every other set that
- * holds the same bytes. */
+ * holds the same bytes. Their lengths live with the interned copies, so a
+ * label is two pointers: a cluster's discovered targets hold millions. */
 struct label {
     const char *name;
     const char *value;
-    uint32_t name_len;
-    uint32_t value_len;
 };
+
+static inline size_t label_name_len(const struct label *l)
+{
+    return intern_len(l->name);
+}
+
+static inline size_t label_value_len(const struct label *l)
+{
+    return intern_len(l->value);
+}
 
 /** Embeddable label set. `v[0..n)` is sorted by name (byte order). */
 struct labels {

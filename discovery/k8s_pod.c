@@ -107,7 +107,7 @@ static int merge(struct labels *dst, const struct labels *src)
 {
     for (size_t i = 0; i < src->n; i++) {
         const struct label *l = &src->v[i];
-        int rc = labels_setn(dst, l->name, l->name_len, l->value, l->value_len);
+        int rc = labels_setn(dst, l->name, label_name_len(l), l->value, label_value_len(l));
 
         if (rc < 0)
             return rc;

@@ -141,7 +141,7 @@ static char *sidecar_json(const struct fwd_profile *p, uint64_t ms)
     for (size_t i = 0; i < p->labels.n; i++)
         json_object_object_add(l, p->labels.v[i].name,
                                json_object_new_string_len(p->labels.v[i].value,
-                                                          (int)p->labels.v[i].value_len));
+                                                          (int)label_value_len(&p->labels.v[i])));
     json_object_object_add(o, "labels", l);
     json_object_object_add(o, "start_ns", json_object_new_int64(p->start_ns));
     json_object_object_add(o, "end_ns", json_object_new_int64(p->end_ns));

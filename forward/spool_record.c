@@ -56,7 +56,7 @@ int fwd__rec_encode(const struct fwd_profile *p, uint64_t wall_ms, uint32_t seq,
     uint8_t *r, *o, *w;
 
     for (size_t i = 0; i < p->labels.n; i++)
-        raw += 8 + p->labels.v[i].name_len + p->labels.v[i].value_len;
+        raw += 8 + label_name_len(&p->labels.v[i]) + label_value_len(&p->labels.v[i]);
     if (raw > FWD_REC_MAX)
         return -E2BIG;
     r = malloc(raw);
@@ -77,12 +77,12 @@ int fwd__rec_encode(const struct fwd_profile *p, uint64_t wall_ms, uint32_t seq,
     for (size_t i = 0; i < p->labels.n; i++) {
         const struct label *l = &p->labels.v[i];
 
-        fwd__put32(w, l->name_len);
-        memcpy(w + 4, l->name, l->name_len);
-        w += 4 + l->name_len;
-        fwd__put32(w, l->value_len);
-        memcpy(w + 4, l->value, l->value_len);
-        w += 4 + l->value_len;
+        fwd__put32(w, label_name_len(l));
+        memcpy(w + 4, l->name, label_name_len(l));
+        w += 4 + label_name_len(l);
+        fwd__put32(w, label_value_len(l));
+        memcpy(w + 4, l->value, label_value_len(l));
+        w += 4 + label_value_len(l);
     }
     fwd__put32(w, (uint32_t)p->len);
     memcpy(w + 4, p->data, p->len);

@@ -44,21 +44,21 @@ int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen)
     for (size_t i = 0; i < ls->n; i++) {
         const struct label *l = &ls->v[i];
 
-        if (l->name_len == 0 || l->name_len > FWD_MAX_NAME_LEN) {
-            snprintf(err, errlen, "label name length %u out of range", l->name_len);
+        if (label_name_len(l) == 0 || label_name_len(l) > FWD_MAX_NAME_LEN) {
+            snprintf(err, errlen, "label name length %zu out of range", label_name_len(l));
             return -EINVAL;
         }
-        if (l->value_len > FWD_MAX_VALUE_LEN) {
+        if (label_value_len(l) > FWD_MAX_VALUE_LEN) {
             snprintf(err, errlen, "label %.64s: value longer than %d", l->name,
                      FWD_MAX_VALUE_LEN);
             return -EINVAL;
         }
-        if (!fwd__utf8_valid(l->name, l->name_len) || !fwd__utf8_valid(l->value, l->value_len)) {
+        if (!fwd__utf8_valid(l->name, label_name_len(l)) || !fwd__utf8_valid(l->value, label_value_len(l))) {
             snprintf(err, errlen, "label %.64s: not valid UTF-8", l->name);
             return -EINVAL;
         }
-        if (i > 0 && ls->v[i - 1].name_len == l->name_len &&
-            memcmp(ls->v[i - 1].name, l->name, l->name_len) == 0) {
+        if (i > 0 && label_name_len(&ls->v[i - 1]) == label_name_len(l) &&
+            memcmp(ls->v[i - 1].name, l->name, label_name_len(l)) == 0) {
             snprintf(err, errlen, "duplicate label %.64s", l->name);
             return -EINVAL;
         }

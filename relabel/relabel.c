@@ -519,7 +519,7 @@ static const char *b_get(const struct builder *b, const char *name, size_t nlen,
     long i = labels_find(b->base, name, nlen);
 
     if (i >= 0 && !b->shadow[i]) {
-        *vlen = b->base->v[i].value_len;
+        *vlen = label_value_len(&b->base->v[i]);
         return b->base->v[i].value;
     }
     i = kv_find(&b->add, name, nlen);
@@ -591,7 +591,7 @@ static int b_snapshot(const struct builder *b, struct kvlist *out)
     out->n = 0;
     for (size_t i = 0; i < b->base->n; i++) {
         const struct label *l = &b->base->v[i];
-        struct kv kv = {l->name, l->value, l->name_len, l->value_len};
+        struct kv kv = {l->name, l->value, label_name_len(l), label_value_len(l)};
         int rc;
 
         if (b->shadow[i])

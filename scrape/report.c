@@ -49,7 +49,7 @@ static json_object *labels_json(const struct labels *ls)
 
     for (size_t i = 0; i < ls->n; i++)
         json_object_object_add(o, ls->v[i].name,
-                               json_object_new_string_len(ls->v[i].value, (int)ls->v[i].value_len));
+                               json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
     return o;
 }
 

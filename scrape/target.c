@@ -477,8 +477,8 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
     /* labels sent with the profile */
     for (size_t i = 0; i < tl->n && rc == 0; i++)
         if (strncmp(tl->v[i].name, "__", 2) != 0)
-            rc = labels_setn(&pair->labels, tl->v[i].name, tl->v[i].name_len, tl->v[i].value,
-                             tl->v[i].value_len);
+            rc = labels_setn(&pair->labels, tl->v[i].name, label_name_len(&tl->v[i]), tl->v[i].value,
+                             label_value_len(&tl->v[i]));
     if (rc == 0 && !labels_get(&pair->labels, "service_name"))
         rc = labels_set(&pair->labels, "service_name", service_name);
     if (rc == 0)
@@ -635,7 +635,7 @@ static int finish_labels(struct target_result *out)
         (rc = labels_set(ls, "instance", labels_get(ls, "__address__"))) < 0)
         return rc;
     for (size_t i = 0; i < ls->n; i++) {
-        if (!relabel_valid_utf8(ls->v[i].value, ls->v[i].value_len)) {
+        if (!relabel_valid_utf8(ls->v[i].value, label_value_len(&ls->v[i]))) {
             char qv[2200];
 
             quote(ls->v[i].name, q, 600);
@@ -792,7 +792,7 @@ static json_object *labels_json(const struct labels *ls)
 
     for (size_t i = 0; o && i < ls->n; i++)
         json_object_object_add(o, ls->v[i].name,
-                               json_object_new_string_len(ls->v[i].value, (int)ls->v[i].value_len));
+                               json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
     return o;
 }
 

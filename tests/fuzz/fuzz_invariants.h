@@ -24,16 +24,18 @@ static inline void fuzz_check_labels(const struct labels *ls)
 {
     for (size_t i = 0; i < ls->n; i++) {
         const struct label *l = &ls->v[i];
+        size_t nlen = label_name_len(l), vlen = label_value_len(l);
 
-        FUZZ_ASSERT(l->name_len > 0 && l->value_len > 0);
-        FUZZ_ASSERT(strlen(l->name) == l->name_len);
-        FUZZ_ASSERT(memchr(l->value, '\0', l->value_len) == NULL || l->value[l->value_len] == '\0');
+        FUZZ_ASSERT(nlen > 0 && vlen > 0);
+        FUZZ_ASSERT(strlen(l->name) == nlen);
+        FUZZ_ASSERT(memchr(l->value, '\0', vlen) == NULL || l->value[vlen] == '\0');
         if (i > 0) {
             const struct label *p = &ls->v[i - 1];
-            size_t n = p->name_len < l->name_len ? p->name_len : l->name_len;
+            size_t plen = label_name_len(p);
+            size_t n = plen < nlen ? plen : nlen;
             int c = memcmp(p->name, l->name, n);
 
-            FUZZ_ASSERT(c < 0 || (c == 0 && p->name_len < l->name_len));
+            FUZZ_ASSERT(c < 0 || (c == 0 && plen < nlen));
         }
     }
 }

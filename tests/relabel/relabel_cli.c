@@ -41,7 +41,7 @@ static void print_labels(const struct labels *ls)
 
     for (size_t i = 0; i < ls->n; i++)
         json_object_object_add(o, ls->v[i].name,
-                               json_object_new_string_len(ls->v[i].value, (int)ls->v[i].value_len));
+                               json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
     json_object_object_add(wrap, "labels", o);
     puts(json_object_to_json_string_ext(wrap, JSON_C_TO_STRING_PLAIN |
                                                   JSON_C_TO_STRING_NOSLASHESCAPE));
@@ -111,7 +111,7 @@ static const char *populate_242(struct labels *ls)
         }
     }
     for (i = 0; i < ls->n; i++)
-        if (!relabel_valid_utf8(ls->v[i].value, ls->v[i].value_len))
+        if (!relabel_valid_utf8(ls->v[i].value, label_value_len(&ls->v[i])))
             return "invalid label value";
     return NULL;
 }

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                           err, sizeof(err)) == 0) {
         if (relabel_apply(rs, &ls) == 1) {
             for (size_t i = 0; i + 1 < ls.n; i++)
-                if (strcmp(ls.v[i].name, ls.v[i + 1].name) >= 0 || ls.v[i].value_len == 0)
+                if (strcmp(ls.v[i].name, ls.v[i + 1].name) >= 0 || label_value_len(&ls.v[i]) == 0)
                     abort();
         }
         relabel_rules_free(rs);
