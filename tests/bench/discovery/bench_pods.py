@@ -178,7 +178,10 @@ def main():
         print(f"pods {n}{' with 800-byte annotation' if annotation else ''}: "
               f"{int(discovered)} discovered targets, {int(pairs)} scrape pairs")
         print(f"first sync: {ready:.2f} s wall, {sync_cpu:.2f} s CPU")
-        print(f"RSS once synced: {rss / 1024:.1f} MiB ({rss * 1024 / discovered:.0f} bytes per discovered target)")
+        print(f"RSS once synced: {rss / 1024:.1f} MiB ({rss * 1024 / discovered:.0f} bytes per discovered target; "
+              f"anonymous {proc(p.pid, 'RssAnon') / 1024:.1f} MiB, files {proc(p.pid, 'RssFile') / 1024:.1f} MiB)")
+        print(f"label strings: {int(metric(m, 'proflet_label_strings'))} distinct, "
+              f"{metric(m, 'proflet_label_strings_bytes') / 1e6:.1f} MB")
         print(f"/api/v1/targets: {len(body) / 1e6:.1f} MB in {api_s:.2f} s, peak RSS {hwm0 / 1024:.1f} -> {hwm1 / 1024:.1f} MiB")
         p.send_signal(signal.SIGTERM)
         p.wait(timeout=30)
