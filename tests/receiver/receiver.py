@@ -33,6 +33,7 @@ import gzip
 import json
 import os
 import socket
+import shutil
 import ssl
 import subprocess
 import sys
@@ -59,7 +60,11 @@ def load_protos(proto_dir):
                     "--proto_path=" + os.path.join(proto_dir, "push", "v1"),
                     "--python_out=" + out, "types.proto", "push.proto"], check=True)
     sys.path.insert(0, out)
-    import push_pb2 as m  # noqa: E402
+    try:
+        import push_pb2 as m  # noqa: E402
+    finally:
+        sys.path.remove(out)
+        shutil.rmtree(out, ignore_errors=True)  # loaded: the generated files are no longer needed
     push_pb2 = m
 
 
