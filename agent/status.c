@@ -147,9 +147,14 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
             buf_puts(&resp->body, "configuration reloaded\n");
         }
     } else if (strcmp(req->path, "/api/v1/targets") == 0 && get) {
-        char job[256];
-        bool has_job = net_query_get(req->query, "job", job, sizeof(job));
+        char job[1024];
+        int has_job = net_query_get(req->query, "job", job, sizeof(job));
 
+        if (has_job < 0) {
+            resp->status = 400;
+            buf_puts(&resp->body, "bad job parameter\n");
+            return;
+        }
         resp->content_type = "application/json";
         /* Streamed target by target: 10k targets are tens of MB. */
         resp->stream_state = scrape_targets_iter_new(a->scrape, has_job ? job : NULL);

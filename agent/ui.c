@@ -683,7 +683,7 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
     size_t raw;
     uint64_t key;
 
-    if (!net_query_get(req->query, "key", keytxt, sizeof(keytxt)) ||
+    if (net_query_get(req->query, "key", keytxt, sizeof(keytxt)) <= 0 ||
         (key = strtoull(keytxt, NULL, 16), !(p = recent_get(a->recent, key)))) {
         resp->status = 404;
         resp->content_type = "text/html; charset=utf-8";
@@ -715,7 +715,7 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
         fp->lim.max_decompressed = FLAME_MAX_RAW;
     if (pprof_job_cost(fp->data, fp->len, fp->lim.max_decompressed, true, &raw, &fp->cost) < 0)
         fp->cost = 0; /* the build refuses it, with the reason, in the job */
-    if (!net_query_get(req->query, "type", fp->type, sizeof(fp->type)))
+    if (net_query_get(req->query, "type", fp->type, sizeof(fp->type)) <= 0)
         fp->type[0] = '\0';
     snprintf(fp->keytxt, sizeof(fp->keytxt), "%s", keytxt);
     buf_init(&fp->html, PAGE_MAX);
@@ -741,7 +741,7 @@ bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
 
     if (strcmp(req->path, "/") == 0 ||
         (strcmp(req->path, "/targets") == 0 &&
-         !(net_query_get(req->query, "format", fmt, sizeof(fmt)) && strcmp(fmt, "text") == 0))) {
+         !(net_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
         return true;
     }

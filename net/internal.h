@@ -60,6 +60,12 @@ size_t net__req_feed(struct net__req *q, const char *p, size_t n);
  * `path` (owned by the caller, reset first). Returns 0, or 400 when the
  * target cannot be parsed or decodes to a NUL byte. */
 int net__req_get(struct net__req *q, struct net_http_request *out, struct buf *path);
+/* Percent-decodes s[0..n) into `out` (room for n bytes; no NUL is added;
+ * NULL only measures and checks),
+ * '+' to a space when `plus_is_space` (query strings, as HTML forms send
+ * them). Returns the decoded length, or -EINVAL for a bad escape or one
+ * that decodes to a NUL byte. */
+int net__pct_decode(const char *s, size_t n, char *out, bool plus_is_space);
 /* Forgets the completed request and un-pauses the parser for the next. */
 void net__req_next(struct net__req *q);
 /* True if the completed request was HEAD. */

@@ -387,9 +387,14 @@ struct net_http_response {
     void (*stream_free)(void *state);
 };
 
-/** The value of `key` in a raw query string (copied, not decoded; a bare
- * key gives ""). False if absent. */
-bool net_query_get(const char *query, const char *key, char *val, size_t vlen);
+/** The value of the first `key` in a raw query string, percent-decoded
+ * with '+' as a space, as Go's url.ParseQuery reads it (a bare key gives
+ * ""; a pair whose name or value has a bad escape or a %00 is skipped).
+ * Returns 1 and the value in `val`, 0 when absent, -E2BIG when the value
+ * does not fit in `vlen` bytes with its NUL (`val` untouched). */
+int net_query_get(const char *query, const char *key, char *val, size_t vlen);
+/** Keys net_query_get() looks up are shorter than this. */
+#define NET_QUERY_MAX_KEY 64
 
 /** Called once per request on the loop thread; answers synchronously. */
 typedef void (*net_handler)(const struct net_http_request *req, struct net_http_response *resp,

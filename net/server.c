@@ -37,6 +37,7 @@
  * are jobs of the agent's work queue (net_server_set_workq). */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1396,24 +1397,31 @@ void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
     uv_close((uv_handle_t *)&s->idle, listener_closed);
 }
 
-bool net_query_get(const char *q, const char *key, char *val, size_t vlen)
+int net_query_get(const char *q, const char *key, char *val, size_t vlen)
 {
     size_t kl = strlen(key);
+    char name[NET_QUERY_MAX_KEY];
 
-    while (q && *q) {
-        const char *amp = strchr(q, '&');
-        size_t n = amp ? (size_t)(amp - q) : strlen(q);
+    if (kl >= sizeof(name))
+        return 0;
+    for (const char *pair = q, *amp; pair && *pair; pair = amp ? amp + 1 : NULL) {
+        size_t n = (amp = strchr(pair, '&')) ? (size_t)(amp - pair) : strlen(pair);
+        const char *eq = memchr(pair, '=', n), *raw = eq ? eq + 1 : "";
+        size_t nl = eq ? (size_t)(eq - pair) : n, vl = eq ? n - nl - 1 : 0;
+        int len;
 
-        if (n > kl && strncmp(q, key, kl) == 0 && q[kl] == '=') {
-            snprintf(val, vlen, "%.*s", (int)(n - kl - 1), q + kl + 1);
-            return true;
-        }
-        if (n == kl && strncmp(q, key, kl) == 0) {
-            if (vlen)
-                val[0] = '\0';
-            return true;
-        }
-        q = amp ? amp + 1 : NULL;
+        /* As Go's url.ParseQuery: names and values are decoded, and a pair
+         * with a bad escape is skipped. */
+        if (n > INT_MAX || net__pct_decode(pair, nl, NULL, true) != (int)kl)
+            continue;
+        net__pct_decode(pair, nl, name, true);
+        if (memcmp(name, key, kl) != 0 || (len = net__pct_decode(raw, vl, NULL, true)) < 0)
+            continue;
+        if ((size_t)len >= vlen)
+            return -E2BIG;
+        net__pct_decode(raw, vl, val, true);
+        val[len] = '\0';
+        return 1;
     }
-    return false;
+    return 0;
 }

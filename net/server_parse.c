@@ -15,6 +15,7 @@
  * Threading and ownership. Pure code, no loop; a struct net__req belongs to
  * whoever embeds it (one per connection). */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
@@ -229,9 +230,10 @@ static int hexval(char ch)
     return -1;
 }
 
-/* Percent-decodes a path. '+' stays '+' (it only means space in forms). */
-static int decode_path(const char *s, size_t n, struct buf *out)
+int net__pct_decode(const char *s, size_t n, char *out, bool plus_is_space)
 {
+    size_t o = 0;
+
     for (size_t i = 0; i < n; i++) {
         char ch = s[i];
 
@@ -248,12 +250,30 @@ static int decode_path(const char *s, size_t n, struct buf *out)
             if (ch == '\0')
                 return -EINVAL;
             i += 2;
+        } else if (ch == '+' && plus_is_space) {
+            ch = ' ';
         }
-        if (buf_append(out, &ch, 1) < 0)
-            return -E2BIG;
+        if (out)
+            out[o] = ch;
+        o++;
     }
-    if (!out->data && buf_append(out, "", 0) < 0)
-        return -ENOMEM;
+    return (int)o;
+}
+
+/* Percent-decodes a path. '+' stays '+' (it only means space in forms). */
+static int decode_path(const char *s, size_t n, struct buf *out)
+{
+    int len;
+
+    if (n > INT_MAX)
+        return -E2BIG;
+    if (buf_reserve(out, n) < 0)
+        return -E2BIG;
+    len = net__pct_decode(s, n, out->data + out->len, false);
+    if (len < 0)
+        return len;
+    out->len += (size_t)len;
+    out->data[out->len] = '\0';
     return 0;
 }
 

@@ -9,10 +9,12 @@
  * Invariants (net.h, internal.h): the decoded path has no NUL and is never
  * longer than the raw target; for an origin-form target it is the
  * percent-decoding of the part before '?' or '#', and the query is the raw
- * part between '?' and '#'. net_query_get returns the raw value of the
- * first parameter named exactly `key` ("" for a bare key), truncated to
- * fit and always terminated, writes nothing past its buffer (nothing at
- * all when the key is absent), and ignores every other parameter. */
+ * part between '?' and '#'. net_query_get returns the percent-decoded
+ * value ('+' a space) of the first well-formed parameter whose decoded
+ * name is `key` ("" for a bare key), terminated, or -E2BIG when it does
+ * not fit (never a cut value); it writes nothing past its buffer (nothing
+ * at all unless it returns 1) and ignores every other parameter. */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,20 +38,49 @@ static int hexv(char c)
     return -1;
 }
 
-/* Reference: the first parameter named `key` of query `q`, raw, in a
- * malloc'd string; NULL if absent. */
+/* Reference decoder, written apart from net/: '+' is a space, %XY a
+ * byte; NULL for a bad escape or %00 (the pair is then skipped). */
+static char *ref_decode(const char *s, size_t n)
+{
+    char *out = malloc(n + 1);
+    size_t o = 0;
+
+    for (size_t i = 0; i < n; i++) {
+        int hi, lo;
+
+        if (s[i] == '+') {
+            out[o++] = ' ';
+        } else if (s[i] != '%') {
+            out[o++] = s[i];
+        } else if (n - i < 3 || (hi = hexv(s[i + 1])) < 0 || (lo = hexv(s[i + 2])) < 0 ||
+                   (hi | lo) == 0) {
+            free(out);
+            return NULL;
+        } else {
+            out[o++] = (char)(hi << 4 | lo);
+            i += 2;
+        }
+    }
+    out[o] = '\0';
+    return out;
+}
+
+/* Reference: the decoded value of the first well-formed parameter whose
+ * decoded name is `key`, malloc'd; NULL if absent. */
 static char *ref_get(const char *q, const char *key)
 {
-    size_t kl = strlen(key);
-
     while (*q) {
         const char *amp = strchr(q, '&');
         size_t n = amp ? (size_t)(amp - q) : strlen(q);
         const char *eq = memchr(q, '=', n);
         size_t nl = eq ? (size_t)(eq - q) : n;
+        char *name = ref_decode(q, nl), *val = NULL;
 
-        if (nl == kl && memcmp(q, key, kl) == 0)
-            return eq ? strndup(eq + 1, n - nl - 1) : strdup("");
+        if (name && strcmp(name, key) == 0)
+            val = eq ? ref_decode(eq + 1, n - nl - 1) : strdup("");
+        free(name);
+        if (val)
+            return val;
         if (!amp)
             break;
         q = amp + 1;
@@ -58,27 +89,28 @@ static char *ref_get(const char *q, const char *key)
 }
 
 /* net_query_get into a buffer of vlen bytes with a guard after it. Returns
- * whether it found the key; *val gets the value (malloc'd) if so. */
-static bool lookup(const char *q, const char *key, size_t vlen, char **val)
+ * its result; *val gets the value (malloc'd) when it is 1. */
+static int lookup(const char *q, const char *key, size_t vlen, char **val)
 {
     char *b = malloc(vlen + GUARD);
-    bool found;
+    int r;
 
     memset(b, 0x5a, vlen + GUARD);
-    found = net_query_get(q, key, b, vlen);
+    r = net_query_get(q, key, b, vlen);
+    FUZZ_ASSERT(r == 0 || r == 1 || r == -E2BIG);
     for (size_t i = vlen; i < vlen + GUARD; i++)
         FUZZ_ASSERT(b[i] == 0x5a); /* nothing past the buffer */
-    if (!found || vlen == 0)
+    if (r != 1)
         for (size_t i = 0; i < vlen; i++)
             FUZZ_ASSERT(b[i] == 0x5a); /* nothing written at all */
     *val = NULL;
-    if (found && vlen > 0) {
-        FUZZ_ASSERT(memchr(b, '\0', vlen) != NULL); /* terminated */
+    if (r == 1) {
+        FUZZ_ASSERT(vlen > 0 && memchr(b, '\0', vlen) != NULL); /* terminated */
         FUZZ_ASSERT(strlen(b) <= strlen(q));
         *val = strdup(b);
     }
     free(b);
-    return found;
+    return r;
 }
 
 static void check_query(const char *q, const char *key, size_t vlen)
@@ -86,28 +118,28 @@ static void check_query(const char *q, const char *key, size_t vlen)
     char *ref = ref_get(q, key), *val, *val2, *val3;
     size_t ql = strlen(q), kl = strlen(key);
     char *q2 = malloc(ql + kl + 32), *q3 = malloc(ql + kl + 32);
-    bool found = lookup(q, key, vlen, &val);
+    int r = lookup(q, key, vlen, &val);
 
-    FUZZ_ASSERT(found == (ref != NULL));
-    if (found && vlen > 0) {
-        size_t want = strlen(ref) < vlen - 1 ? strlen(ref) : vlen - 1;
-
-        /* the whole raw value, or its first vlen-1 bytes */
-        FUZZ_ASSERT(strlen(val) == want && memcmp(val, ref, want) == 0);
-    }
+    if (!ref)
+        FUZZ_ASSERT(r == 0);
+    else if (strlen(ref) < vlen) /* the whole decoded value */
+        FUZZ_ASSERT(r == 1 && strcmp(val, ref) == 0);
+    else /* too long for the buffer: refused, never cut */
+        FUZZ_ASSERT(r == -E2BIG);
     /* An unknown parameter before it changes nothing. */
     snprintf(q2, ql + kl + 32, "zz_unknown_param=1&%s", q);
     if (strcmp(key, "zz_unknown_param") != 0) {
-        FUZZ_ASSERT(lookup(q2, key, vlen, &val2) == found);
+        FUZZ_ASSERT(lookup(q2, key, vlen, &val2) == r);
         FUZZ_ASSERT((val == NULL) == (val2 == NULL) && (!val || strcmp(val, val2) == 0));
         free(val2);
     }
     /* The first one wins: a later parameter of the same name is ignored. */
     snprintf(q3, ql + kl + 32, "%s&%s=later", q, key);
-    FUZZ_ASSERT(lookup(q3, key, vlen, &val3));
-    if (found)
+    if (r != 0) {
+        FUZZ_ASSERT(lookup(q3, key, vlen, &val3) == r);
         FUZZ_ASSERT((val == NULL) == (val3 == NULL) && (!val || strcmp(val, val3) == 0));
-    free(val3);
+        free(val3);
+    }
     free(val);
     free(ref);
     free(q2);
@@ -174,7 +206,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     tl = size - (size_t)(t - (const char *)data);
     /* A key the handlers could use: non-empty, no '=' or '&' or NUL. */
-    if (key && (!*key || strpbrk(key, "=&") || strlen(key) != (size_t)(nl - (const char *)data))) {
+    if (key && (!*key || strpbrk(key, "=&") || strlen(key) >= NET_QUERY_MAX_KEY ||
+                strlen(key) != (size_t)(nl - (const char *)data))) {
         free(key);
         key = NULL;
     }
