@@ -90,10 +90,13 @@ class TokenEndpoint:
     tokens that live `expires_in` seconds (or always `fixed`, for a peer
     that accepts one token only). `valid(token)` says whether a
     token was minted here and has not expired; `fetches[id]` counts the
-    tokens minted for a client, `refused` the requests it turned down."""
+    tokens minted for a client, `refused` the requests it turned down,
+    `vias` the Via header of each request (a proxy's mark). `tls` is an
+    ssl.SSLContext: the endpoint then answers on https only."""
 
-    def __init__(self, clients, expires_in, scope=None, params=None, fixed=None):
+    def __init__(self, clients, expires_in, scope=None, params=None, fixed=None, tls=None):
         self.lock = threading.Lock()
+        self.vias = []  # the Via header of every token request (None: none)
         self.tokens = {}  # token -> expiry (monotonic)
         self.fetches = {c: 0 for c in clients}
         self.refused = 0
@@ -120,6 +123,8 @@ class TokenEndpoint:
                 with me.lock:
                     delay, me.first_delay = me.first_delay, 0.0
                 time.sleep(delay)  # a slow first answer: requests must wait, not fail
+                with me.lock:
+                    me.vias.append(self.headers.get("Via"))
                 n = int(self.headers.get("Content-Length") or 0)
                 form = urllib.parse.parse_qs(self.rfile.read(n).decode(), keep_blank_values=True)
                 got = self.headers.get("Authorization") or ""
@@ -146,8 +151,10 @@ class TokenEndpoint:
                 self.answer(200, {"access_token": tok, "token_type": "bearer", "expires_in": expires_in})
 
         self.srv = _Server(("127.0.0.1", 0), H)
+        if tls:
+            self.srv.socket = tls.wrap_socket(self.srv.socket, server_side=True)
         self.port = self.srv.server_address[1]
-        self.url = f"http://127.0.0.1:{self.port}/token"
+        self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}/token"
         threading.Thread(target=self.srv.serve_forever, daemon=True).start()
 
     def valid(self, token):
