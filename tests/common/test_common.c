@@ -1,11 +1,12 @@
-/* Unit tests for common/: capped buffers, label sets and their Prometheus
- * hash, durations. */
+/* Unit tests for common/: capped buffers, interned strings, label sets and
+ * their Prometheus hash, durations. */
 #include <errno.h>
 #include <stdlib.h>
 
 #include "common/buf.h"
 #include "common/duration.h"
 #include "common/hashmap.h"
+#include "common/intern.h"
 #include "common/labels.h"
 #include "test.h"
 
@@ -23,6 +24,42 @@ TEST(buf_cap)
     ASSERT_STR_EQ(b.data, "42-x");
     ASSERT_EQ(buf_printf(&b, "%s", "too long!"), -E2BIG);
     buf_done(&b);
+}
+
+TEST(intern_shares_and_counts)
+{
+    static const char text[] = "kubectl.kubernetes.io/last-applied-configuration";
+    size_t n0, b0, n1, b1;
+    const char *a, *b, *c, *e;
+
+    intern_stats(&n0, &b0);
+    a = intern(text, sizeof(text) - 1);
+    b = intern(text, sizeof(text) - 1);
+    c = intern(text, 7); /* a prefix is another string */
+    e = intern("", 0);
+    ASSERT_NOT_NULL(a);
+    ASSERT_NOT_NULL(c);
+    ASSERT_NOT_NULL(e);
+    ASSERT_TRUE(a == b);
+    ASSERT_TRUE(a != c);
+    ASSERT_STR_EQ(a, text);
+    ASSERT_STR_EQ(c, "kubectl");
+    ASSERT_EQ(intern_len(a), sizeof(text) - 1);
+    ASSERT_EQ(intern_len(c), 7);
+    ASSERT_EQ(intern_len(e), 0);
+    intern_stats(&n1, &b1);
+    ASSERT_EQ(n1, n0 + 3);
+    ASSERT_EQ(b1, b0 + sizeof(text) + 8 + 1); /* each with its NUL */
+    /* The copy stays while a reference does. */
+    intern_unref(b);
+    ASSERT_TRUE(intern(text, sizeof(text) - 1) == a);
+    intern_unref(a);
+    intern_unref(a);
+    intern_unref(c);
+    intern_unref(e);
+    intern_stats(&n1, &b1);
+    ASSERT_EQ(n1, n0);
+    ASSERT_EQ(b1, b0);
 }
 
 TEST(labels_sorted_and_delete_on_empty)
