@@ -3,8 +3,10 @@ job's dropped targets and counts all of them (droppedTargetCounts, and the
 proflet_scrape_dropped_targets metric); the kept targets show the same
 discovered and final labels in /api/v1/targets as `proflet targets` prints,
 although the scrape manager no longer stores its own copies of them."""
+import html
 import json
 import os
+import re
 import signal
 import subprocess
 
@@ -68,6 +70,22 @@ def main():
             got = {k: v for k, v in t["labels"].items() if k in public}
             check(got == public, f"labels differ:\n api {t['labels']}\n cli {want['labels']}")
             check(t["labels"]["number"] == t["discoveredLabels"]["n"], f"rule result missing: {t}")
+
+        # The service discovery page shows the same labels: every kept
+        # target's discovered set, and its public labels.
+        page = http_get(f"http://127.0.0.1:{sport}/service-discovery")[1].decode()
+        rows = re.findall(r'<tr class="t" data-health="kept"><td>(.*?)</td><td>(.*?)</td></tr>', page)
+
+        def spans(cell):
+            return dict(html.unescape(m).split("=", 1) for m in re.findall(r'<span class="l">(.*?)</span>', cell))
+
+        shown = {spans(d)["__address__"]: (spans(d), spans(l)) for d, l in rows}
+        check(len(shown) == 10, f"the service discovery page lists {len(shown)} kept targets, want 10")
+        for t in data["activeTargets"]:
+            disc, final = shown[t["discoveredLabels"]["__address__"]]
+            check(disc == t["discoveredLabels"], f"page and API differ:\n page {disc}\n api {t['discoveredLabels']}")
+            public = {k: v for k, v in t["labels"].items() if not k.startswith("__")}
+            check(final == public, f"page and API final labels differ:\n page {final}\n api {public}")
 
         # keep-dropped-targets: 0 lists every dropped target, as Prometheus'.
         with open(p.config_path, "w") as f:
