@@ -109,6 +109,9 @@ struct ent {
 };
 
 
+/* Slots of the memo of short labels (struct lbl_memo). */
+#define LBL_MEMO_BITS 6
+
 struct ctx {
     struct pprof_delta *d;
     const uint8_t *raw;
@@ -175,6 +178,16 @@ struct ctx {
     /* The label filter's verdict per key string: LBL_UNKNOWN until asked;
      * NULL when no label filter is set. */
     uint8_t *lbl_verdict;
+
+    /* Short labels met by the sample scan, by their bytes: Go's heap
+     * samples carry a `bytes` label of four to six bytes, a few dozen
+     * distinct ones in no order, so the last-label check alone parses
+     * most of them again. */
+    struct lbl_memo {
+        uint64_t word; /* the label's bytes, its length in the top byte; 0 = empty */
+        uint64_t hash;
+        uint32_t str[3]; /* key, str and num_unit string indices */
+    } lbl_memo[1u << LBL_MEMO_BITS];
 };
 
 enum { COL_PLAIN = -1, COL_DROPPED = -2 };
@@ -796,7 +809,29 @@ static inline int label_hash(struct ctx *c, const uint8_t *p, size_t len, uint64
 {
     int rc;
 
-    if (len == c->last_label_len && c->last_label && memcmp(p, c->last_label, len) == 0) {
+    /* A label of one to seven bytes is its own key in the memo: one
+     * eight-byte load, within the profile, masked to its length. */
+    if (len - 1 < 7 && c->raw + c->len - p >= 8) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+        w = (w & ((1ULL << (8 * len)) - 1)) | (uint64_t)len << 56;
+        struct lbl_memo *m = &c->lbl_memo[(w * GOLDEN) >> (64 - LBL_MEMO_BITS)];
+        if (m->word != w) {
+            if ((rc = label_hash_slow(c, p, len, &m->hash)) < 0)
+                return rc;
+            m->word = w;
+            m->str[0] = (uint32_t)c->last_label_str[0];
+            m->str[1] = (uint32_t)c->last_label_str[1];
+            m->str[2] = (uint32_t)c->last_label_str[2];
+        } else {
+            c->last_label_str[0] = m->str[0];
+            c->last_label_str[1] = m->str[1];
+            c->last_label_str[2] = m->str[2];
+        }
+        /* last_label_str no longer belongs to the last long label. */
+        c->last_label = NULL;
+        *h = m->hash;
+    } else if (len == c->last_label_len && c->last_label && memcmp(p, c->last_label, len) == 0) {
         *h = c->last_label_hash;
     } else {
         if ((rc = label_hash_slow(c, p, len, h)) < 0)
