@@ -149,6 +149,10 @@ struct ctx {
     uint64_t last_label_str[3];
     size_t loc_by_id; /* by-id mode: entries in locs, else 0 */
     uint64_t *loc_ids; /* id of each location, by index */
+    /* The function of each location's only line, by index, so that encode()
+     * need not parse the lines again; LOC_FN_NONE without one,
+     * LOC_FN_SEVERAL for inlined frames (parsed again). */
+    uint32_t *loc_fn;
 
     size_t ncols;
     int *cum_of_col; /* column -> cumulative index, COL_PLAIN or COL_DROPPED */
@@ -191,6 +195,7 @@ struct ctx {
 };
 
 enum { COL_PLAIN = -1, COL_DROPPED = -2 };
+enum { LOC_FN_NONE = UINT32_MAX, LOC_FN_SEVERAL = UINT32_MAX - 1 };
 enum { LBL_UNKNOWN, LBL_KEEP, LBL_DROP };
 
 static uint64_t now_ns(void)
@@ -653,8 +658,10 @@ static int scan_functions(struct ctx *c)
 }
 
 /* Checks one Line of a location and, with `key`, folds its function's
- * name and file and its line number into the location's symbolic key. */
-static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key)
+ * name and file and its line number into the location's symbolic key; with
+ * `fi_out`, gives the index of its function (LOC_FN_NONE for none). */
+static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key,
+                     uint32_t *fi_out)
 {
     const uint8_t *q = f->data, *qe = f->data + f->len;
     struct pprof__field g;
@@ -675,10 +682,14 @@ static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key)
     if (fid == 0) {
         if (key)
             *key = mix64(*key ^ line);
+        if (fi_out)
+            *fi_out = LOC_FN_NONE;
         return 0;
     }
     if ((fi = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)
         return corrupt(c, "line references unknown function");
+    if (fi_out)
+        *fi_out = fi;
     if (key)
         *key = mix64(*key ^ str_hash(c, c->fn_name[fi])) +
                mix64(str_hash(c, c->fn_file[fi]) ^ line);
@@ -693,20 +704,24 @@ static int scan_locations(struct ctx *c)
     int rc = 0;
 
     c->loc_ids = ids;
-    if (!ids || !keys)
+    c->loc_fn = pprof__scratch(PPROF__S_LOCFN, (n ? n : 1) * sizeof(uint32_t), false);
+    if (!ids || !keys || !c->loc_fn)
         return -ENOMEM;
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct span *s = &c->spans[F_LOCATION][i];
         const uint8_t *p = c->raw + s->off, *end = p + s->len;
         uint64_t id = 0, mapping = 0, addr = 0;
         uint64_t fallback = 0x10ca7e;
+        uint32_t fn = LOC_FN_NONE;
+        unsigned nlines = 0;
         struct pprof__field f;
         int r;
 
         while ((r = pprof__next_field(&p, end, &f)) > 0) {
             if (f.num == 4 && f.wt == PPROF__WT_LEN) {
-                if ((r = scan_line(c, &f, NULL)) < 0)
+                if ((r = scan_line(c, &f, NULL, &fn)) < 0)
                     return r;
+                nlines++;
             } else if (f.num == 4 || (f.num <= 5 && f.wt != PPROF__WT_VARINT)) {
                 r = -1;
                 break;
@@ -725,13 +740,14 @@ static int scan_locations(struct ctx *c)
             p = c->raw + s->off;
             while (pprof__next_field(&p, end, &f) > 0)
                 if (f.num == 4)
-                    scan_line(c, &f, &fallback);
+                    scan_line(c, &f, &fallback, NULL);
         }
         if (r < 0)
             rc = corrupt(c, "bad location");
         else if (mapping && pprof__idmap_get(&c->mapmap, mapping) == UINT32_MAX)
             rc = corrupt(c, "location references unknown mapping");
         ids[i] = id;
+        c->loc_fn[i] = nlines > 1 ? LOC_FN_SEVERAL : fn;
         /* Addresses identify a frame in a process; without them (non-Go
          * producers) the symbolic frame does. Odd, so that 0 can mean "no
          * such location" in the by-id table. */
@@ -1463,6 +1479,14 @@ static void mark_sample_refs(struct ctx *c, const struct span *s)
     }
 }
 
+static void mark_function(struct ctx *c, uint32_t fi)
+{
+    c->fn_used[fi] = 1;
+    mark_str(c, c->fn_name[fi]);
+    mark_str(c, c->fn_sys[fi]);
+    mark_str(c, c->fn_file[fi]);
+}
+
 static void mark_location_functions(struct ctx *c, const struct span *s)
 {
     const uint8_t *p = c->raw + s->off, *end = p + s->len;
@@ -1477,13 +1501,8 @@ static void mark_location_functions(struct ctx *c, const struct span *s)
         while (pprof__next_field(&q, qe, &g) > 0)
             if (g.num == 1)
                 fid = g.val; /* the last one wins, and was checked */
-        if (fid) {
-            uint32_t fi = pprof__idmap_get(&c->fnmap, fid);
-            c->fn_used[fi] = 1;
-            mark_str(c, c->fn_name[fi]);
-            mark_str(c, c->fn_sys[fi]);
-            mark_str(c, c->fn_file[fi]);
-        }
+        if (fid)
+            mark_function(c, pprof__idmap_get(&c->fnmap, fid));
     }
 }
 
@@ -1663,7 +1682,10 @@ static int encode(struct ctx *c, int64_t prev_time)
         size_t li = c->loc_by_id ? c->loc_ids[i] : i;
         if (c->mark_locs ? !c->locs[li].used : c->locs[li].refs == 0)
             continue;
-        mark_location_functions(c, s);
+        if (c->loc_fn[i] < LOC_FN_SEVERAL)
+            mark_function(c, c->loc_fn[i]);
+        else if (c->loc_fn[i] == LOC_FN_SEVERAL)
+            mark_location_functions(c, s);
         o = put_raw(c, o, 0x22, c->raw + s->off, s->len);
     }
     for (size_t i = 0; i < c->n[F_FUNCTION]; i++) {

@@ -260,6 +260,7 @@ enum {
     PPROF__S_LOCKEY,
     PPROF__S_LOCS,
     PPROF__S_LOCIDS,
+    PPROF__S_LOCFN,
     PPROF__S_EMITTED,
     PPROF__S_LBLVERDICT,
     /* Small per-call tables: from the scratch too, so that a delta of a
