@@ -1,7 +1,8 @@
 """Real HTTP peers for the tests of the HTTP client settings (127.0.0.1
 only): a pprof target that records every request's headers and can demand
-credentials and limit its TLS versions, an OAuth2 token endpoint that mints
-short-lived tokens, and Debian's tinyproxy as a forward proxy."""
+credentials and limit its TLS versions, a server of fixed bodies, an OAuth2
+token endpoint that mints short-lived tokens, and Debian's tinyproxy as a
+forward proxy."""
 import base64
 import http.server
 import json
@@ -68,6 +69,28 @@ class Target:
     def close(self):
         self.srv.shutdown()
         self.srv.server_close()
+
+
+def serve_bytes(routes):
+    """A loopback HTTP server answering GET path (the query ignored) with
+    routes[path]: bytes, or a function giving the bytes of each request;
+    404 for any other path. Returns the server (server_address, shutdown)."""
+
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = routes.get(self.path.split("?")[0])
+            body = body() if callable(body) else body
+            self.send_response(200 if body else 404)
+            self.send_header("Content-Length", str(len(body or b"")))
+            self.end_headers()
+            self.wfile.write(body or b"")
+
+        def log_message(self, *a):
+            pass
+
+    srv = _Server(("127.0.0.1", 0), H)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
 
 
 def tls_context(crt, key, min_version=None, max_version=None, client_ca=None):

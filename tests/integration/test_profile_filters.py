@@ -9,34 +9,15 @@ checked with `go tool pprof` on what reaches the sink.
   with span_id dropped: per stack and remaining labels, the output's
   values equal the input's summed the same way (exact totals, samples
   merged)."""
-import http.server
 import os
 import sys
-import threading
 import urllib.request
 
 from lib import *
+from http_peers import serve_bytes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "pprof"))
 import pprof_raw  # noqa: E402  (the -raw reader the pprof oracles use)
-
-
-def serve_bytes(files):
-    """A loopback HTTP server answering GET path with files[path]."""
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = files.get(self.path.split("?")[0])
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body or b"")))
-            self.end_headers()
-            self.wfile.write(body or b"")
-
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
 
 
 def columns(path):

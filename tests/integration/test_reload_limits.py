@@ -4,37 +4,26 @@ fails every scrape as too large; a reload that raises max-samples and
 changes memory-budget makes its scrapes succeed and shows the new budget,
 while a changed `workers` is kept for the next start and said so in the
 log."""
-import http.server
 import os
 import signal
-import threading
 
 from lib import *
+from http_peers import serve_bytes
 
 HEAP = os.path.join(SRC, "tests", "bench", "pprof", "corpus")
 
 
 def serve_heaps():
     """A loopback target answering /debug/pprof/allocs with the two heap
-    profiles of the corpus in turn (cumulative: the second grew)."""
+    profiles of the corpus in turn, then the second (cumulative: it grew)."""
     bodies = [open(os.path.join(HEAP, f"heap.{i}.pb.gz"), "rb").read() for i in (1, 2)]
-    state = {"n": 0}
+    served = []
 
-    class H(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = bodies[min(state["n"], 1)] if self.path.startswith("/debug/pprof/allocs") else b""
-            state["n"] += 1
-            self.send_response(200 if body else 404)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
+    def next_heap():
+        served.append(1)
+        return bodies[min(len(served), 2) - 1]
 
-        def log_message(self, *a):
-            pass
-
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), H)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    return srv
+    return serve_bytes({"/debug/pprof/allocs": next_heap})
 
 
 CONFIG = """
