@@ -15,7 +15,7 @@ struct workq_item {
     workq_fn fn;
     workq_after_fn after;
     void *arg;
-    uint64_t cost;
+    uint64_t cost, held;
     struct workq_item *next;
 };
 
@@ -25,7 +25,7 @@ struct workq {
     unsigned inflight, backlog;
     struct workq_item *head, *tail;
     uint64_t completed, rejected, over_budget;
-    uint64_t max_cost, cost_inflight;
+    uint64_t max_cost, cost_inflight, backlog_held;
 };
 
 static void pump(struct workq *q);
@@ -87,6 +87,7 @@ static void pump(struct workq *q)
         if (!q->head)
             q->tail = NULL;
         q->backlog--;
+        q->backlog_held -= w->held;
         w->req.data = w;
         if (uv_queue_work(q->loop, &w->req, work_cb, after_cb) < 0) {
             w->after(w->arg, UV_ECANCELED);
@@ -106,14 +107,23 @@ int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn af
 int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn fn,
                       workq_after_fn after, void *arg)
 {
+    return workq_submit_held(q, flags, cost, 0, fn, after, arg);
+}
+
+int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held,
+                      workq_fn fn, workq_after_fn after, void *arg)
+{
     struct workq_item *w;
+    bool waits = q->head || q->inflight >= q->max_inflight ||
+                 (q->max_cost && q->inflight && q->cost_inflight + cost > q->max_cost);
 
     if (q->max_cost && cost > q->max_cost) {
         q->over_budget++;
         return -E2BIG;
     }
-    if ((flags & WORKQ_SKIPPABLE) && q->backlog >= q->max_backlog &&
-        (q->inflight >= q->max_inflight || q->head)) {
+    if ((flags & WORKQ_SKIPPABLE) && waits &&
+        (q->backlog >= q->max_backlog ||
+         (q->max_cost && q->backlog_held + held > q->max_cost))) {
         q->rejected++;
         return -EAGAIN;
     }
@@ -124,12 +134,14 @@ int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn f
     w->after = after;
     w->arg = arg;
     w->cost = cost;
+    w->held = held;
     if (q->tail)
         q->tail->next = w;
     else
         q->head = w;
     q->tail = w;
     q->backlog++;
+    q->backlog_held += held;
     pump(q);
     return 0;
 }
@@ -141,6 +153,7 @@ void workq_cancel_backlog(struct workq *q)
 
         q->head = w->next;
         q->backlog--;
+        q->backlog_held -= w->held;
         w->after(w->arg, UV_ECANCELED);
         free(w);
     }
@@ -160,6 +173,7 @@ void workq_get_stats(const struct workq *q, struct workq_stats *out)
     out->rejected = q->rejected;
     out->over_budget = q->over_budget;
     out->cost_inflight = q->cost_inflight;
+    out->backlog_held = q->backlog_held;
     out->max_cost = q->max_cost;
 }
 

@@ -14,6 +14,11 @@
  * in-flight profile shares one memory budget and a job that does not fit
  * waits for room instead of overcommitting. A job costlier than the whole
  * budget is refused (-E2BIG). Zero-cost jobs are bounded by their owners.
+ * A job may also say what it holds while it waits (a scrape's compressed
+ * body): the waiting jobs together hold at most the budget too, and a
+ * WORKQ_SKIPPABLE job that would wait past that is refused like one past a
+ * full backlog, so a backlog of large bodies cannot grow the process
+ * beyond what the budget promises.
  *
  * The loop thread owns the queue. A job's `fn` runs on a pool thread and
  * touches only its own argument; `after` runs on the loop thread with 0, or
@@ -40,6 +45,7 @@ struct workq_stats {
     uint64_t rejected;      /**< refused: a full backlog */
     uint64_t over_budget;   /**< refused: costlier than the whole budget */
     uint64_t cost_inflight; /**< bytes the running jobs declared */
+    uint64_t backlog_held;  /**< bytes the waiting jobs hold */
     uint64_t max_cost;      /**< the budget (0: none) */
 };
 
@@ -59,6 +65,11 @@ int workq_submit(struct workq *q, unsigned flags, workq_fn fn, workq_after_fn af
  * also -E2BIG when `cost` exceeds the whole budget. */
 int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn fn,
                       workq_after_fn after, void *arg);
+/** workq_submit_cost() for a job that holds `held` bytes while it waits;
+ * also -EAGAIN when a WORKQ_SKIPPABLE job would wait and the waiting jobs'
+ * bytes would pass the budget. */
+int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held,
+                      workq_fn fn, workq_after_fn after, void *arg);
 /** Cancels every job not started yet: their `after` runs with
  * UV_ECANCELED, from this call. */
 void workq_cancel_backlog(struct workq *q);

@@ -330,7 +330,8 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         j->limits.max_decompressed = raw;
         p->busy = true;
         j->doc = conf_doc_ref(p->job->doc);
-        r = workq_submit_cost(m->work, WORKQ_SKIPPABLE, cost, delta_work, delta_after, j);
+        /* While it waits for a worker the job holds the body it carries. */
+        r = workq_submit_held(m->work, WORKQ_SKIPPABLE, cost, len, delta_work, delta_after, j);
         if (r < 0) {
             p->busy = false;
             conf_doc_unref(j->doc);

@@ -4,7 +4,8 @@
  * skippable jobs past it while other jobs still queue, FIFO completion for
  * a window of one, cancellation of the backlog, the memory budget (running
  * costs never exceed it, the head waits for room, a job costlier than the
- * budget is refused), and a clean loop close. */
+ * budget is refused; the bytes waiting jobs hold stay within it too), and
+ * a clean loop close. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -167,6 +168,44 @@ TEST(workq_budget_bounds_running_costs)
     workq_get_stats(q, &st);
     ASSERT_EQ(st.over_budget, 1);
     ASSERT_EQ(st.cost_inflight, 0);
+    workq_free(q);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
+TEST(workq_waiting_bytes_stay_within_the_budget)
+{
+    struct workq_stats st;
+    struct workq *q;
+    uv_loop_t loop;
+
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    reset(1);
+    q = workq_new(&loop, 1, 8);
+    workq_set_budget(q, 100);
+    /* One runs; the others wait, holding their bytes. */
+    ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 1000, job, after, (void *)1), 0);
+    ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 60, job, after, (void *)2), 0);
+    ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 50, job, after, (void *)3), -EAGAIN);
+    ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 40, job, after, (void *)4), 0);
+    /* Jobs that are not skippable queue anyway: their owners bound them. */
+    ASSERT_EQ(workq_submit_held(q, 0, 10, 500, job, after, (void *)5), 0);
+    workq_get_stats(q, &st);
+    ASSERT_EQ(st.inflight, 1);
+    ASSERT_EQ(st.backlog, 3);
+    ASSERT_U64_EQ(st.backlog_held, 600); /* the running job's 1000 no longer counts */
+    ASSERT_U64_EQ(st.rejected, 1);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ASSERT_EQ(n_order, 4);
+    workq_get_stats(q, &st);
+    ASSERT_U64_EQ(st.backlog_held, 0);
+    /* Cancelled jobs give their bytes back too. */
+    ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 10, job, after, (void *)6), 0);
+    ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 90, job, after, (void *)7), 0);
+    workq_cancel_backlog(q);
+    workq_get_stats(q, &st);
+    ASSERT_U64_EQ(st.backlog_held, 0);
+    ASSERT_EQ(cancelled, 1);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     workq_free(q);
     ASSERT_EQ(uv_loop_close(&loop), 0);
 }

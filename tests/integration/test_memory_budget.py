@@ -58,6 +58,8 @@ def main():
         text, hwm_kb = run(tmp, procs, bport, dport, None)
         check(metric_value(text, "proflet_worker_memory_budget_bytes") == 96 << 20,
               "the default budget is 96 MiB")
+        held = metric_value(text, "proflet_worker_jobs_backlog_bytes")
+        check(held is not None and 0 <= held <= 96 << 20, f"bytes held by waiting jobs: {held}")
         over = metric_value(text, "proflet_scrape_failures_total", job="big", reason="over_budget")
         check(over and over >= 1, f"the big profile was not refused as over_budget: {over}")
         check((metric_value(text, "proflet_worker_jobs_over_budget_total") or 0) >= over,
