@@ -100,6 +100,9 @@ struct pprof__field {
 
 /** Reads the next field from [*pp, end). Returns 1 with `f` filled, 0 at the
  * end of the message, -1 on malformed input (groups, field 0, truncation). */
+/* The largest field number protobuf allows. */
+#define PPROF__MAX_FIELD_NUM 0x1fffffffu
+
 static inline int pprof__next_field(const uint8_t **pp, const uint8_t *end,
                                     struct pprof__field *f)
 {
@@ -112,7 +115,11 @@ static inline int pprof__next_field(const uint8_t **pp, const uint8_t *end,
     f->val = 0;
     f->data = NULL;
     f->len = 0;
-    if (pprof__varint(&p, end, &tag) < 0 || tag >> 3 == 0 || tag >> 3 > UINT32_MAX)
+    /* A tag is a uint32 of at most five bytes and a field number below
+     * 2^29, as protobuf (and protobuf-c, which reads what we send) has it;
+     * anything else would be copied into the output and break it there. */
+    if (pprof__varint(&p, end, &tag) < 0 || p - f->start > 5 || tag >> 3 == 0 ||
+        tag >> 3 > PPROF__MAX_FIELD_NUM)
         return -1;
     f->num = (uint32_t)(tag >> 3);
     f->wt = (uint32_t)(tag & 7);
