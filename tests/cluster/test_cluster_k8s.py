@@ -94,6 +94,17 @@ def hits(cport):
     return json.loads(http_get(f"http://127.0.0.1:{cport}/stats", timeout=30)[1])
 
 
+def scrape_times(h, instance):
+    """The times the fake target recorded for `instance` (host:port, keyed by port)."""
+    return h.get(str(int(instance.rsplit(":", 1)[1])), [])
+
+
+def scraped_since(fport, instances, since):
+    """Whether every one of `instances` was scraped after `since`."""
+    h = hits(fport)
+    return all(any(t > since for t in scrape_times(h, i)) for i in instances)
+
+
 def settled(replicas, peers, instances):
     """Every replica sees `peers` live peers and each target has exactly one owner."""
     for r in replicas:
@@ -205,10 +216,8 @@ def main():
         alive = [r for r in reps if r is not victim]
         bound = 2 * INTERVAL + 1.0
 
-        def taken_over():
-            h = hits(fport)
-            return all(any(t > t_kill for t in h.get(str(int(i.rsplit(':', 1)[1])), [])) for i in lost)
-        wait_for("the killed replica's targets scraped again", taken_over, timeout=bound + 5)
+        wait_for("the killed replica's targets scraped again", lambda: scraped_since(fport, lost, t_kill),
+                 timeout=bound + 5)
         took = time.time() - t_kill
         check(took <= bound, f"took {took:.1f}s to scrape the killed replica's targets again (bound {bound}s)")
         wait_for("3 survivors to share the targets", lambda: settled(alive, 3, instances), timeout=10)
@@ -223,7 +232,7 @@ def main():
         wait_for("two intervals", lambda: time.time() - t0 >= 2 * INTERVAL + 0.5, timeout=3 * INTERVAL + 5)
         h = hits(fport)
         for i in instances:
-            ts = sorted(t for t in h.get(str(int(i.rsplit(':', 1)[1])), []) if t >= t0)
+            ts = sorted(t for t in scrape_times(h, i) if t >= t0)
             check(len(ts) >= 2, f"{i} scraped {len(ts)} times in two intervals")
             gaps = [b - a for a, b in zip(ts, ts[1:])]
             check(min(gaps) >= INTERVAL / 4, f"{i} scraped twice in one interval: gaps {gaps}")
@@ -238,10 +247,8 @@ def main():
         t_del = time.time()
         rest = [r for r in alive if r is not leaving]
 
-        def handed_over():
-            h = hits(fport)
-            return all(any(t > t_del for t in h.get(str(int(i.rsplit(':', 1)[1])), [])) for i in lost)
-        wait_for("the deleted replica's targets scraped by the others", handed_over, timeout=bound + 5)
+        wait_for("the deleted replica's targets scraped by the others",
+                 lambda: scraped_since(fport, lost, t_del), timeout=bound + 5)
         took = time.time() - t_del
         check(took <= bound, f"took {took:.1f}s to take over a deleted replica's targets (bound {bound}s)")
         check(leaving.p.wait(timeout=15) == 0, f"{leaving.name} exit status after SIGTERM")
