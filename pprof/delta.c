@@ -23,16 +23,17 @@
  * dense array when ids are dense, as Go writes them.
  *
  * State. Per (target, profile type), one malloc'd block: the keys of the
- * last profile in ascending order, eight bytes each, then the cumulative
- * values of each key in the same order as varints (under 14 bytes per key
- * for Go heap profiles, against 35 for a hash table of keys and values).
- * A call parses every sample into a per-call entry (key, values), sorts the
- * entries by key (a counting sort on the key's top bits, then insertion
- * sort within a bucket), sums duplicate keys into the first sample of each,
- * walks the sorted entries and the state side by side to find the previous
- * values, and writes the new state from the sorted entries: no probe into a
- * table larger than the caches, nothing to prune, and the state holds only
- * what the next call reads.
+ * last profile in the order of their first sample, eight bytes each, then
+ * the cumulative values of each key in the same order as varints (under
+ * 14 bytes per key for Go heap profiles, against 35 for a hash table of
+ * keys and values). A call parses every sample into a per-call entry (key,
+ * values), indexes the entries by key in a per-call open-addressing table
+ * (summing a key met again into its first sample), walks the state in its
+ * order and finds each old key in the index, and writes the new state from
+ * the entries in sample order: no sort, nothing to prune, and the state
+ * holds only what the next call reads. Go writes a profile's samples in
+ * nearly the same order each time, so the walk meets the entries nearly in
+ * order too.
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
@@ -46,17 +47,13 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
 #include "pprof/internal.h"
-
-/* Buckets past this size are sorted with qsort(): keys are hashes, so
- * buckets hold one or two keys, but a profile crafted to put many keys in
- * one bucket must not make the insertion sort quadratic. */
-#define BUCKET_INSERTION_MAX 32
 
 /* A restart is declared when more than this fraction of the keys found in
  * both profiles went down. */
@@ -163,7 +160,7 @@ struct ctx {
     struct ent *ents; /* one per sample, in sample order */
     size_t n_ents, matched, decreased;
     uint64_t *keys;   /* key of each entry */
-    struct pprof__keyed *sorted; /* the entries by key; n_unique after merging */
+    struct pprof__index index; /* the entries by key */
     size_t n_unique;
     int64_t *sums;  /* n_ents x ncols */
     int64_t *prevs; /* n_ents x ncum */
@@ -1154,159 +1151,133 @@ static int scan_samples(struct ctx *c)
     return 0;
 }
 
-static int cmp_keyed(const void *a, const void *b)
+/* Slots of at most half full: a probe mostly ends at its first slot. */
+unsigned pprof__index_bits(size_t n)
 {
-    const struct pprof__keyed *x = a, *y = b;
+    unsigned bits = 4;
 
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return x->ent < y->ent ? -1 : x->ent > y->ent;
-}
-
-unsigned pprof__sort_bits(size_t n)
-{
-    unsigned bits = 1;
-
-    while (bits < 24 && ((size_t)1 << bits) < n)
+    while (bits < 32 && ((size_t)1 << bits) < 2 * n)
         bits++;
     return bits;
 }
 
-/* A counting sort on the key's top bits (one bucket per entry or so: keys
- * are hashes), then each bucket sorted in place. The scatter keeps input
- * order within a bucket, and both sorts are stable (qsort through its tie
- * break on the index), so the first of equal keys is the earliest. */
-void pprof__sort_keys(const uint64_t *keys, size_t n, unsigned bits, uint32_t *start,
-                      struct pprof__keyed *out)
+static uint64_t index_salt;
+static pthread_once_t index_salt_once = PTHREAD_ONCE_INIT;
+
+static void index_salt_init(void)
 {
-    memset(start, 0, (((size_t)1 << bits) + 1) * sizeof(uint32_t));
-    for (size_t i = 0; i < n; i++)
-        start[(keys[i] >> (64 - bits)) + 1]++;
-    for (size_t b = 1; b <= (size_t)1 << bits; b++)
-        start[b] += start[b - 1];
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = keys[i];
-        out[start[k >> (64 - bits)]++] = (struct pprof__keyed){k, (uint32_t)i};
+    uint64_t x = 0;
+
+    /* Without getrandom() (no entropy yet), the clock: a target cannot
+     * read it either. */
+    if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != (ssize_t)sizeof(x)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        x = mix64((uint64_t)ts.tv_nsec ^ (uint64_t)ts.tv_sec << 32 ^ (uintptr_t)&x);
     }
-    /* start[b] is now the end of bucket b, hence the start of b + 1. */
-    for (size_t b = 0, lo = 0; b < (size_t)1 << bits; lo = start[b++]) {
-        size_t hi = start[b];
-        if (hi - lo <= 1)
-            continue;
-        if (hi - lo > BUCKET_INSERTION_MAX) {
-            qsort(out + lo, hi - lo, sizeof(*out), cmp_keyed);
-            continue;
-        }
-        for (size_t i = lo + 1; i < hi; i++) {
-            struct pprof__keyed x = out[i];
-            size_t j = i;
-            while (j > lo && out[j - 1].key > x.key) {
-                out[j] = out[j - 1];
-                j--;
-            }
-            out[j] = x;
-        }
-    }
+    index_salt = x | 1;
 }
 
-/* Sorts the entries by key, ties by sample order. */
-static int sort_entries(struct ctx *c)
+uint64_t pprof__index_salt(void)
 {
-    size_t n = c->n_ents;
-    unsigned bits = pprof__sort_bits(n);
-    uint32_t *start;
-    struct pprof__keyed *out;
+    pthread_once(&index_salt_once, index_salt_init);
+    return index_salt;
+}
 
-    start = pprof__scratch(PPROF__S_BUCKETS, (((size_t)1 << bits) + 1) * sizeof(uint32_t), false);
-    out = pprof__scratch(PPROF__S_SORTED, (n ? n : 1) * sizeof(struct pprof__keyed), false);
-    if (!start || !out)
+/* Entries are added this far ahead of their slot's prefetch: the index
+ * outgrows the L1 cache from a few thousand samples on. */
+#define PREFETCH_AHEAD 16
+
+/* Indexes the entries by key, in sample order: a key met again is summed
+ * into the entry that holds it (the earliest sample, whose fields are
+ * emitted) and its entry marked `dup`. */
+static int index_entries(struct ctx *c)
+{
+    size_t n = c->n_ents, ncols = c->ncols, nu = 0;
+    unsigned bits = pprof__index_bits(n);
+    struct pprof__index *ix = &c->index;
+
+    ix->slot = pprof__scratch(PPROF__S_BUCKETS, ((size_t)1 << bits) * sizeof(uint32_t), false);
+    if (!ix->slot)
         return -ENOMEM;
-    c->sorted = out;
-    pprof__sort_keys(c->keys, n, bits, start, out);
+    memset(ix->slot, 0, ((size_t)1 << bits) * sizeof(uint32_t));
+    ix->mask = ((size_t)1 << bits) - 1;
+    ix->shift = 64 - bits;
+    ix->salt = pprof__index_salt();
+    for (size_t i = 0; i < n; i++) {
+        if (i + PREFETCH_AHEAD < n)
+            __builtin_prefetch(&ix->slot[pprof__index_home(ix, c->keys[i + PREFETCH_AHEAD])], 1);
+        uint32_t e = pprof__index_add(ix, c->keys, (uint32_t)i);
+        if (e == i) {
+            nu++;
+            continue;
+        }
+        int64_t *sum = c->sums + (size_t)e * ncols;
+        const int64_t *row = c->sums + i * ncols;
+        for (size_t k = 0; k < ncols; k++)
+            sum[k] = sat_add(sum[k], row[k]);
+        c->ents[i].dup = true;
+    }
+    c->n_unique = nu;
     return 0;
 }
 
-/* Sums every run of equal keys into its first entry, marks the others
- * `dup`, and compacts `sorted` to one entry per key. */
-static void merge_duplicates(struct ctx *c)
-{
-    size_t ncols = c->ncols, w = 0;
-
-    for (size_t i = 0; i < c->n_ents; i++) {
-        if (w > 0 && c->sorted[i].key == c->sorted[w - 1].key) {
-            int64_t *sum = c->sums + (size_t)c->sorted[w - 1].ent * ncols;
-            const int64_t *row = c->sums + (size_t)c->sorted[i].ent * ncols;
-            for (size_t k = 0; k < ncols; k++)
-                sum[k] = sat_add(sum[k], row[k]);
-            c->ents[c->sorted[i].ent].dup = true;
-            continue;
-        }
-        c->sorted[w++] = c->sorted[i];
-    }
-    c->n_unique = w;
-}
-
-/* Entries are visited in key order, their sums and prevs lie in sample
- * order: those of the entry this far ahead are prefetched, or the walk
- * waits on a cache miss per key once the arrays outgrow the caches. */
-#define PREFETCH_AHEAD 16
-
-/* Walks the sorted keys and the state side by side: each key found in the
- * state gets its previous values (the others keep zeros) and is counted,
- * as are the keys that went down. The new cumulative sums are written as
- * varints, in key order, into scratch on the way; the new state (keys,
- * then those varints) then replaces the old one. */
+/* Walks the state, in the order its keys were written: each key found in
+ * the index gives its entry the previous values and is counted, as are the
+ * keys that went down. Then the new state is written from the entries, in
+ * sample order: the keys, then the cumulative sums as varints. */
 static int finish_state(struct ctx *c)
 {
     struct pprof_delta *d = c->d;
+    const struct pprof__index *ix = &c->index;
     size_t ncum = c->ncum, stride_cum = ncum ? ncum : 1, ncols = c->ncols;
     size_t nu = c->n_unique, vlen;
-    const uint64_t *okeys = (const uint64_t *)d->state;
     const uint8_t *ov = d->state ? d->state + d->n * sizeof(uint64_t) : NULL;
     const uint8_t *oend = d->state ? d->state + d->state_len : NULL;
     uint8_t *vals, *o, *ns = NULL;
-    size_t j = 0;
+
+    for (size_t j = 0; j < d->n; j++) {
+        uint64_t key, v = 0;
+        int64_t *prev;
+        uint32_t e;
+
+        if (j + PREFETCH_AHEAD < d->n) {
+            memcpy(&key, d->state + (j + PREFETCH_AHEAD) * sizeof(uint64_t), sizeof(key));
+            __builtin_prefetch(&ix->slot[pprof__index_home(ix, key)]);
+        }
+        memcpy(&key, d->state + j * sizeof(uint64_t), sizeof(key));
+        e = pprof__index_find(ix, c->keys, key);
+        if (e == UINT32_MAX) {
+            for (size_t k = 0; k < ncum; k++)
+                pprof__varint(&ov, oend, &v);
+            continue;
+        }
+        prev = c->prevs + (size_t)e * stride_cum;
+        for (size_t k = 0; k < ncum; k++) {
+            pprof__varint(&ov, oend, &v);
+            prev[k] = (int64_t)v;
+        }
+        c->ents[e].matched = true;
+        c->matched++;
+        const int64_t *sum = c->sums + (size_t)e * ncols;
+        for (size_t k = 0; k < ncols; k++) {
+            int ci = c->cum_of_col[k];
+            if (ci >= 0 && sum[k] < prev[ci]) {
+                c->decreased++;
+                break;
+            }
+        }
+    }
 
     /* At most ten bytes per varint. */
     vals = pprof__scratch(PPROF__S_STATEVALS, (nu ? nu : 1) * stride_cum * 10, false);
     if (!vals)
         return -ENOMEM;
     o = vals;
-    for (size_t i = 0; i < nu; i++) {
-        uint32_t ei = c->sorted[i].ent;
-        uint64_t key = c->sorted[i].key;
-        int64_t *prev = c->prevs + (size_t)ei * stride_cum;
-        const int64_t *sum = c->sums + (size_t)ei * ncols;
-        uint64_t v = 0;
-
-        if (i + PREFETCH_AHEAD < nu) {
-            uint32_t ea = c->sorted[i + PREFETCH_AHEAD].ent;
-            __builtin_prefetch(c->sums + (size_t)ea * ncols);
-            __builtin_prefetch(c->prevs + (size_t)ea * stride_cum, 1);
-            __builtin_prefetch(&c->ents[ea], 1);
-        }
-        /* Keys of the state below this one vanished: skip their values. */
-        for (; j < d->n && okeys[j] < key; j++)
-            for (size_t k = 0; k < ncum; k++)
-                pprof__varint(&ov, oend, &v);
-        if (j < d->n && okeys[j] == key) {
-            for (size_t k = 0; k < ncum; k++) {
-                pprof__varint(&ov, oend, &v);
-                prev[k] = (int64_t)v;
-            }
-            j++;
-            c->ents[ei].matched = true;
-            c->matched++;
-            for (size_t k = 0; k < ncols; k++) {
-                int ci = c->cum_of_col[k];
-                if (ci >= 0 && sum[k] < prev[ci]) {
-                    c->decreased++;
-                    break;
-                }
-            }
-        } else {
-            memset(prev, 0, ncum * sizeof(int64_t));
-        }
+    for (size_t i = 0; i < c->n_ents; i++) {
+        const int64_t *sum = c->sums + i * ncols;
+        if (c->ents[i].dup)
+            continue;
         for (size_t k = 0; k < ncols; k++)
             if (c->cum_of_col[k] >= 0)
                 o = pprof__put_varint(o, (uint64_t)sum[k]);
@@ -1317,8 +1288,9 @@ static int finish_state(struct ctx *c)
     if (nu > 0) {
         if (!(ns = malloc(nu * sizeof(uint64_t) + vlen)))
             return -ENOMEM;
-        for (size_t i = 0; i < nu; i++)
-            memcpy(ns + i * sizeof(uint64_t), &c->sorted[i].key, sizeof(uint64_t));
+        for (size_t i = 0, w = 0; i < c->n_ents; i++)
+            if (!c->ents[i].dup)
+                memcpy(ns + w++ * sizeof(uint64_t), &c->keys[i], sizeof(uint64_t));
         memcpy(ns + nu * sizeof(uint64_t), vals, vlen);
     }
     free(d->state);
@@ -1605,7 +1577,9 @@ static int encode(struct ctx *c, int64_t prev_time)
             if (ci == COL_DROPPED)
                 continue;
             if (ci >= 0) {
-                outv[k] = sat_sub(outv[k], prev[ci]);
+                /* A key new to the state has no previous values. */
+                if (e->matched)
+                    outv[k] = sat_sub(outv[k], prev[ci]);
                 if (outv[k] < 0)
                     outv[k] = 0;
             }
@@ -1842,9 +1816,8 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         ph->decode = t1 - t0;
         t0 = t1;
     }
-    if ((rc = scan_samples(&c)) < 0 || (rc = sort_entries(&c)) < 0)
+    if ((rc = scan_samples(&c)) < 0 || (rc = index_entries(&c)) < 0)
         goto fail;
-    merge_duplicates(&c);
     if (c.ncum == 0) {
         /* Nothing to difference (PPROF_DELTA_NONE, or a filter that drops
          * every cumulative column): no state, every profile is emitted. */

@@ -230,20 +230,62 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
                                const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
                                char *err, size_t errlen, struct pprof__phase_ns *ph);
 
-/* An entry's key and index, as the delta's sort moves them. */
-struct pprof__keyed {
-    uint64_t key;
-    uint32_t ent;
+/* An index of the keys of a call's entries (one per sample), by open
+ * addressing: a slot holds an entry's index plus one, 0 = empty; the
+ * entries' keys are the caller's array. At most half full, so a probe
+ * looks at one or two slots. Keys are hashes of what a target sent, so a
+ * slot is chosen by the key mixed with `salt`, a secret of the process: no
+ * target can aim keys at one slot. */
+struct pprof__index {
+    uint32_t *slot;
+    size_t mask;
+    unsigned shift;
+    uint64_t salt;
 };
 
-/* Bucket bits of the sort of n keys: about one key per bucket. */
-unsigned pprof__sort_bits(size_t n);
-/* Sorts keys[0..n) into out (key, index), ascending by key and, among
- * equal keys, by index. `start` holds 2^bits + 1 counters. Buckets beyond
- * a few keys (crafted, or colliding, top bits) fall back to qsort, so no
- * input makes the sort quadratic. */
-void pprof__sort_keys(const uint64_t *keys, size_t n, unsigned bits, uint32_t *start,
-                      struct pprof__keyed *out);
+/* Slot bits for n keys: 2^bits >= 2n, at least 16 slots. */
+unsigned pprof__index_bits(size_t n);
+/* A random odd number, read once per process. */
+uint64_t pprof__index_salt(void);
+
+static inline size_t pprof__index_home(const struct pprof__index *ix, uint64_t key)
+{
+    return (size_t)(((key ^ ix->salt) * 0x9e3779b97f4a7c15ULL) >> ix->shift);
+}
+
+/* Adds entry i (key keys[i]) unless its key is in already: returns i, or
+ * the entry that holds the key. */
+static inline uint32_t pprof__index_add(struct pprof__index *ix, const uint64_t *keys, uint32_t i)
+{
+    size_t h = pprof__index_home(ix, keys[i]);
+
+    for (;;) {
+        uint32_t e = ix->slot[h];
+        if (e == 0) {
+            ix->slot[h] = i + 1;
+            return i;
+        }
+        if (keys[e - 1] == keys[i])
+            return e - 1;
+        h = (h + 1) & ix->mask;
+    }
+}
+
+/* The entry with `key`, or UINT32_MAX. */
+static inline uint32_t pprof__index_find(const struct pprof__index *ix, const uint64_t *keys,
+                                         uint64_t key)
+{
+    size_t h = pprof__index_home(ix, key);
+
+    for (;;) {
+        uint32_t e = ix->slot[h];
+        if (e == 0)
+            return UINT32_MAX;
+        if (keys[e - 1] == key)
+            return e - 1;
+        h = (h + 1) & ix->mask;
+    }
+}
 
 /** Per-thread scratch buffers (scratch.c), reused across calls on one
  * thread so that their pages stay mapped. One id per purpose: a call uses
@@ -256,7 +298,6 @@ enum {
     PPROF__S_SPANS_STRING,
     PPROF__S_ENTS,
     PPROF__S_KEYS,
-    PPROF__S_SORTED,
     PPROF__S_BUCKETS,
     PPROF__S_SUMS,
     PPROF__S_PREVS,

@@ -631,50 +631,56 @@ TEST(filter_on_profiles_sent_as_they_came)
     pprof_delta_free(d);
 }
 
-static int cmp_ref_keyed(const void *a, const void *b)
-{
-    const struct pprof__keyed *x = a, *y = b;
-
-    if (x->key != y->key)
-        return x->key < y->key ? -1 : 1;
-    return x->ent < y->ent ? -1 : x->ent > y->ent;
-}
-
-/* The delta's key sort against a plain comparison sort, on the shapes its
- * buckets can take: hash-like keys (a bucket per key or so), every key in
- * one bucket (the qsort fallback a crafted profile would hit), buckets just
- * under the fallback (insertion sort), and runs of equal keys in each,
- * whose first entry must stay the earliest sample (it is the one emitted). */
-TEST(key_sort_orders_every_bucket_shape_and_keeps_ties_in_order)
+/* The delta's key index against a linear search, on the shapes a profile
+ * can give it: hash-like keys, runs of one key (duplicate samples, summed
+ * into the earliest), and keys that agree in every bit a slot could be
+ * taken from but for the salt (as a target that knows the key function but
+ * not the process's salt could craft them): every key must be found, the
+ * first of equal keys must hold them, and an absent key must be absent. */
+TEST(key_index_finds_every_key_and_keeps_the_first_of_equal_ones)
 {
     enum { N = 600 };
     static uint64_t keys[N];
-    static struct pprof__keyed got[N], want[N];
-    static uint32_t start[(1u << 12) + 1];
+    static uint32_t slot[1u << 11];
     uint64_t x = 0x243f6a8885a308d3ULL;
+    unsigned bits = pprof__index_bits(N);
 
-    for (int shape = 0; shape < 4; shape++) {
-        unsigned bits = pprof__sort_bits(N);
+    ASSERT((1u << bits) >= 2 * N && (1u << bits) <= sizeof(slot) / sizeof(slot[0]));
+    ASSERT_U64_EQ(pprof__index_salt() & 1, 1);
+    ASSERT_U64_EQ(pprof__index_salt(), pprof__index_salt());
+    for (int shape = 0; shape < 3; shape++) {
+        struct pprof__index ix = {slot, ((size_t)1 << bits) - 1, 64 - bits, pprof__index_salt()};
+        size_t distinct = 0, want_distinct = 0;
 
-        ASSERT((1u << bits) >= N && bits <= 12);
+        memset(slot, 0, sizeof(slot));
         for (size_t i = 0; i < N; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             switch (shape) {
-            case 0: keys[i] = x; break;                                   /* hashes */
-            case 1: keys[i] = (0xabULL << 56) | (x >> 8); break;           /* one bucket */
-            case 2: keys[i] = ((i % 24) << (64 - bits)) | (x >> 40); break; /* 25 per bucket */
-            case 3: keys[i] = (0x7ULL << 60) | (x % 37); break;             /* one bucket, ties */
+            case 0: keys[i] = x; break;                        /* hashes */
+            case 1: keys[i] = x % 37; break;                   /* runs of equal keys */
+            case 2: keys[i] = (0xabcdULL << 48) | (i << 20); break; /* one top, one bottom */
             }
-            if (shape < 3 && i % 7 == 3)
+            if (shape != 1 && i % 7 == 3)
                 keys[i] = keys[i / 2]; /* an earlier key again */
-            want[i] = (struct pprof__keyed){keys[i], (uint32_t)i};
         }
-        pprof__sort_keys(keys, N, bits, start, got);
-        qsort(want, N, sizeof(*want), cmp_ref_keyed);
         for (size_t i = 0; i < N; i++) {
-            ASSERT_U64_EQ(got[i].key, want[i].key);
-            ASSERT_EQ(got[i].ent, want[i].ent);
+            size_t first = 0;
+            while (keys[first] != keys[i])
+                first++;
+            uint32_t got = pprof__index_add(&ix, keys, (uint32_t)i);
+            ASSERT_EQ(got, first);
+            distinct += got == i;
+            want_distinct += first == i;
         }
+        for (size_t i = 0; i < N; i++) {
+            size_t first = 0;
+            while (keys[first] != keys[i])
+                first++;
+            ASSERT_EQ(pprof__index_find(&ix, keys, keys[i]), first);
+        }
+        ASSERT_EQ(pprof__index_find(&ix, keys, 0x5555555555555555ULL), UINT32_MAX);
+        ASSERT_EQ(distinct, want_distinct);
+        ASSERT(shape != 1 || distinct == 37);
     }
 }
 
