@@ -28,12 +28,13 @@
  * 14 bytes per key for Go heap profiles, against 35 for a hash table of
  * keys and values). A call parses every sample into a per-call entry (key,
  * values), indexes the entries by key in a per-call open-addressing table
- * (summing a key met again into its first sample), walks the state in its
- * order and finds each old key in the index, and writes the new state from
- * the entries in sample order: no sort, nothing to prune, and the state
- * holds only what the next call reads. Go writes a profile's samples in
- * nearly the same order each time, so the walk meets the entries nearly in
- * order too.
+ * (summing a key met again into its first sample), then walks the state
+ * in its order and finds each old key in the index: a key found keeps its
+ * place in the new state, with the new values, and its entry gets its
+ * output values there and then; the keys new to the state follow, in
+ * sample order. No sort, nothing to prune, and the state holds only what
+ * the next call reads. Go writes a profile's samples in nearly the same
+ * order each time, so the walk meets the entries nearly in order.
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
@@ -163,12 +164,16 @@ struct ctx {
     struct pprof__index index; /* the entries by key */
     size_t n_unique;
     int64_t *sums;  /* n_ents x ncols */
-    int64_t *prevs; /* n_ents x ncum */
+    int64_t *prev; /* ncum: the previous values of one key */
 
     uint8_t *out;
     size_t out_len;
     bool out_scratch; /* out is the thread's scratch, not malloc'd */
     size_t samples_in; /* bytes of the sample records, tags included */
+    /* Set by settle_entry(), once per emitted key: the samples emitted,
+     * and the bytes of their records in the output, tags included. */
+    bool settled;
+    size_t samples_kept, samples_out;
 
     /* Most samples repeat the label bytes of the previous one (Go's heap
      * `bytes` label): the last label parsed and its hash. */
@@ -900,8 +905,10 @@ static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
  * out the few samples it does not emit (recursion makes some increments
  * wait on the previous one of the same counter, a small cost against a
  * second walk over every emitted stack).
- * Locals, not ctx fields, so the compiler keeps them in registers. */
-static inline __attribute__((always_inline)) int add_locs(struct ctx *c, const uint8_t *q,
+ * Locals, not ctx fields, so the compiler keeps them in registers; not
+ * inlined, so that parse_sample()'s own locals do not crowd them out
+ * (inlined, both spilled to the stack: 5 % more per delta on heap-16k). */
+static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                                                           const uint8_t *qe, size_t *depth,
                                                           uint64_t *h)
 {
@@ -1131,9 +1138,8 @@ static int scan_samples(struct ctx *c)
     c->ents = pprof__scratch(PPROF__S_ENTS, (n ? n : 1) * sizeof(struct ent), false);
     c->keys = pprof__scratch(PPROF__S_KEYS, (n ? n : 1) * sizeof(uint64_t), false);
     c->sums = pprof__scratch(PPROF__S_SUMS, (n ? n : 1) * ncols1 * sizeof(int64_t), false);
-    c->prevs = pprof__scratch(PPROF__S_PREVS,
-                              (n ? n : 1) * (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
-    if (!c->ents || !c->keys || !c->sums || !c->prevs)
+    c->prev = pprof__scratch(PPROF__S_PREVS, (c->ncum ? c->ncum : 1) * sizeof(int64_t), false);
+    if (!c->ents || !c->keys || !c->sums || !c->prev)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         struct ent *e = &c->ents[i];
@@ -1222,28 +1228,89 @@ static int index_entries(struct ctx *c)
     return 0;
 }
 
-/* Walks the state, in the order its keys were written: each key found in
- * the index gives its entry the previous values and is counted, as are the
- * keys that went down. Then the new state is written from the entries, in
- * sample order: the keys, then the cumulative sums as varints. */
+/* Puts entry i's output values in place of its sums (the state has taken
+ * them): the differences of its cumulative columns with `prev` (NULL: a
+ * key new to the state, nothing to take off), clamped at 0, the other
+ * columns as they are. Sets the bytes they take, 0 when all are zero (the
+ * sample is not emitted), and counts the sample. */
+static void settle_entry(struct ctx *c, size_t i, const int64_t *prev)
+{
+    struct ent *e = &c->ents[i];
+    int64_t *outv = c->sums + i * c->ncols;
+    size_t vlen = 0, body;
+    bool nonzero = false;
+
+    for (size_t k = 0; k < c->ncols; k++) {
+        int ci = c->cum_of_col[k];
+        if (ci == COL_DROPPED)
+            continue;
+        if (ci >= 0) {
+            if (prev)
+                outv[k] = sat_sub(outv[k], prev[ci]);
+            if (outv[k] < 0)
+                outv[k] = 0;
+        }
+        nonzero |= outv[k] != 0;
+        vlen += pprof__varint_size((uint64_t)outv[k]);
+    }
+    e->out_vlen = nonzero ? (uint32_t)vlen : 0;
+    if (!nonzero)
+        return;
+    c->samples_kept++;
+    body = c->spans[F_SAMPLE][i].len - e->vbytes + 1 + pprof__varint_size(vlen) + vlen;
+    c->samples_out += 1 + pprof__varint_size(body) + body;
+}
+
+/* Writes the cumulative sums of entry i as varints at `o`. */
+static uint8_t *put_cumulative(const struct ctx *c, uint8_t *o, size_t i)
+{
+    const int64_t *sum = c->sums + i * c->ncols;
+
+    for (size_t k = 0; k < c->ncols; k++)
+        if (c->cum_of_col[k] >= 0)
+            o = pprof__put_varint(o, (uint64_t)sum[k]);
+    return o;
+}
+
+/* Walks the state, in the order its keys were written: a key found in the
+ * index is counted (and whether it went down), keeps its place in the new
+ * state with the new sums, and its entry gets its output values there and
+ * then, while in the cache. Keys new to the state follow, in sample order.
+ * Nothing is emitted for the first profile of a pair, so its entries are
+ * not settled. */
 static int finish_state(struct ctx *c)
 {
     struct pprof_delta *d = c->d;
     const struct pprof__index *ix = &c->index;
-    size_t ncum = c->ncum, stride_cum = ncum ? ncum : 1, ncols = c->ncols;
-    size_t nu = c->n_unique, vlen;
+    size_t ncum = c->ncum, ncols = c->ncols;
+    size_t nu = c->n_unique, vlen, w = 0;
     const uint8_t *ov = d->state ? d->state + d->n * sizeof(uint64_t) : NULL;
     const uint8_t *oend = d->state ? d->state + d->state_len : NULL;
+    int64_t *prev = c->prev;
+    uint64_t *nkeys;
     uint8_t *vals, *o, *ns = NULL;
+    bool settle = d->seeded;
 
+    /* At most ten bytes per varint. */
+    nkeys = pprof__scratch(PPROF__S_STATEKEYS, (nu ? nu : 1) * sizeof(uint64_t), false);
+    vals = pprof__scratch(PPROF__S_STATEVALS, (nu ? nu : 1) * (ncum ? ncum : 1) * 10, false);
+    if (!nkeys || !vals)
+        return -ENOMEM;
+    o = vals;
     for (size_t j = 0; j < d->n; j++) {
         uint64_t key, v = 0;
-        int64_t *prev;
         uint32_t e;
 
         if (j + PREFETCH_AHEAD < d->n) {
             memcpy(&key, d->state + (j + PREFETCH_AHEAD) * sizeof(uint64_t), sizeof(key));
             __builtin_prefetch(&ix->slot[pprof__index_home(ix, key)]);
+            /* The old keys and values stream in from beyond the caches
+             * (the profile's gunzip went through them since): fetched a
+             * few lines ahead, among the walk's other streams. */
+            if (j % 8 == 0) {
+                __builtin_prefetch(d->state + (j + 8 * PREFETCH_AHEAD) * sizeof(uint64_t));
+                __builtin_prefetch(ov + 4 * 64);
+            }
         }
         memcpy(&key, d->state + j * sizeof(uint64_t), sizeof(key));
         e = pprof__index_find(ix, c->keys, key);
@@ -1252,7 +1319,6 @@ static int finish_state(struct ctx *c)
                 pprof__varint(&ov, oend, &v);
             continue;
         }
-        prev = c->prevs + (size_t)e * stride_cum;
         for (size_t k = 0; k < ncum; k++) {
             pprof__varint(&ov, oend, &v);
             prev[k] = (int64_t)v;
@@ -1267,30 +1333,32 @@ static int finish_state(struct ctx *c)
                 break;
             }
         }
+        nkeys[w++] = key;
+        o = put_cumulative(c, o, e);
+        if (settle)
+            settle_entry(c, e, prev);
     }
-
-    /* At most ten bytes per varint. */
-    vals = pprof__scratch(PPROF__S_STATEVALS, (nu ? nu : 1) * stride_cum * 10, false);
-    if (!vals)
-        return -ENOMEM;
-    o = vals;
     for (size_t i = 0; i < c->n_ents; i++) {
-        const int64_t *sum = c->sums + i * ncols;
-        if (c->ents[i].dup)
+        struct ent *e = &c->ents[i];
+        if (e->dup) {
+            e->out_vlen = 0;
             continue;
-        for (size_t k = 0; k < ncols; k++)
-            if (c->cum_of_col[k] >= 0)
-                o = pprof__put_varint(o, (uint64_t)sum[k]);
+        }
+        if (e->matched)
+            continue;
+        nkeys[w++] = c->keys[i];
+        o = put_cumulative(c, o, i);
+        if (settle)
+            settle_entry(c, i, NULL);
     }
+    c->settled = settle;
     vlen = (size_t)(o - vals);
     /* The new state, sized exactly: it is what the pair holds until the
      * next profile. */
     if (nu > 0) {
         if (!(ns = malloc(nu * sizeof(uint64_t) + vlen)))
             return -ENOMEM;
-        for (size_t i = 0, w = 0; i < c->n_ents; i++)
-            if (!c->ents[i].dup)
-                memcpy(ns + w++ * sizeof(uint64_t), &c->keys[i], sizeof(uint64_t));
+        memcpy(ns, nkeys, nu * sizeof(uint64_t));
         memcpy(ns + nu * sizeof(uint64_t), vals, vlen);
     }
     free(d->state);
@@ -1551,49 +1619,24 @@ static int64_t default_type_out(const struct ctx *c)
 
 static int encode(struct ctx *c, int64_t prev_time)
 {
-    size_t stride_cum = c->ncum ? c->ncum : 1;
     size_t samples_in = 0, samples_out = 0, samples_kept = 0, bound;
     uint8_t *o;
     int rc;
 
     c->last_label = NULL;
-    /* First the output values (in place of the sums, which the state has
-     * taken), so the output buffer can be sized exactly: every other
-     * record is copied or shrunk, never grown. */
-    samples_in = c->samples_in;
-    for (size_t i = 0; i < c->n_ents; i++) {
-        struct ent *e = &c->ents[i];
-        int64_t *outv = c->sums + i * c->ncols;
-        const int64_t *prev = c->prevs + i * stride_cum;
-        size_t vlen = 0, body;
-        bool nonzero = false;
-
-        if (e->dup) {
-            e->out_vlen = 0;
-            continue;
-        }
-        for (size_t k = 0; k < c->ncols; k++) {
-            int ci = c->cum_of_col[k];
-            if (ci == COL_DROPPED)
-                continue;
-            if (ci >= 0) {
-                /* A key new to the state has no previous values. */
-                if (e->matched)
-                    outv[k] = sat_sub(outv[k], prev[ci]);
-                if (outv[k] < 0)
-                    outv[k] = 0;
-            }
-            nonzero |= outv[k] != 0;
-            vlen += pprof__varint_size((uint64_t)outv[k]);
-        }
-        e->out_vlen = nonzero ? (uint32_t)vlen : 0;
-        if (!nonzero)
-            continue;
-        samples_kept++;
-        body = c->spans[F_SAMPLE][e->sample].len - e->vbytes + 1 + pprof__varint_size(vlen) +
-               vlen;
-        samples_out += 1 + pprof__varint_size(body) + body;
+    /* The output values first (finish_state() settled them, but for a
+     * profile without cumulative columns), so that the output buffer can
+     * be sized exactly: every other record is copied or shrunk, never
+     * grown. */
+    for (size_t i = 0; i < c->n_ents && !c->settled; i++) {
+        if (c->ents[i].dup)
+            c->ents[i].out_vlen = 0;
+        else
+            settle_entry(c, i, NULL);
     }
+    samples_kept = c->samples_kept;
+    samples_out = c->samples_out;
+    samples_in = c->samples_in;
     /* The locations and label strings to keep are those the emitted
      * samples reference: the references the sample scan counted, less
      * those of the samples not emitted (duplicates merged, all-zero deltas
