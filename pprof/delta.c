@@ -1307,10 +1307,10 @@ static int finish_state(struct ctx *c)
             /* The old keys and values stream in from beyond the caches
              * (the profile's gunzip went through them since): fetched a
              * few lines ahead, among the walk's other streams. */
-            if (j % 8 == 0) {
+            if (j % 8 == 0 && j + 8 * PREFETCH_AHEAD < d->n)
                 __builtin_prefetch(d->state + (j + 8 * PREFETCH_AHEAD) * sizeof(uint64_t));
+            if (j % 8 == 0 && oend - ov > 4 * 64)
                 __builtin_prefetch(ov + 4 * 64);
-            }
         }
         memcpy(&key, d->state + j * sizeof(uint64_t), sizeof(key));
         e = pprof__index_find(ix, c->keys, key);
