@@ -1143,7 +1143,7 @@ static int scan_samples(struct ctx *c)
         return -ENOMEM;
     for (size_t i = 0; i < n; i++) {
         struct ent *e = &c->ents[i];
-        uint64_t vspan;
+        uint64_t vspan = 0; /* set by parse_sample(); GCC cannot always tell */
 
         if ((rc = parse_sample(c, i, c->sums + i * c->ncols, &c->keys[i], &e->vbytes, &vspan)) < 0)
             return rc;
@@ -1404,53 +1404,72 @@ static uint8_t *put_scalar(uint8_t *o, uint8_t tag, int64_t v)
     return pprof__put_varint(o, (uint64_t)v);
 }
 
-/* Marks the locations of an emitted sample's location_id field, whose ids
- * the sample scan checked. */
-static void mark_locations(struct ctx *c, const struct pprof__field *f)
+/* What visit_locations() does to each location of a stack. */
+enum loc_op {
+    LOC_MARK,    /* an emitted sample uses it */
+    LOC_UNCOUNT, /* a sample not emitted takes its reference back */
+};
+
+static inline __attribute__((always_inline)) void visit_location(struct loc *l, enum loc_op op)
+{
+    if (op == LOC_MARK)
+        l->used = 1;
+    else
+        l->refs--;
+}
+
+/* Applies `op` to the location of every id of a location_id field whose
+ * ids the sample scan checked: eight one-byte or four two-byte ids per
+ * load where they come so, as in add_locs(), else one at a time. */
+static inline __attribute__((always_inline)) void visit_locations(struct ctx *c,
+                                                                  const struct pprof__field *f,
+                                                                  enum loc_op op)
 {
     struct loc *locs = c->locs;
     uint64_t id;
 
     if (f->wt == PPROF__WT_VARINT) {
-        locs[c->loc_by_id ? f->val : pprof__idmap_get(&c->locmap, f->val)].used = 1;
+        visit_location(&locs[c->loc_by_id ? f->val : pprof__idmap_get(&c->locmap, f->val)], op);
         return;
     }
     const uint8_t *q = f->data, *qe = f->data + f->len;
-    if (c->loc_by_id) {
-        while (q < qe) {
-            /* Eight bytes of one- or two-byte ids at a time, as in
-             * add_locs(). */
-            if (qe - q >= 8) {
-                uint64_t w, m;
-                memcpy(&w, q, 8);
-                m = w & 0x8080808080808080ULL;
-                if (m == 0) {
-#pragma GCC unroll 8
-                    for (unsigned j = 0; j < 8; j++)
-                        locs[(w >> (8 * j)) & 0x7f].used = 1;
-                    q += 8;
-                    continue;
-                }
-                if (m == 0x0080008000800080ULL) {
-                    uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
-#pragma GCC unroll 4
-                    for (unsigned j = 0; j < 4; j++)
-                        locs[(uint16_t)(x >> (16 * j))].used = 1;
-                    q += 8;
-                    continue;
-                }
-            }
-            if (*q < 0x80)
-                locs[*q++].used = 1;
-            else if (pprof__varint(&q, qe, &id) == 0)
-                locs[id].used = 1;
-            else
-                break;
-        }
+    if (!c->loc_by_id) {
+        while (q < qe && pprof__varint(&q, qe, &id) == 0)
+            visit_location(&locs[pprof__idmap_get(&c->locmap, id)], op);
         return;
     }
-    while (q < qe && pprof__varint(&q, qe, &id) == 0)
-        locs[pprof__idmap_get(&c->locmap, id)].used = 1;
+    while (q < qe) {
+        if (qe - q >= 8) {
+            uint64_t w, m;
+            memcpy(&w, q, 8);
+            m = w & 0x8080808080808080ULL;
+            if (m == 0) {
+#pragma GCC unroll 8
+                for (unsigned j = 0; j < 8; j++)
+                    visit_location(&locs[(w >> (8 * j)) & 0x7f], op);
+                q += 8;
+                continue;
+            }
+            if (m == 0x0080008000800080ULL) {
+                uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
+#pragma GCC unroll 4
+                for (unsigned j = 0; j < 4; j++)
+                    visit_location(&locs[(uint16_t)(x >> (16 * j))], op);
+                q += 8;
+                continue;
+            }
+        }
+        if (*q < 0x80)
+            id = *q++;
+        else if (pprof__varint(&q, qe, &id) < 0)
+            break;
+        visit_location(&locs[id], op);
+    }
+}
+
+static void mark_locations(struct ctx *c, const struct pprof__field *f)
+{
+    visit_locations(c, f, LOC_MARK);
 }
 
 /* Copies a sample's fields except its values, marking the strings its
@@ -1569,13 +1588,8 @@ static int uncount_not_emitted(struct ctx *c)
         if (emitted[i])
             continue;
         while (pprof__next_field(&p, end, &f) > 0) {
-            if (f.num == 1 && f.wt == PPROF__WT_VARINT) {
-                c->locs[c->loc_by_id ? f.val : pprof__idmap_get(&c->locmap, f.val)].refs--;
-            } else if (f.num == 1) {
-                const uint8_t *q = f.data, *qe = f.data + f.len;
-                uint64_t id;
-                while (q < qe && pprof__varint(&q, qe, &id) == 0)
-                    c->locs[c->loc_by_id ? id : pprof__idmap_get(&c->locmap, id)].refs--;
+            if (f.num == 1) {
+                visit_locations(c, &f, LOC_UNCOUNT);
             } else if (f.num == 3) {
                 uint64_t v[5] = {0};
                 read_scalars(f.data, f.data + f.len, 4, v, 4);

@@ -927,6 +927,74 @@ TEST(pruning_keeps_exactly_what_emitted_samples_reference)
     }
 }
 
+/* Pruning reads the stacks again, eight bytes at a time where their ids
+ * are all one byte wide, or all two: stacks of 16 frames, half shared by
+ * every sample and half each sample's own, once with ids under 128 and
+ * once past 200. With one sample in five unchanged, the scan's references
+ * are taken back for it; with four in five, the emitted one is marked. The
+ * unchanged samples' own locations and functions must go, the shared ones
+ * stay. */
+TEST(pruning_exact_on_deep_stacks_of_each_id_width)
+{
+    for (int wide = 0; wide < 2; wide++) {
+        for (int most_dropped = 0; most_dropped < 2; most_dropped++) {
+            struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+            int emitted = most_dropped ? 1 : 4, dropped = most_dropped ? 4 : 1;
+            struct run r;
+
+            for (int step = 0; step < 2; step++) {
+                struct tprof *tp = cont_prof(step + 1);
+                uint64_t shared[8], ids[16];
+                char name[32];
+
+                /* Unreferenced padding first: the stacks' ids then take two
+                 * bytes each. */
+                for (int k = 0; wide && k < 200; k++)
+                    tp_loc(tp, 0x90000 + (uint64_t)k, tp_func(tp, "pad", "pad.go"), k + 1);
+                for (int k = 0; k < 8; k++) {
+                    snprintf(name, sizeof(name), "shared_fn_%d", k);
+                    shared[k] = tp_loc(tp, 0x1000 + (uint64_t)k, tp_func(tp, name, "x.go"), 1);
+                }
+                for (int i = 0; i < emitted + dropped; i++) {
+                    bool drop = i >= emitted;
+                    for (int k = 0; k < 8; k++) {
+                        snprintf(name, sizeof(name), "%s_fn_%d_%d", drop ? "dropped" : "emitted",
+                                 i, k);
+                        ids[k] = tp_loc(tp, 0x10000 + (uint64_t)(i * 16 + k),
+                                        tp_func(tp, name, "x.go"), 2);
+                        ids[8 + k] = shared[k];
+                    }
+                    tp_sample(tp, ids, 16, (int64_t[]){10 + (drop ? 0 : step), 100});
+                }
+                /* The widths meant: every stack id two bytes, or one. */
+                ASSERT(wide ? shared[0] >= 128 && ids[7] < 16384 : ids[7] < 128);
+                run(d, tp, &r);
+                if (step == 0) {
+                    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+                    run_done(&r);
+                    continue;
+                }
+                ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+                const Perftools__Profiles__Profile *p = r.dec.prof;
+                ASSERT_EQ(p->n_sample, (size_t)emitted);
+                ASSERT_EQ(p->n_location, 8 + 8 * (size_t)emitted);
+                ASSERT_EQ(p->n_function, 8 + 8 * (size_t)emitted);
+                size_t shared_fns = 0, emitted_fns = 0;
+                for (size_t i = 0; i < p->n_string_table; i++) {
+                    const char *str = p->string_table[i];
+                    ASSERT(strncmp(str, "dropped", 7) != 0 && strcmp(str, "pad") != 0);
+                    shared_fns += strncmp(str, "shared_fn_", 10) == 0;
+                    emitted_fns += strncmp(str, "emitted_fn_", 11) == 0;
+                }
+                ASSERT_EQ(shared_fns, 8);
+                ASSERT_EQ(emitted_fns, 8 * (size_t)emitted);
+                run_done(&r);
+            }
+            pprof_delta_free(d);
+        }
+    }
+}
+
 TEST(reset_when_time_goes_back)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
