@@ -10,6 +10,9 @@ Pairs of consecutive heap/mutex/block profiles:
     nothing dropped;
   * heap-131k-10pct: the same stacks, one in ten allocating again, as
     between two scrapes of a large service;
+  * heap-16k-50pct: heap-16k's stacks, one in two allocating again: the
+    samples not emitted are then fewer than those emitted, and their
+    references are taken back;
   * heap-wide: ~120,000 stacks over ~25,000 locations (gen -mode wide, its
     call graph written by wide_source()), every stack allocating again:
     location ids of one to three bytes, a location table past the L1 cache;
@@ -184,6 +187,8 @@ def main():
         go_build(gen_src, gen)
         go_build(os.path.join(args.src, "goref"), goref, gopath="/usr/share/gocode")
         big = (("heap-16k", ["-mode", "big", "-depth", "14", "-prefix", "4"]),
+               ("heap-16k-50pct",
+                ["-mode", "big", "-depth", "14", "-prefix", "4", "-active", "50"]),
                ("heap-131k", ["-mode", "big", "-depth", "17", "-prefix", "10"]),
                ("heap-131k-10pct",
                 ["-mode", "big", "-depth", "17", "-prefix", "10", "-active", "10"]),
