@@ -868,6 +868,23 @@ TEST(unused_locations_functions_strings_pruned)
  * emitted, the emitted ones are walked. Both must keep exactly what the
  * emitted samples reference, labels included, with duplicates (whose
  * locations differ by id only) merged into an emitted sample. */
+/* Runs step `step` of a two-step pruning test: the first is the baseline
+ * (NULL, nothing to check); the second must emit `samples` samples. */
+static const Perftools__Profiles__Profile *run_pruning_step(struct pprof_delta *d,
+                                                            struct tprof *tp, int step,
+                                                            struct run *r, size_t samples)
+{
+    run(d, tp, r);
+    if (step == 0) {
+        ASSERT_EQ(r->rc, PPROF_DELTA_BASELINE);
+        run_done(r);
+        return NULL;
+    }
+    ASSERT_EQ(r->rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r->dec.prof->n_sample, samples);
+    return r->dec.prof;
+}
+
 TEST(pruning_keeps_exactly_what_emitted_samples_reference)
 {
     for (int most_dropped = 0; most_dropped < 2; most_dropped++) {
@@ -898,15 +915,10 @@ TEST(pruning_keeps_exactly_what_emitted_samples_reference)
                     tp_label_str(tp, "emitted_key", "emitted_val_0");
                 }
             }
-            run(d, tp, &r);
-            if (step == 0) {
-                ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
-                run_done(&r);
+            const Perftools__Profiles__Profile *p =
+                run_pruning_step(d, tp, step, &r, (size_t)emitted);
+            if (!p)
                 continue;
-            }
-            ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-            const Perftools__Profiles__Profile *p = r.dec.prof;
-            ASSERT_EQ(p->n_sample, (size_t)emitted);
             assert_vals(tp_find(p, "e00,100,|emitted_key=emitted_val_0#0#;"),
                         (int64_t[]){2, 1}, 2);
             /* Sample 0's two location ids and the emitted ones' own, plus
@@ -968,15 +980,10 @@ TEST(pruning_exact_on_deep_stacks_of_each_id_width)
                 }
                 /* The widths meant: every stack id two bytes, or one. */
                 ASSERT(wide ? shared[0] >= 128 && ids[7] < 16384 : ids[7] < 128);
-                run(d, tp, &r);
-                if (step == 0) {
-                    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
-                    run_done(&r);
+                const Perftools__Profiles__Profile *p =
+                    run_pruning_step(d, tp, step, &r, (size_t)emitted);
+                if (!p)
                     continue;
-                }
-                ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-                const Perftools__Profiles__Profile *p = r.dec.prof;
-                ASSERT_EQ(p->n_sample, (size_t)emitted);
                 ASSERT_EQ(p->n_location, 8 + 8 * (size_t)emitted);
                 ASSERT_EQ(p->n_function, 8 + 8 * (size_t)emitted);
                 size_t shared_fns = 0, emitted_fns = 0;
