@@ -94,10 +94,10 @@ struct loc {
     uint32_t used; /* encode(): an emitted sample references it */
 };
 
-/* One unique key of the current profile. */
+/* One sample of the current profile: entry i is sample i. A key met again
+ * is summed into the entry of its first sample, whose fields are emitted. */
 struct ent {
-    uint32_t sample; /* first sample with this key: its fields are emitted */
-    uint32_t vbytes; /* bytes of that sample's value fields, tags included */
+    uint32_t vbytes; /* bytes of the sample's value fields, tags included */
     uint32_t out_vlen; /* encode(): bytes of its output values, 0 = dropped */
     /* [voff, vend): the sample's only value field, tag included, relative
      * to the sample's content; vend = 0 when it has several (or none). */
@@ -1147,7 +1147,6 @@ static int scan_samples(struct ctx *c)
 
         if ((rc = parse_sample(c, i, c->sums + i * c->ncols, &c->keys[i], &e->vbytes, &vspan)) < 0)
             return rc;
-        e->sample = (uint32_t)i;
         e->voff = (uint32_t)vspan;
         e->vend = (uint32_t)(vspan >> 32);
         e->matched = false;
@@ -1203,7 +1202,7 @@ static int index_entries(struct ctx *c)
     unsigned bits = pprof__index_bits(n);
     struct pprof__index *ix = &c->index;
 
-    ix->slot = pprof__scratch(PPROF__S_BUCKETS, ((size_t)1 << bits) * sizeof(uint32_t), false);
+    ix->slot = pprof__scratch(PPROF__S_INDEX, ((size_t)1 << bits) * sizeof(uint32_t), false);
     if (!ix->slot)
         return -ENOMEM;
     memset(ix->slot, 0, ((size_t)1 << bits) * sizeof(uint32_t));
@@ -1569,23 +1568,14 @@ static void mark_location_functions(struct ctx *c, const struct span *s)
  * counts of the sample scan: after it, a location or label string is used
  * by the output iff its count is not zero. The ids and labels were checked
  * by the scan. */
-static int uncount_not_emitted(struct ctx *c)
+static void uncount_not_emitted(struct ctx *c)
 {
-    size_t n = c->n[F_SAMPLE];
-    uint8_t *emitted = pprof__scratch(PPROF__S_EMITTED, n ? n : 1, false);
-
-    if (!emitted)
-        return -ENOMEM;
-    memset(emitted, 0, n);
-    for (size_t i = 0; i < c->n_ents; i++)
-        if (c->ents[i].out_vlen)
-            emitted[c->ents[i].sample] = 1;
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < c->n_ents; i++) {
         const struct span *s = &c->spans[F_SAMPLE][i];
         const uint8_t *p = c->raw + s->off, *end = p + s->len;
         struct pprof__field f;
 
-        if (emitted[i])
+        if (c->ents[i].out_vlen)
             continue;
         while (pprof__next_field(&p, end, &f) > 0) {
             if (f.num == 1) {
@@ -1601,7 +1591,6 @@ static int uncount_not_emitted(struct ctx *c)
             }
         }
     }
-    return 0;
 }
 
 static uint8_t *put_values(const struct ctx *c, uint8_t *o, const int64_t *v)
@@ -1635,18 +1624,19 @@ static int encode(struct ctx *c, int64_t prev_time)
 {
     size_t samples_in = 0, samples_out = 0, samples_kept = 0, bound;
     uint8_t *o;
-    int rc;
 
     c->last_label = NULL;
     /* The output values first (finish_state() settled them, but for a
      * profile without cumulative columns), so that the output buffer can
      * be sized exactly: every other record is copied or shrunk, never
      * grown. */
-    for (size_t i = 0; i < c->n_ents && !c->settled; i++) {
-        if (c->ents[i].dup)
-            c->ents[i].out_vlen = 0;
-        else
-            settle_entry(c, i, NULL);
+    if (!c->settled) {
+        for (size_t i = 0; i < c->n_ents; i++) {
+            if (c->ents[i].dup)
+                c->ents[i].out_vlen = 0;
+            else
+                settle_entry(c, i, NULL);
+        }
     }
     samples_kept = c->samples_kept;
     samples_out = c->samples_out;
@@ -1659,8 +1649,8 @@ static int encode(struct ctx *c, int64_t prev_time)
     size_t not_emitted = c->n[F_SAMPLE] - samples_kept;
     c->mark_locs = not_emitted > samples_kept;
     if (!c->mark_locs) {
-        if (not_emitted && (rc = uncount_not_emitted(c)) < 0)
-            return rc;
+        if (not_emitted)
+            uncount_not_emitted(c);
         for (size_t i = 0; i < c->n[F_STRING]; i++)
             if (c->str_lblrefs[i])
                 mark_str(c, i);
@@ -1677,7 +1667,7 @@ static int encode(struct ctx *c, int64_t prev_time)
     }
     for (size_t i = 0; i < c->n_ents; i++) {
         const struct ent *e = &c->ents[i];
-        const struct span *s = &c->spans[F_SAMPLE][e->sample];
+        const struct span *s = &c->spans[F_SAMPLE][i];
         const int64_t *outv = c->sums + i * c->ncols;
         size_t vlen = e->out_vlen, body;
 

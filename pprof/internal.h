@@ -98,11 +98,11 @@ struct pprof__field {
     uint32_t wt;
 };
 
-/** Reads the next field from [*pp, end). Returns 1 with `f` filled, 0 at the
- * end of the message, -1 on malformed input (groups, field 0, truncation). */
 /* The largest field number protobuf allows. */
 #define PPROF__MAX_FIELD_NUM 0x1fffffffu
 
+/** Reads the next field from [*pp, end). Returns 1 with `f` filled, 0 at the
+ * end of the message, -1 on malformed input (groups, field 0, truncation). */
 static inline int pprof__next_field(const uint8_t **pp, const uint8_t *end,
                                     struct pprof__field *f)
 {
@@ -298,7 +298,7 @@ enum {
     PPROF__S_SPANS_STRING,
     PPROF__S_ENTS,
     PPROF__S_KEYS,
-    PPROF__S_BUCKETS,
+    PPROF__S_INDEX,
     PPROF__S_SUMS,
     PPROF__S_PREVS,
     PPROF__S_STATEKEYS,
@@ -310,7 +310,6 @@ enum {
     PPROF__S_LOCS,
     PPROF__S_LOCIDS,
     PPROF__S_LOCFN,
-    PPROF__S_EMITTED,
     PPROF__S_LBLVERDICT,
     /* Small per-call tables: from the scratch too, so that a delta of a
      * small profile makes no malloc() call but its output's. */
@@ -351,7 +350,9 @@ struct libdeflate_decompressor *pprof__scratch_decompressor(void);
 int pprof__gunzip_scratch(const uint8_t *in, size_t in_len, size_t max, const uint8_t **out,
                           size_t *out_len);
 
-/** Gzips with the thread's cached compressor into a malloc'd buffer. */
+/** Gzips with the thread's cached compressor through its RAW scratch into a
+ * malloc'd buffer: for a delta, whose gunzipped input is dead by then and
+ * which releases the scratch past its cap. */
 int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out,
                        size_t *out_len);
 
