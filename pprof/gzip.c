@@ -132,37 +132,64 @@ fail:
     return rc;
 }
 
-/* Compresses into a buffer of the worst-case size, then gives back what the
- * output did not use: the caller may keep the result queued for a while,
- * and a profile compresses to a third or less of that bound (realloc()
- * shrinks in place, or with mremap() for large blocks: no copy). */
-/* Compresses into the thread's scratch, then copies the result into a block
- * of its exact size: a destination malloc()'d at the bound would be mapped
- * afresh on every call for a large profile and its pages faulted in (3 %
- * of the gzip of heap-16k). The scratch is that of the gunzipped input,
- * which nothing reads once an output is being compressed. */
+/* Compresses into a buffer of the bound's size, then gives the caller a
+ * block of the output's exact size, either by shrinking a malloc()'d
+ * buffer (realloc() shrinks in place, or with mremap() for large blocks:
+ * no copy), or, with `scratch`, by copying out of the thread's scratch:
+ * a destination malloc()'d at the bound is mapped afresh on every call
+ * for a large profile and its pages faulted in (3 % of the gzip of
+ * heap-16k). The scratch is that of the gunzipped input, which a delta no
+ * longer reads when it compresses its output, and which it releases past
+ * the retention cap; other callers (push bodies) would keep it. */
 static int gzip_with(struct libdeflate_compressor *c, const uint8_t *in, size_t in_len,
-                     uint8_t **out, size_t *out_len)
+                     bool scratch, uint8_t **out, size_t *out_len)
 {
     size_t bound = libdeflate_gzip_compress_bound(c, in_len), n;
-    uint8_t *buf = pprof__scratch(PPROF__S_RAW, bound, false), *copy;
+    uint8_t *buf = scratch ? pprof__scratch(PPROF__S_RAW, bound, false) : malloc(bound);
+    uint8_t *res;
 
     if (!buf)
         return -ENOMEM;
     n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
-    if (n == 0 || !(copy = malloc(n)))
-        return -ENOMEM;
-    memcpy(copy, buf, n);
-    *out = copy;
+    if (scratch) {
+        if (n == 0 || !(res = malloc(n)))
+            return -ENOMEM;
+        memcpy(res, buf, n);
+    } else {
+        if (n == 0) {
+            free(buf);
+            return -ENOMEM;
+        }
+        res = realloc(buf, n);
+        if (!res)
+            res = buf;
+    }
+    *out = res;
     *out_len = n;
     return 0;
+}
+
+/* gzip_with() with the thread's cached compressor. */
+static int gzip_cached(const uint8_t *in, size_t in_len, int level, bool scratch, uint8_t **out,
+                       size_t *out_len)
+{
+    struct libdeflate_compressor *c;
+
+    *out = NULL;
+    *out_len = 0;
+    if (level < 0 || level > 12)
+        return -EINVAL;
+    c = pprof__scratch_compressor(level);
+    if (!c)
+        return -ENOMEM;
+    return gzip_with(c, in, in_len, scratch, out, out_len);
 }
 
 /* The thread's cached compressor: one per worker thread for every gzip
  * of proflet (deltas, push bodies), not one allocation per call. */
 int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
 {
-    return pprof__gzip_cached(in, in_len, level, out, out_len);
+    return gzip_cached(in, in_len, level, false, out, out_len);
 }
 
 /* pprof_gunzip() into the thread's scratch buffer, with the thread's cached
@@ -238,16 +265,7 @@ int pprof_gzip_check(const uint8_t *in, size_t in_len, size_t max)
 int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out,
                        size_t *out_len)
 {
-    struct libdeflate_compressor *c;
-
-    *out = NULL;
-    *out_len = 0;
-    if (level < 0 || level > 12)
-        return -EINVAL;
-    c = pprof__scratch_compressor(level);
-    if (!c)
-        return -ENOMEM;
-    return gzip_with(c, in, in_len, out, out_len);
+    return gzip_cached(in, in_len, level, true, out, out_len);
 }
 
 /* Peak bytes per decompressed byte, measured with tests/bench/pprof's
