@@ -23,18 +23,20 @@
  * dense array when ids are dense, as Go writes them.
  *
  * State. Per (target, profile type), one malloc'd block: the keys of the
- * last profile in the order of their first sample, eight bytes each, then
- * the cumulative values of each key in the same order as varints (under
- * 14 bytes per key for Go heap profiles, against 35 for a hash table of
- * keys and values). A call parses every sample into a per-call entry (key,
- * values), indexes the entries by key in a per-call open-addressing table
- * (summing a key met again into its first sample), then walks the state
- * in its order and finds each old key in the index: a key found keeps its
- * place in the new state, with the new values, and its entry gets its
- * output values there and then; the keys new to the state follow, in
- * sample order. No sort, nothing to prune, and the state holds only what
- * the next call reads. Go writes a profile's samples in nearly the same
- * order each time, so the walk meets the entries nearly in order.
+ * last profile, eight bytes each, then the cumulative values of each key in
+ * the same order as varints (under 14 bytes per key for Go heap profiles,
+ * against 35 for a hash table of keys and values). A call parses every
+ * sample into a per-call entry (key, values), then walks the state in its
+ * order and finds each old key's entry: a key found keeps its place in the
+ * new state, with the new values, and its entry gets its output values
+ * there and then; the keys new to the state follow, in sample order. Go
+ * writes a profile's samples in the order of its last one, new stacks
+ * first, so the walk finds the entries by going on through the samples,
+ * and only those met out of that order are indexed (match_in_order()).
+ * Samples in any other order are all indexed by key, in a per-call
+ * open-addressing table (a key met again is summed into its first sample).
+ * No sort, nothing to prune, and the state holds only what the next call
+ * reads.
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in
@@ -104,6 +106,7 @@ struct ent {
     uint32_t voff, vend;
     bool matched;      /* the key was in the state */
     bool dup;          /* an earlier sample has the same key: summed into it */
+    bool fresh;        /* in_order: not met in the state's order (match_in_order()) */
 };
 
 
@@ -161,7 +164,9 @@ struct ctx {
     struct ent *ents; /* one per sample, in sample order */
     size_t n_ents, matched, decreased;
     uint64_t *keys;   /* key of each entry */
-    struct pprof__index index; /* the entries by key */
+    struct pprof__index index; /* the entries by key, unless in_order */
+    bool in_order;             /* see match_in_order() */
+    size_t n_fresh;            /* in_order: the entries in the index */
     size_t n_unique;
     int64_t *sums;  /* n_ents x ncols */
     int64_t *prev; /* ncum: the previous values of one key */
@@ -170,7 +175,7 @@ struct ctx {
     size_t out_len;
     bool out_scratch; /* out is the thread's scratch, not malloc'd */
     size_t samples_in; /* bytes of the sample records, tags included */
-    /* Set by settle_entry(), once per emitted key: the samples emitted,
+    /* Set by settle_sizes(), once per emitted key: the samples emitted,
      * and the bytes of their records in the output, tags included. */
     bool settled;
     size_t samples_kept, samples_out;
@@ -1151,6 +1156,7 @@ static int scan_samples(struct ctx *c)
         e->vend = (uint32_t)(vspan >> 32);
         e->matched = false;
         e->dup = false;
+        e->fresh = false;
     }
     c->n_ents = n;
     return 0;
@@ -1227,31 +1233,127 @@ static int index_entries(struct ctx *c)
     return 0;
 }
 
-/* Puts entry i's output values in place of its sums (the state has taken
- * them): the differences of its cumulative columns with `prev` (NULL: a
- * key new to the state, nothing to take off), clamped at 0, the other
- * columns as they are. Sets the bytes they take, 0 when all are zero (the
- * sample is not emitted), and counts the sample. */
-static void settle_entry(struct ctx *c, size_t i, const int64_t *prev)
+/* Old keys looked for this far ahead of the next one in the state before
+ * a sample's key is taken as new. */
+#define IN_ORDER_LOOKAHEAD 64
+
+static uint64_t state_key(const struct pprof_delta *d, size_t j)
+{
+    uint64_t key;
+
+    memcpy(&key, d->state + j * sizeof(uint64_t), sizeof(key));
+    return key;
+}
+
+/* Sums the values of entry `from` into those of entry `to`, which takes
+ * its key's place: a key met again. */
+static void merge_into(struct ctx *c, uint32_t to, uint32_t from)
+{
+    int64_t *sum = c->sums + (size_t)to * c->ncols;
+    const int64_t *row = c->sums + (size_t)from * c->ncols;
+
+    for (size_t k = 0; k < c->ncols; k++)
+        sum[k] = sat_add(sum[k], row[k]);
+    c->ents[from].dup = true;
+}
+
+/* Whether the samples bring the state's keys in the state's order, with
+ * keys new to it among them: Go writes the samples of a profile in the
+ * order of its last one, new stacks first (and a stack whose `bytes` label
+ * changed, in its place). Then the state walk finds each old key by going
+ * on through the samples, and only the others (`fresh`) are indexed: the
+ * new keys, and old ones met out of order, which the walk then looks up.
+ * Too many of those and the full index costs no more: c->in_order is left
+ * false. Keys met again among the fresh ones are summed here, once the
+ * index is kept. */
+static int match_in_order(struct ctx *c)
+{
+    const struct pprof_delta *d = c->d;
+    struct pprof__index *ix = &c->index;
+    size_t n = c->n_ents, j = 0, nfresh = 0, ndup = 0, cap = n / 8;
+    unsigned bits = pprof__index_bits(cap);
+
+    c->in_order = false;
+    if (c->ncum == 0 || d->n == 0)
+        return 0;
+    ix->slot = pprof__scratch(PPROF__S_INDEX, ((size_t)1 << bits) * sizeof(uint32_t), false);
+    if (!ix->slot)
+        return -ENOMEM;
+    memset(ix->slot, 0, ((size_t)1 << bits) * sizeof(uint32_t));
+    ix->mask = ((size_t)1 << bits) - 1;
+    ix->shift = 64 - bits;
+    ix->salt = pprof__index_salt();
+    for (size_t i = 0; i < n; i++) {
+        size_t w = 0;
+
+        while (w < IN_ORDER_LOOKAHEAD && j + w < d->n && c->keys[i] != state_key(d, j + w))
+            w++;
+        if (w < IN_ORDER_LOOKAHEAD && j + w < d->n) {
+            j += w + 1;
+            continue;
+        }
+        if (++nfresh > cap)
+            return 0;
+        c->ents[i].fresh = true;
+        ndup += pprof__index_add(ix, c->keys, (uint32_t)i) != i;
+    }
+    /* Summed only now that the index is the one kept. */
+    for (size_t i = 0; ndup && i < n; i++) {
+        uint32_t h;
+        if (c->ents[i].fresh && (h = pprof__index_find(ix, c->keys, c->keys[i])) != i)
+            merge_into(c, h, (uint32_t)i);
+    }
+    c->in_order = true;
+    c->n_fresh = nfresh;
+    c->n_unique = n - ndup;
+    return 0;
+}
+
+/* The entry of old key `key`, or UINT32_MAX. `*next` is where the entry
+ * after the last one found is looked for first. */
+static uint32_t find_entry(struct ctx *c, uint64_t key, size_t *next)
+{
+    size_t i = *next;
+    uint32_t e, f;
+
+    if (!c->in_order) {
+        /* Most often the entry after the last one found: the samples that
+         * follow a new stack keep their order. */
+        if (i < c->n_ents && c->keys[i] == key && !c->ents[i].dup)
+            e = (uint32_t)i;
+        else
+            e = pprof__index_find(&c->index, c->keys, key);
+        if (e != UINT32_MAX)
+            *next = (size_t)e + 1;
+        return e;
+    }
+    while (i < c->n_ents && c->ents[i].fresh)
+        i++;
+    *next = i;
+    f = c->n_fresh ? pprof__index_find(&c->index, c->keys, key) : UINT32_MAX;
+    if (i == c->n_ents || c->keys[i] != key)
+        return f; /* an old key gone, or met out of order */
+    *next = i + 1;
+    if (f == UINT32_MAX)
+        return (uint32_t)i;
+    /* Also among the fresh ones: the first sample holds the key. */
+    if (f < i) {
+        merge_into(c, f, (uint32_t)i);
+        c->n_unique--;
+        return f;
+    }
+    merge_into(c, (uint32_t)i, f);
+    c->n_unique--;
+    return (uint32_t)i;
+}
+
+/* Records that entry i's output values take `vlen` bytes, or that it is
+ * not emitted when they are all zero, and counts the sample. */
+static void settle_sizes(struct ctx *c, size_t i, bool nonzero, size_t vlen)
 {
     struct ent *e = &c->ents[i];
-    int64_t *outv = c->sums + i * c->ncols;
-    size_t vlen = 0, body;
-    bool nonzero = false;
+    size_t body;
 
-    for (size_t k = 0; k < c->ncols; k++) {
-        int ci = c->cum_of_col[k];
-        if (ci == COL_DROPPED)
-            continue;
-        if (ci >= 0) {
-            if (prev)
-                outv[k] = sat_sub(outv[k], prev[ci]);
-            if (outv[k] < 0)
-                outv[k] = 0;
-        }
-        nonzero |= outv[k] != 0;
-        vlen += pprof__varint_size((uint64_t)outv[k]);
-    }
     e->out_vlen = nonzero ? (uint32_t)vlen : 0;
     if (!nonzero)
         return;
@@ -1260,14 +1362,57 @@ static void settle_entry(struct ctx *c, size_t i, const int64_t *prev)
     c->samples_out += 1 + pprof__varint_size(body) + body;
 }
 
-/* Writes the cumulative sums of entry i as varints at `o`. */
-static uint8_t *put_cumulative(const struct ctx *c, uint8_t *o, size_t i)
+/* Settles entry i of a profile without cumulative columns: its values are
+ * output as they came. */
+static void settle_entry(struct ctx *c, size_t i)
 {
-    const int64_t *sum = c->sums + i * c->ncols;
+    const int64_t *v = c->sums + i * c->ncols;
+    size_t vlen = 0;
+    bool nonzero = false;
 
-    for (size_t k = 0; k < c->ncols; k++)
-        if (c->cum_of_col[k] >= 0)
-            o = pprof__put_varint(o, (uint64_t)sum[k]);
+    for (size_t k = 0; k < c->ncols; k++) {
+        if (c->cum_of_col[k] == COL_DROPPED)
+            continue;
+        nonzero |= v[k] != 0;
+        vlen += pprof__varint_size((uint64_t)v[k]);
+    }
+    settle_sizes(c, i, nonzero, vlen);
+}
+
+/* Takes entry i into the new state, one pass over its columns: writes its
+ * cumulative sums at `o` as the state's varints, counts whether one went
+ * down from `prev` (the key's previous values; NULL for a key new to the
+ * state), and puts its output values in place of its sums: the
+ * differences with `prev`, clamped at 0, the other columns as they are.
+ * With `settle`, records their size (nothing is emitted for the first
+ * profile of a pair). */
+static uint8_t *take_entry(struct ctx *c, uint8_t *o, size_t i, const int64_t *prev, bool settle)
+{
+    int64_t *v = c->sums + i * c->ncols;
+    size_t vlen = 0;
+    bool nonzero = false, down = false;
+
+    for (size_t k = 0; k < c->ncols; k++) {
+        int ci = c->cum_of_col[k];
+        int64_t x = v[k];
+
+        if (ci == COL_DROPPED)
+            continue;
+        if (ci >= 0) {
+            o = pprof__put_varint(o, (uint64_t)x);
+            if (prev) {
+                down |= x < prev[ci];
+                x = sat_sub(x, prev[ci]);
+            }
+            x = x < 0 ? 0 : x;
+            v[k] = x;
+        }
+        nonzero |= x != 0;
+        vlen += pprof__varint_size((uint64_t)x);
+    }
+    c->decreased += down;
+    if (settle)
+        settle_sizes(c, i, nonzero, vlen);
     return o;
 }
 
@@ -1281,8 +1426,8 @@ static int finish_state(struct ctx *c)
 {
     struct pprof_delta *d = c->d;
     const struct pprof__index *ix = &c->index;
-    size_t ncum = c->ncum, ncols = c->ncols;
-    size_t nu = c->n_unique, vlen, w = 0;
+    size_t ncum = c->ncum;
+    size_t nu = c->n_unique, vlen, w = 0, next = 0;
     const uint8_t *ov = d->state ? d->state + d->n * sizeof(uint64_t) : NULL;
     const uint8_t *oend = d->state ? d->state + d->state_len : NULL;
     int64_t *prev = c->prev;
@@ -1301,8 +1446,9 @@ static int finish_state(struct ctx *c)
         uint32_t e;
 
         if (j + PREFETCH_AHEAD < d->n) {
-            memcpy(&key, d->state + (j + PREFETCH_AHEAD) * sizeof(uint64_t), sizeof(key));
-            __builtin_prefetch(&ix->slot[pprof__index_home(ix, key)]);
+            if (!c->in_order)
+                __builtin_prefetch(
+                    &ix->slot[pprof__index_home(ix, state_key(d, j + PREFETCH_AHEAD))]);
             /* The old keys and values stream in from beyond the caches
              * (the profile's gunzip went through them since): fetched a
              * few lines ahead, among the walk's other streams. */
@@ -1311,9 +1457,8 @@ static int finish_state(struct ctx *c)
             if (j % 8 == 0 && oend - ov > 4 * 64)
                 __builtin_prefetch(ov + 4 * 64);
         }
-        memcpy(&key, d->state + j * sizeof(uint64_t), sizeof(key));
-        e = pprof__index_find(ix, c->keys, key);
-        if (e == UINT32_MAX) {
+        key = state_key(d, j);
+        if ((e = find_entry(c, key, &next)) == UINT32_MAX) {
             for (size_t k = 0; k < ncum; k++)
                 pprof__varint(&ov, oend, &v);
             continue;
@@ -1324,18 +1469,8 @@ static int finish_state(struct ctx *c)
         }
         c->ents[e].matched = true;
         c->matched++;
-        const int64_t *sum = c->sums + (size_t)e * ncols;
-        for (size_t k = 0; k < ncols; k++) {
-            int ci = c->cum_of_col[k];
-            if (ci >= 0 && sum[k] < prev[ci]) {
-                c->decreased++;
-                break;
-            }
-        }
         nkeys[w++] = key;
-        o = put_cumulative(c, o, e);
-        if (settle)
-            settle_entry(c, e, prev);
+        o = take_entry(c, o, e, prev, settle);
     }
     for (size_t i = 0; i < c->n_ents; i++) {
         struct ent *e = &c->ents[i];
@@ -1346,24 +1481,22 @@ static int finish_state(struct ctx *c)
         if (e->matched)
             continue;
         nkeys[w++] = c->keys[i];
-        o = put_cumulative(c, o, i);
-        if (settle)
-            settle_entry(c, i, NULL);
+        o = take_entry(c, o, i, NULL, settle);
     }
     c->settled = settle;
     vlen = (size_t)(o - vals);
     /* The new state, sized exactly: it is what the pair holds until the
      * next profile. */
-    if (nu > 0) {
-        if (!(ns = malloc(nu * sizeof(uint64_t) + vlen)))
+    if (w > 0) {
+        if (!(ns = malloc(w * sizeof(uint64_t) + vlen)))
             return -ENOMEM;
-        memcpy(ns, nkeys, nu * sizeof(uint64_t));
-        memcpy(ns + nu * sizeof(uint64_t), vals, vlen);
+        memcpy(ns, nkeys, w * sizeof(uint64_t));
+        memcpy(ns + w * sizeof(uint64_t), vals, vlen);
     }
     free(d->state);
     d->state = ns;
-    d->state_len = nu ? nu * sizeof(uint64_t) + vlen : 0;
-    d->n = nu;
+    d->state_len = w ? w * sizeof(uint64_t) + vlen : 0;
+    d->n = w;
     return 0;
 }
 
@@ -1635,7 +1768,7 @@ static int encode(struct ctx *c, int64_t prev_time)
             if (c->ents[i].dup)
                 c->ents[i].out_vlen = 0;
             else
-                settle_entry(c, i, NULL);
+                settle_entry(c, i);
         }
     }
     samples_kept = c->samples_kept;
@@ -1863,7 +1996,8 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         ph->decode = t1 - t0;
         t0 = t1;
     }
-    if ((rc = scan_samples(&c)) < 0 || (rc = index_entries(&c)) < 0)
+    if ((rc = scan_samples(&c)) < 0 || (rc = match_in_order(&c)) < 0 ||
+        (!c.in_order && (rc = index_entries(&c)) < 0))
         goto fail;
     if (c.ncum == 0) {
         /* Nothing to difference (PPROF_DELTA_NONE, or a filter that drops

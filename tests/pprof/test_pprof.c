@@ -427,6 +427,83 @@ TEST(duplicate_keys_summed)
     pprof_delta_free(d);
 }
 
+/* Go writes a profile's samples in the order of its last one, new stacks
+ * first: the state walk then follows the samples, and only the others are
+ * indexed. Here every way a sample can leave that order: new keys, one met
+ * twice among them, an old key ahead of its place and in it, one moved to
+ * the end, one met in its place and again at the end, and one gone. */
+static void add_one(struct tprof *tp, uint64_t addr, int64_t v0, int64_t v1)
+{
+    add(tp, &addr, 1, (int64_t[]){v0, v1});
+}
+
+static void assert_one(const struct run *r, uint64_t addr, int64_t v0, int64_t v1)
+{
+    char key[32];
+
+    snprintf(key, sizeof(key), "%llx,|", (unsigned long long)addr);
+    assert_vals(tp_find(r->dec.prof, key), (int64_t[]){v0, v1}, 2);
+}
+
+TEST(samples_in_the_last_order_with_keys_new_moved_repeated_and_gone)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct tprof *tp;
+    struct run r;
+
+    tp = cont_prof(1);
+    for (int64_t i = 1; i <= 256; i++)
+        add_one(tp, 0x100 + (uint64_t)i, 10 * i, 100 * i);
+    run(d, tp, &r);
+    run_done(&r);
+
+    tp = cont_prof(2);
+    add_one(tp, 0x900, 1, 1); /* new */
+    add_one(tp, 0x1c8, 2, 2); /* old, far ahead of its place */
+    add_one(tp, 0x901, 3, 3); /* new */
+    add_one(tp, 0x900, 4, 4); /* new, again */
+    for (int64_t i = 1; i <= 256; i++)
+        if (i != 3 && i != 10) /* 3 moves to the end, 10 is gone */
+            add_one(tp, 0x100 + (uint64_t)i, 11 * i, 101 * i);
+    add_one(tp, 0x103, 33, 303);
+    add_one(tp, 0x107, 7, 70); /* again, after its place */
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 257);
+    assert_one(&r, 0x900, 5, 5);
+    assert_one(&r, 0x901, 3, 3);
+    assert_one(&r, 0x1c8, 200 + 2, 200 + 2);
+    /* A key met twice is written where it was first met. */
+    ASSERT_TRUE(tp_find(r.dec.prof, "1c8,|") == r.dec.prof->sample[1]);
+    assert_one(&r, 0x103, 3, 3);
+    assert_one(&r, 0x107, 7 + 7, 7 + 70);
+    assert_one(&r, 0x200, 256, 256);
+    ASSERT_NULL(tp_find(r.dec.prof, "10a,|"));
+    run_done(&r);
+    ASSERT_EQ(pprof_delta_keys(d), 257);
+
+    /* The state kept each key's sum once: one more of each now. */
+    tp = cont_prof(3);
+    add_one(tp, 0x900, 6, 6);
+    add_one(tp, 0x901, 4, 4);
+    for (int64_t i = 1; i <= 256; i++) {
+        int64_t v0 = 11 * i + 1, v1 = 101 * i + 1;
+        if (i == 200)
+            v0 += 2, v1 += 2;
+        if (i == 7)
+            v0 += 7, v1 += 70;
+        if (i != 10)
+            add_one(tp, 0x100 + (uint64_t)i, v0, v1);
+    }
+    run(d, tp, &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 257);
+    for (size_t i = 0; i < r.dec.prof->n_sample; i++)
+        assert_vals(r.dec.prof->sample[i], (int64_t[]){1, 1}, 2);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
 /* ---- filters ---- */
 
 static bool keep_all_but_span_id(const char *key, size_t len, void *ud)
