@@ -110,6 +110,9 @@ struct ent {
 };
 
 
+/* log2 of the bits of ctx.fresh_bits. */
+#define FRESH_BITS 12
+
 /* Slots of the memo of short labels (struct lbl_memo). */
 #define LBL_MEMO_BITS 6
 
@@ -166,7 +169,11 @@ struct ctx {
     uint64_t *keys;   /* key of each entry */
     struct pprof__index index; /* the entries by key, unless in_order */
     bool in_order;             /* see match_in_order() */
-    size_t n_fresh;            /* in_order: the entries in the index */
+    uint32_t *fresh; /* in_order: the fresh entries, in sample order */
+    size_t n_fresh;
+    /* in_order: a bit per fresh key's top bits, so that the state walk
+     * looks up few of its keys in the index (which outgrows the caches). */
+    uint64_t fresh_bits[1u << (FRESH_BITS - 6)];
     size_t n_unique;
     int64_t *sums;  /* n_ents x ncols */
     int64_t *prev; /* ncum: the previous values of one key */
@@ -1199,12 +1206,25 @@ uint64_t pprof__index_salt(void)
  * outgrows the L1 cache from a few thousand samples on. */
 #define PREFETCH_AHEAD 16
 
+/* Sums the values of entry `from` into those of entry `to`, which takes
+ * its key's place: a key met again. */
+static void merge_into(struct ctx *c, uint32_t to, uint32_t from)
+{
+    int64_t *sum = c->sums + (size_t)to * c->ncols;
+    const int64_t *row = c->sums + (size_t)from * c->ncols;
+
+    for (size_t k = 0; k < c->ncols; k++)
+        sum[k] = sat_add(sum[k], row[k]);
+    c->ents[from].dup = true;
+    c->ents[from].out_vlen = 0;
+}
+
 /* Indexes the entries by key, in sample order: a key met again is summed
  * into the entry that holds it (the earliest sample, whose fields are
  * emitted) and its entry marked `dup`. */
 static int index_entries(struct ctx *c)
 {
-    size_t n = c->n_ents, ncols = c->ncols, nu = 0;
+    size_t n = c->n_ents, nu = 0;
     unsigned bits = pprof__index_bits(n);
     struct pprof__index *ix = &c->index;
 
@@ -1223,11 +1243,7 @@ static int index_entries(struct ctx *c)
             nu++;
             continue;
         }
-        int64_t *sum = c->sums + (size_t)e * ncols;
-        const int64_t *row = c->sums + i * ncols;
-        for (size_t k = 0; k < ncols; k++)
-            sum[k] = sat_add(sum[k], row[k]);
-        c->ents[i].dup = true;
+        merge_into(c, e, (uint32_t)i);
     }
     c->n_unique = nu;
     return 0;
@@ -1237,24 +1253,17 @@ static int index_entries(struct ctx *c)
  * a sample's key is taken as new. */
 #define IN_ORDER_LOOKAHEAD 64
 
+static unsigned fresh_bit(uint64_t key)
+{
+    return (unsigned)(key >> (64 - FRESH_BITS));
+}
+
 static uint64_t state_key(const struct pprof_delta *d, size_t j)
 {
     uint64_t key;
 
     memcpy(&key, d->state + j * sizeof(uint64_t), sizeof(key));
     return key;
-}
-
-/* Sums the values of entry `from` into those of entry `to`, which takes
- * its key's place: a key met again. */
-static void merge_into(struct ctx *c, uint32_t to, uint32_t from)
-{
-    int64_t *sum = c->sums + (size_t)to * c->ncols;
-    const int64_t *row = c->sums + (size_t)from * c->ncols;
-
-    for (size_t k = 0; k < c->ncols; k++)
-        sum[k] = sat_add(sum[k], row[k]);
-    c->ents[from].dup = true;
 }
 
 /* Whether the samples bring the state's keys in the state's order, with
@@ -1273,9 +1282,13 @@ static int match_in_order(struct ctx *c)
     size_t n = c->n_ents, j = 0, nfresh = 0, ndup = 0, cap = n / 8;
     unsigned bits = pprof__index_bits(cap);
 
+    /* Each sample beyond the state's count has a key new to it. */
     c->in_order = false;
-    if (c->ncum == 0 || d->n == 0)
+    if (c->ncum == 0 || d->n == 0 || (n > d->n && n - d->n > cap))
         return 0;
+    c->fresh = pprof__scratch(PPROF__S_FRESH, (cap ? cap : 1) * sizeof(uint32_t), false);
+    if (!c->fresh)
+        return -ENOMEM;
     ix->slot = pprof__scratch(PPROF__S_INDEX, ((size_t)1 << bits) * sizeof(uint32_t), false);
     if (!ix->slot)
         return -ENOMEM;
@@ -1285,6 +1298,7 @@ static int match_in_order(struct ctx *c)
     ix->salt = pprof__index_salt();
     for (size_t i = 0; i < n; i++) {
         size_t w = 0;
+        unsigned b;
 
         while (w < IN_ORDER_LOOKAHEAD && j + w < d->n && c->keys[i] != state_key(d, j + w))
             w++;
@@ -1295,13 +1309,16 @@ static int match_in_order(struct ctx *c)
         if (++nfresh > cap)
             return 0;
         c->ents[i].fresh = true;
+        c->fresh[nfresh - 1] = (uint32_t)i;
+        b = fresh_bit(c->keys[i]);
+        c->fresh_bits[b / 64] |= 1ULL << (b % 64);
         ndup += pprof__index_add(ix, c->keys, (uint32_t)i) != i;
     }
     /* Summed only now that the index is the one kept. */
-    for (size_t i = 0; ndup && i < n; i++) {
-        uint32_t h;
-        if (c->ents[i].fresh && (h = pprof__index_find(ix, c->keys, c->keys[i])) != i)
-            merge_into(c, h, (uint32_t)i);
+    for (size_t k = 0; ndup && k < nfresh; k++) {
+        uint32_t i = c->fresh[k], h = pprof__index_find(ix, c->keys, c->keys[i]);
+        if (h != i)
+            merge_into(c, h, i);
     }
     c->in_order = true;
     c->n_fresh = nfresh;
@@ -1315,6 +1332,7 @@ static uint32_t find_entry(struct ctx *c, uint64_t key, size_t *next)
 {
     size_t i = *next;
     uint32_t e, f;
+    unsigned b;
 
     if (!c->in_order) {
         /* Most often the entry after the last one found: the samples that
@@ -1330,7 +1348,9 @@ static uint32_t find_entry(struct ctx *c, uint64_t key, size_t *next)
     while (i < c->n_ents && c->ents[i].fresh)
         i++;
     *next = i;
-    f = c->n_fresh ? pprof__index_find(&c->index, c->keys, key) : UINT32_MAX;
+    b = fresh_bit(key);
+    f = c->fresh_bits[b / 64] >> (b % 64) & 1 ? pprof__index_find(&c->index, c->keys, key)
+                                                : UINT32_MAX;
     if (i == c->n_ents || c->keys[i] != key)
         return f; /* an old key gone, or met out of order */
     *next = i + 1;
@@ -1472,13 +1492,10 @@ static int finish_state(struct ctx *c)
         nkeys[w++] = key;
         o = take_entry(c, o, e, prev, settle);
     }
-    for (size_t i = 0; i < c->n_ents; i++) {
-        struct ent *e = &c->ents[i];
-        if (e->dup) {
-            e->out_vlen = 0;
-            continue;
-        }
-        if (e->matched)
+    /* In order, only the fresh entries can be new. */
+    for (size_t k = 0, m = c->in_order ? c->n_fresh : c->n_ents; k < m; k++) {
+        size_t i = c->in_order ? c->fresh[k] : k;
+        if (c->ents[i].dup || c->ents[i].matched)
             continue;
         nkeys[w++] = c->keys[i];
         o = take_entry(c, o, i, NULL, settle);

@@ -299,6 +299,7 @@ enum {
     PPROF__S_ENTS,
     PPROF__S_KEYS,
     PPROF__S_INDEX,
+    PPROF__S_FRESH,
     PPROF__S_SUMS,
     PPROF__S_PREVS,
     PPROF__S_STATEKEYS,
