@@ -912,11 +912,12 @@ static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
  * so frames cost throughput rather than latency. Random weights keep it
  * order-sensitive (no two depth sets share a weight sum, which small weights
  * such as 2i+1 would break on palindromic recursion). The ids are checked
- * here, and the references to every location are counted in its refs, so
- * that encode() can tell which locations the emitted samples use by taking
- * out the few samples it does not emit (recursion makes some increments
- * wait on the previous one of the same counter, a small cost against a
- * second walk over every emitted stack).
+ * here, or after the scan where that saves a test per frame, and the
+ * references to every location are counted in its refs, so that encode()
+ * can tell which locations the emitted samples use by taking out the few
+ * samples it does not emit (recursion makes some increments wait on the
+ * previous one of the same counter, a small cost against a second walk
+ * over every emitted stack).
  * Locals, not ctx fields, so the compiler keeps them in registers; not
  * inlined, so that parse_sample()'s own locals do not crowd them out
  * (inlined, both spilled to the stack: 5 % more per delta on heap-16k). */
@@ -934,9 +935,6 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
      * bit iff its id is out of the table (0 when every such id is in). */
     const uint64_t lane_bias =
         nid >= LOC_FAST_IDS ? 0 : (uint64_t)(0x8000 - nid) * 0x0001000100010001ULL;
-    const uint8_t *q0 = q;
-    uint64_t all = 1;
-
     while (q < qe) {
         uint64_t id, k;
 
@@ -945,23 +943,21 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
          * decoded at a fixed stride, so frames do not wait on each other.
          * The by-id table has at least 128 entries, so one-byte ids need
          * no bounds check, and two-byte ones are checked four at once; an
-         * absent id (key 0; keys are odd) shows in the AND of the keys,
-         * checked once per field: on error nothing computed here is kept
-         * (the reference counts are only read after a successful scan). */
+         * absent id (key 0; keys are odd) is counted like any other, and
+         * check_location_refs() finds its reference after the scan: on
+         * error nothing computed here is kept. */
         if (qe - q >= 8 && dep + 8 <= fast_cap) {
             uint64_t w, m;
             memcpy(&w, q, 8);
             m = w & 0x8080808080808080ULL;
             if (m == 0) {
-                uint64_t sum = 0, and = ~0ULL;
+                uint64_t sum = 0;
 #pragma GCC unroll 8
                 for (unsigned j = 0; j < 8; j++) {
                     k = locs[(w >> (8 * j)) & 0x7f].key;
                     locs[(w >> (8 * j)) & 0x7f].refs++;
-                    and &= k;
                     sum += k * pos_weight[dep + j];
                 }
-                all &= and;
                 hh += sum;
                 q += 8;
                 dep += 8;
@@ -971,16 +967,14 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
              * once. */
             uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
             if (m == 0x0080008000800080ULL && ((x + lane_bias) & LANES16_HIGH) == 0) {
-                uint64_t sum = 0, and = ~0ULL;
+                uint64_t sum = 0;
 #pragma GCC unroll 4
                 for (unsigned j = 0; j < 4; j++) {
                     size_t i = (uint16_t)(x >> (16 * j));
                     k = locs[i].key;
                     locs[i].refs++;
-                    and &= k;
                     sum += k * pos_weight[dep + j];
                 }
-                all &= and;
                 hh += sum;
                 q += 8;
                 dep += 4;
@@ -989,7 +983,7 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
             /* Mixed widths (a profile with thousands of locations numbers
              * them across one, two and three bytes): two ids at a time,
              * without a branch on their widths. Out-of-table ids become id
-             * 0, whose key is 0, and are caught by `all`. */
+             * 0, which no location has. */
             uint64_t id1, id2;
             unsigned used = pprof__two_varints3(w, &id1, &id2);
             if (used) {
@@ -999,7 +993,6 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                 k = locs[id1].key;
                 locs[id1].refs++;
                 locs[id2].refs++;
-                all &= k & k2;
                 hh += k * pos_weight[dep] + k2 * pos_weight[dep + 1];
                 q += used;
                 dep += 2;
@@ -1026,13 +1019,6 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
             return add_loc_error(c, 0, id);
         hh += k * (dep < POS_WEIGHTS ? pos_weight[dep] : mix64(dep) | 1);
         dep++;
-    }
-    if (__builtin_expect(!(all & 1), 0)) {
-        /* An absent id went through the fast path: find it. */
-        uint64_t id = 0;
-        while (q0 < qe && pprof__varint(&q0, qe, &id) == 0 && id < nid && locs[id].key)
-            ;
-        return add_loc_error(c, UINT32_MAX, id);
     }
     *depth = dep;
     *h = hh;
@@ -1142,6 +1128,45 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
     return 0;
 }
 
+/* The first location id of the samples, in their order, that has no
+ * location, or 0 when there is none. */
+static uint64_t first_unknown_location(const struct ctx *c)
+{
+    const size_t nid = c->loc_by_id;
+
+    for (size_t i = 0; i < c->n[F_SAMPLE]; i++) {
+        const struct span *s = &c->spans[F_SAMPLE][i];
+        const uint8_t *p = c->raw + s->off, *end = p + s->len;
+        struct pprof__field f;
+
+        while (pprof__next_field(&p, end, &f) > 0) {
+            const uint8_t *q = f.data, *qe = f.data + f.len;
+            uint64_t id = f.val;
+            if (f.num != 1)
+                continue;
+            do {
+                if (f.wt == PPROF__WT_LEN && pprof__varint(&q, qe, &id) < 0)
+                    break;
+                if (id >= nid || c->locs[id].key == 0)
+                    return id;
+            } while (f.wt == PPROF__WT_LEN && q < qe);
+        }
+    }
+    return 0;
+}
+
+/* add_locs() takes an id without a location (absent from the by-id table,
+ * or out of it and counted on id 0, which no location has) as one whose
+ * key is 0 rather than test each: its reference shows here, once the
+ * samples are scanned. */
+static int check_location_refs(struct ctx *c)
+{
+    for (size_t id = 0; id < c->loc_by_id; id++)
+        if (c->locs[id].key == 0 && c->locs[id].refs != 0)
+            return add_loc_error(c, UINT32_MAX, first_unknown_location(c));
+    return 0;
+}
+
 static int scan_samples(struct ctx *c)
 {
     size_t n = c->n[F_SAMPLE], ncols1 = c->ncols ? c->ncols : 1;
@@ -1166,7 +1191,7 @@ static int scan_samples(struct ctx *c)
         e->fresh = false;
     }
     c->n_ents = n;
-    return 0;
+    return check_location_refs(c);
 }
 
 /* Slots of at most half full: a probe mostly ends at its first slot. */

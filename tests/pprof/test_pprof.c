@@ -1414,13 +1414,13 @@ static void add_width_samples(struct tprof *tp, int nloc, bool reversed, int64_t
     free(id_of);
 }
 
-static void expect_unknown_location(struct pprof_delta *d, const uint64_t *stack, size_t depth,
-                                    const char *msg)
+static void expect_unknown_location_among(struct pprof_delta *d, uint64_t nloc,
+                                         const uint64_t *stack, size_t depth, const char *msg)
 {
     struct tprof *tp = cont_prof(9);
     struct run r;
 
-    for (uint64_t i = 0; i < 130; i++)
+    for (uint64_t i = 0; i < nloc; i++)
         tp_loc(tp, 0x1000 + i, 0, 0);
     tp_sample(tp, stack, depth, (int64_t[]){1, 1});
     run(d, tp, &r);
@@ -1428,6 +1428,12 @@ static void expect_unknown_location(struct pprof_delta *d, const uint64_t *stack
     if (!strstr(r.err, msg))
         test__fail(__FILE__, __LINE__, "error \"%s\" lacks \"%s\"", r.err, msg);
     run_done(&r);
+}
+
+static void expect_unknown_location(struct pprof_delta *d, const uint64_t *stack, size_t depth,
+                                    const char *msg)
+{
+    expect_unknown_location_among(d, 130, stack, depth, msg);
 }
 
 TEST(stacks_meet_their_keys_whatever_their_id_widths)
@@ -1478,6 +1484,14 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
                             "unknown location 20000");
     expect_unknown_location(d, (uint64_t[]){5, 6, 7, 8, 9, 10, 11, 20000, 5, 6}, 10,
                             "unknown location 20000");
+    /* Ten locations, in a table of 128 by id: 100 and 50 are in the table
+     * but absent, read eight at a time; the first unknown one is named. */
+    expect_unknown_location_among(d, 10, (uint64_t[]){1, 2, 3, 100, 4, 50, 5, 6}, 8,
+                                  "unknown location 100");
+    expect_unknown_location_among(d, 10, (uint64_t[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 50}, 10,
+                                  "unknown location 50");
+    expect_unknown_location_among(d, 10, (uint64_t[]){1, 300, 3, 4, 5, 6, 7, 8, 9, 50}, 10,
+                                  "unknown location 300");
     pprof_delta_free(d);
 }
 
