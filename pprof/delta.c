@@ -1140,16 +1140,18 @@ static uint64_t first_unknown_location(const struct ctx *c)
         struct pprof__field f;
 
         while (pprof__next_field(&p, end, &f) > 0) {
-            const uint8_t *q = f.data, *qe = f.data + f.len;
-            uint64_t id = f.val;
+            uint64_t id;
             if (f.num != 1)
                 continue;
-            do {
-                if (f.wt == PPROF__WT_LEN && pprof__varint(&q, qe, &id) < 0)
-                    break;
+            if (f.wt != PPROF__WT_LEN) {
+                if (f.val >= nid || c->locs[f.val].key == 0)
+                    return f.val;
+                continue;
+            }
+            for (const uint8_t *q = f.data, *qe = f.data + f.len;
+                 q < qe && pprof__varint(&q, qe, &id) == 0;)
                 if (id >= nid || c->locs[id].key == 0)
                     return id;
-            } while (f.wt == PPROF__WT_LEN && q < qe);
         }
     }
     return 0;
@@ -1307,8 +1309,8 @@ static int match_in_order(struct ctx *c)
     size_t n = c->n_ents, j = 0, nfresh = 0, ndup = 0, cap = n / 8;
     unsigned bits = pprof__index_bits(cap);
 
-    /* Each sample beyond the state's count has a key new to it. */
     c->in_order = false;
+    /* Each sample beyond the state's count has a key new to it. */
     if (c->ncum == 0 || d->n == 0 || (n > d->n && n - d->n > cap))
         return 0;
     c->fresh = pprof__scratch(PPROF__S_FRESH, (cap ? cap : 1) * sizeof(uint32_t), false);
