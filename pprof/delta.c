@@ -1229,6 +1229,23 @@ uint64_t pprof__index_salt(void)
     return index_salt;
 }
 
+/* Opens the call's index, empty, with room for `n` entries. */
+static int index_open(struct ctx *c, size_t n)
+{
+    struct pprof__index *ix = &c->index;
+    unsigned bits = pprof__index_bits(n);
+    size_t slots = (size_t)1 << bits;
+
+    ix->slot = pprof__scratch(PPROF__S_INDEX, slots * sizeof(uint32_t), false);
+    if (!ix->slot)
+        return -ENOMEM;
+    memset(ix->slot, 0, slots * sizeof(uint32_t));
+    ix->mask = slots - 1;
+    ix->shift = 64 - bits;
+    ix->salt = pprof__index_salt();
+    return 0;
+}
+
 /* Entries are added this far ahead of their slot's prefetch: the index
  * outgrows the L1 cache from a few thousand samples on. */
 #define PREFETCH_AHEAD 16
@@ -1252,16 +1269,11 @@ static void merge_into(struct ctx *c, uint32_t to, uint32_t from)
 static int index_entries(struct ctx *c)
 {
     size_t n = c->n_ents, nu = 0;
-    unsigned bits = pprof__index_bits(n);
     struct pprof__index *ix = &c->index;
+    int rc;
 
-    ix->slot = pprof__scratch(PPROF__S_INDEX, ((size_t)1 << bits) * sizeof(uint32_t), false);
-    if (!ix->slot)
-        return -ENOMEM;
-    memset(ix->slot, 0, ((size_t)1 << bits) * sizeof(uint32_t));
-    ix->mask = ((size_t)1 << bits) - 1;
-    ix->shift = 64 - bits;
-    ix->salt = pprof__index_salt();
+    if ((rc = index_open(c, n)) < 0)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         if (i + PREFETCH_AHEAD < n)
             __builtin_prefetch(&ix->slot[pprof__index_home(ix, c->keys[i + PREFETCH_AHEAD])], 1);
@@ -1307,7 +1319,7 @@ static int match_in_order(struct ctx *c)
     const struct pprof_delta *d = c->d;
     struct pprof__index *ix = &c->index;
     size_t n = c->n_ents, j = 0, nfresh = 0, ndup = 0, cap = n / 8;
-    unsigned bits = pprof__index_bits(cap);
+    int rc;
 
     c->in_order = false;
     /* Each sample beyond the state's count has a key new to it. */
@@ -1316,13 +1328,8 @@ static int match_in_order(struct ctx *c)
     c->fresh = pprof__scratch(PPROF__S_FRESH, (cap ? cap : 1) * sizeof(uint32_t), false);
     if (!c->fresh)
         return -ENOMEM;
-    ix->slot = pprof__scratch(PPROF__S_INDEX, ((size_t)1 << bits) * sizeof(uint32_t), false);
-    if (!ix->slot)
-        return -ENOMEM;
-    memset(ix->slot, 0, ((size_t)1 << bits) * sizeof(uint32_t));
-    ix->mask = ((size_t)1 << bits) - 1;
-    ix->shift = 64 - bits;
-    ix->salt = pprof__index_salt();
+    if ((rc = index_open(c, cap)) < 0)
+        return rc;
     for (size_t i = 0; i < n; i++) {
         size_t w = 0;
         unsigned b;
