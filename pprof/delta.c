@@ -174,7 +174,7 @@ struct ctx {
     /* in_order: a bit per fresh key's top bits, so that the state walk
      * looks up few of its keys in the index (which outgrows the caches). */
     uint64_t fresh_bits[1u << (FRESH_BITS - 6)];
-    size_t n_unique;
+    size_t n_unique; /* the call's keys, at most: sizes the new state's scratch */
     int64_t *sums;  /* n_ents x ncols */
     int64_t *prev; /* ncum: the previous values of one key */
 
@@ -1393,11 +1393,9 @@ static uint32_t find_entry(struct ctx *c, uint64_t key, size_t *next)
     /* Also among the fresh ones: the first sample holds the key. */
     if (f < i) {
         merge_into(c, f, (uint32_t)i);
-        c->n_unique--;
         return f;
     }
     merge_into(c, (uint32_t)i, f);
-    c->n_unique--;
     return (uint32_t)i;
 }
 

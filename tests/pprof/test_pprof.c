@@ -98,6 +98,15 @@ static void assert_vals(const Perftools__Profiles__Sample *s, const int64_t *wan
         ASSERT_EQ(s->value[i], want[i]);
 }
 
+/* A delta was emitted with `n` samples, each of two values v, v. */
+static void assert_all_emitted(const struct run *r, size_t n, int64_t v)
+{
+    ASSERT_EQ(r->rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r->dec.prof->n_sample, n);
+    for (size_t i = 0; i < n; i++)
+        assert_vals(r->dec.prof->sample[i], (int64_t[]){v, v}, 2);
+}
+
 /* ---- gunzip ---- */
 
 TEST(two_varints_decoded_at_once_for_every_width_pair)
@@ -496,10 +505,7 @@ TEST(samples_in_the_last_order_with_keys_new_moved_repeated_and_gone)
             add_one(tp, 0x100 + (uint64_t)i, v0, v1);
     }
     run(d, tp, &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    ASSERT_EQ(r.dec.prof->n_sample, 257);
-    for (size_t i = 0; i < r.dec.prof->n_sample; i++)
-        assert_vals(r.dec.prof->sample[i], (int64_t[]){1, 1}, 2);
+    assert_all_emitted(&r, 257, 1);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -849,10 +855,7 @@ TEST(labels_distinct_when_strings_swap_roles)
     tp = cont_prof(2);
     add_role_samples(tp, 3);
     run(d, tp, &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    ASSERT_EQ(r.dec.prof->n_sample, 7);
-    for (size_t i = 0; i < r.dec.prof->n_sample; i++)
-        assert_vals(r.dec.prof->sample[i], (int64_t[]){2, 2}, 2);
+    assert_all_emitted(&r, 7, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
