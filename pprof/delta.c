@@ -414,9 +414,16 @@ static int push_comment(struct ctx *c, size_t *room, uint64_t v)
     return 0;
 }
 
+/* How far ahead of the record scan the raw profile's lines are fetched. */
+#define SCAN_PREFETCH 2048
+
 /* One pass over the top-level fields: where each record lies, the scalars
  * and the comments. The span tables grow as records come, within their
- * caps. */
+ * caps. Each record's place is known only once the one before is read, and
+ * a large profile has left L2 by then (its gunzip went through more than
+ * L2 holds), so the lines ahead are fetched as the scan goes: the hardware
+ * prefetcher alone leaves every record's first byte waiting on memory
+ * (a third of the scan of heap-wide). */
 static int scan_top(struct ctx *c)
 {
     const uint8_t *p = c->raw, *end = c->raw + c->len;
@@ -427,7 +434,10 @@ static int scan_top(struct ctx *c)
     if (c->len > UINT32_MAX)
         return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
                           "profile too large: %zu bytes > 4 GiB", c->len);
+    size_t ahead = 0;
     while ((r = pprof__next_field(&p, end, &f)) > 0) {
+        for (; ahead < (size_t)(p - c->raw) + SCAN_PREFETCH && ahead < c->len; ahead += 64)
+            __builtin_prefetch(c->raw + ahead);
         if (f.num <= F_STRING) {
             size_t k = f.num;
             if (f.wt != PPROF__WT_LEN)
