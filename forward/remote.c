@@ -576,7 +576,11 @@ static void pump(struct remote *rm)
     unsigned max_n = ep->cfg->protocol == CFG_PROTO_INGEST ? 1 : ep->cfg->batch_max_profiles;
     struct fwd__batch b = {0};
 
-    if (rm->close_spooled)
+    /* Past the close's deadline nothing starts: maybe_closed() spools or
+     * drops what is queued once the last job has called back. An encoding
+     * job that ends then puts its profiles back in the queue; starting
+     * another here would go on until the process is killed. */
+    if (rm->close_spooled || (rm->closing && now >= rm->deadline))
         return;
     if (!rm->healthy && now < rm->backoff_until) {
         arm_at(rm, rm->backoff_until);

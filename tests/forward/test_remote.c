@@ -11,23 +11,28 @@
  *   series refused for good is dropped and counted with reason "rejected";
  * - on the wire: push requests carry Connect-Protocol-Version: 1 and
  *   Content-Type: application/proto, legacy /ingest requests the profile
- *   bytes as application/octet-stream.
+ *   bytes as application/octet-stream;
+ * - a close whose deadline passes while a request is still being encoded
+ *   ends when that encoding does, without sending or encoding again.
  *
  * Loop thread only; every wait is a condition with a deadline. Each test
  * ends with the forwarder, the client and the server closed and asserts
  * uv_loop_close() == 0. */
 #include <errno.h>
 #include <http_parser.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "common/macros.h"
 #include "forward/forward.h"
 #include "net/net.h"
 #include "push.pb-c.h"
+#include "common/workq.h"
 #include "tcfg.h"
 #include "test.h"
 #include "test_loop.h"
@@ -692,6 +697,72 @@ TEST(requests_carry_connect_headers_and_content_types)
 
     rig_close(&g);
     ASSERT_EQ(g.srv.n_reqs, 2);
+    fwd_profile_unref(p);
+    tsrv_free(&g.srv);
+}
+
+/* ------------------------------------------------------------ the close */
+
+/* A job that holds the work queue's only slot until the test lets it go
+ * (or 10 s pass, so that a failing test cannot hang). */
+static atomic_bool blocker_release;
+
+static void blocker_run(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 10000 && !atomic_load(&blocker_release); i++)
+        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+}
+
+static void blocker_after(void *arg, int status)
+{
+    (void)status;
+    (*(int *)arg)++;
+}
+
+TEST(close_past_its_deadline_waits_for_the_encoding_only)
+{
+    struct rig g;
+    struct cfg_remote ep;
+    struct fwd_profile *p;
+    int blocker_done = 0;
+    uint64_t until;
+
+    rig_start(&g, answer_ok);
+    ep_init(&ep, "push", g.url, CFG_PROTO_PUSH, 1);
+    apply(&g, &ep, 1);
+    ASSERT_NOT_NULL(p = mk("a", 1));
+
+    /* The push request's encoding waits behind the blocker. */
+    workq_set_limits(g.wq, 1, 64);
+    atomic_store(&blocker_release, false);
+    ASSERT_EQ(workq_submit(g.wq, 0, blocker_run, blocker_after, &blocker_done), 0);
+    fwd_submit(g.fwd, p);
+    ASSERT_EQ(view(&g, "push").inflight, 1);
+
+    /* The deadline passes with the encoding still to run: the close waits
+     * for it, since its job calls back whatever happens. */
+    fwd_close(g.fwd, 50, count_cb, &g.closed);
+    until = uv_hrtime() + 200 * 1000000ull;
+    RUN_UNTIL(&g.loop, uv_hrtime() >= until, WAIT_MS);
+    ASSERT_EQ(g.closed, 0);
+
+    /* Once it has run, the close ends, without encoding the profile again
+     * or sending it past the deadline. */
+    atomic_store(&blocker_release, true);
+    RUN_UNTIL(&g.loop, g.closed == 1, 3000);
+    ASSERT_EQ(g.closed, 1);
+    ASSERT_EQ(blocker_done, 1);
+    ASSERT_EQ(g.srv.n_reqs, 0);
+
+    net_client_close(g.http, count_cb, &g.closed);
+    RUN_UNTIL(&g.loop, g.closed == 2, WAIT_MS);
+    ASSERT_EQ(g.closed, 2);
+    tsrv_close(&g.srv);
+    ticker_stop(&g.tk);
+    RUN_UNTIL(&g.loop, !uv_loop_alive(&g.loop), WAIT_MS);
+    workq_free(g.wq);
+    ASSERT_EQ(uv_loop_close(&g.loop), 0);
     fwd_profile_unref(p);
     tsrv_free(&g.srv);
 }
