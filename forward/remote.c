@@ -620,10 +620,6 @@ static void on_timer(uv_timer_t *t)
 {
     struct remote *rm = container_of(t, struct remote, timer);
 
-    if (rm->closing && uv_now(rm->ep->loop) >= rm->deadline) {
-        maybe_closed(rm);
-        return;
-    }
     pump(rm);
     maybe_closed(rm);
 }

@@ -29,10 +29,10 @@
 #include <time.h>
 
 #include "common/macros.h"
+#include "common/workq.h"
 #include "forward/forward.h"
 #include "net/net.h"
 #include "push.pb-c.h"
-#include "common/workq.h"
 #include "tcfg.h"
 #include "test.h"
 #include "test_loop.h"
