@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/macros.h"
 #include "pprof/pprof.h"
 #include "pprof/internal.h"
 #include "test.h"
@@ -1441,14 +1442,20 @@ static void expect_unknown_location(struct pprof_delta *d, const uint64_t *stack
 
 TEST(stacks_meet_their_keys_whatever_their_id_widths)
 {
-    /* 400 locations: one- and two-byte ids; 20000: up to three bytes. */
-    for (int nloc = 400; nloc <= 20000; nloc += 19600) {
+    /* 400 locations: one- and two-byte ids; 20000: up to three bytes;
+     * 40000: a profile over 256 KB, whose record scan prefetches. */
+    static const int nlocs[] = {400, 20000, 40000};
+    for (size_t ni = 0; ni < ARRAY_SIZE(nlocs); ni++) {
+        int nloc = nlocs[ni];
         struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
         struct tprof *tp;
         struct run r;
+        size_t raw_len;
 
         tp = cont_prof(1);
         add_width_samples(tp, nloc, false, 1);
+        free(tp_pack(tp, &raw_len, false));
+        ASSERT(nloc < 40000 || raw_len > 256 * 1024);
         run(d, tp, &r);
         ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
         run_done(&r);
