@@ -723,6 +723,48 @@ static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key,
     return 0;
 }
 
+/* Reads a location laid out as Go writes it: id, address, its lines (each
+ * of a one-byte length, holding a function_id and a line number), then
+ * mapping_id (or the mapping_id after the id, as other writers order the
+ * fields). Tags are then single bytes at known
+ * places and the generic field loop is not needed. Returns false for any
+ * other layout (or an unknown function, an address of 0, a bad varint),
+ * which scan_locations() then reads field by field and judges. */
+static bool read_go_location(const struct ctx *c, const uint8_t *p, const uint8_t *end,
+                             uint64_t *id, uint64_t *mapping, uint64_t *addr, uint32_t *fn,
+                             unsigned *nlines)
+{
+    uint64_t fid, line;
+
+    if (p == end || *p != 0x08 || (p++, pprof__varint(&p, end, id) < 0))
+        return false;
+    if (p < end && *p == 0x10 && (p++, pprof__varint(&p, end, mapping) < 0))
+        return false;
+    if (p == end || *p != 0x18 || (p++, pprof__varint(&p, end, addr) < 0) || *addr == 0)
+        return false;
+    while (p < end) {
+        if (*p == 0x10 && *mapping == 0) /* Go writes the mapping last */
+            return (p++, pprof__varint(&p, end, mapping) == 0) && p == end && *mapping != 0;
+        if (end - p < 2 || p[0] != 0x22 || p[1] >= 0x80 || p[1] > end - p - 2)
+            return false;
+        const uint8_t *q = p + 2, *qe = q + p[1];
+        fid = 0;
+        if (q < qe && *q == 0x08 && (q++, pprof__varint(&q, qe, &fid) < 0))
+            return false;
+        if (q < qe && *q == 0x10 && (q++, pprof__varint(&q, qe, &line) < 0))
+            return false;
+        if (q != qe)
+            return false;
+        if (fid == 0)
+            *fn = LOC_FN_NONE;
+        else if ((*fn = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)
+            return false;
+        ++*nlines;
+        p = qe;
+    }
+    return true;
+}
+
 static int scan_locations(struct ctx *c)
 {
     size_t n = c->n[F_LOCATION];
@@ -742,9 +784,13 @@ static int scan_locations(struct ctx *c)
         uint32_t fn = LOC_FN_NONE;
         unsigned nlines = 0;
         struct pprof__field f;
-        int r;
+        int r = 0;
 
-        while ((r = pprof__next_field(&p, end, &f)) > 0) {
+        if (read_go_location(c, p, end, &id, &mapping, &addr, &fn, &nlines))
+            p = end;
+        else
+            id = mapping = addr = 0, fn = LOC_FN_NONE, nlines = 0;
+        while (p < end && (r = pprof__next_field(&p, end, &f)) > 0) {
             if (f.num == 4 && f.wt == PPROF__WT_LEN) {
                 if ((r = scan_line(c, &f, NULL, &fn)) < 0)
                     return r;

@@ -1305,6 +1305,149 @@ TEST(unpacked_repeated_fields_read)
     pprof_delta_free(d);
 }
 
+/* The orders a location's fields come in: Go's (id, address, lines,
+ * mapping_id last), field-number order (protobuf-c's, and most writers'),
+ * and lines first, which no writer uses. */
+enum loc_order { LOC_GO, LOC_BY_NUMBER, LOC_LINES_FIRST };
+
+static void put_lines(struct twb *m, const uint64_t *fns, size_t nfns)
+{
+    for (size_t i = 0; i < nfns; i++) {
+        struct twb line = {0};
+        twb_uint(&line, 1, fns[i]);
+        twb_uint(&line, 2, 10 + i);
+        twb_bytes(m, 4, line.data, line.len);
+        twb_free(&line);
+    }
+}
+
+static void put_location(struct twb *w, enum loc_order order, uint64_t id, uint64_t mapping,
+                         uint64_t addr, const uint64_t *fns, size_t nfns)
+{
+    struct twb m = {0};
+
+    switch (order) {
+    case LOC_GO:
+        twb_uint(&m, 1, id);
+        twb_uint(&m, 3, addr);
+        put_lines(&m, fns, nfns);
+        twb_uint(&m, 2, mapping);
+        break;
+    case LOC_BY_NUMBER:
+        twb_uint(&m, 1, id);
+        twb_uint(&m, 2, mapping);
+        twb_uint(&m, 3, addr);
+        put_lines(&m, fns, nfns);
+        break;
+    case LOC_LINES_FIRST:
+        put_lines(&m, fns, nfns);
+        twb_uint(&m, 3, addr);
+        twb_uint(&m, 1, id);
+        twb_uint(&m, 2, mapping);
+        break;
+    }
+    twb_bytes(w, 4, m.data, m.len);
+    twb_free(&m);
+}
+
+/* A contention profile whose locations are written in `order`: 0x100 and
+ * 0x200 of one line each, 0x300 of two (g inlined into f). Location 2
+ * names function `fn2` and mapping `map2` (1 exists, 9 does not). Samples:
+ * [0x200, 0x100] with (1, 100) x scale, [0x300] with (2, 50) x scale. */
+static uint8_t *ordered_prof(int64_t t, enum loc_order order, int64_t scale, uint64_t fn2,
+                             uint64_t map2, size_t *len)
+{
+    struct twb w = {0}, m = {0}, v = {0};
+    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go", "g",
+                          "main"};
+
+    for (uint64_t i = 1; i <= 3; i += 2) {
+        m.len = 0;
+        twb_uint(&m, 1, i);
+        twb_uint(&m, 2, i + 1);
+        twb_bytes(&w, 1, m.data, m.len);
+    }
+    for (int k = 0; k < 2; k++) {
+        m.len = v.len = 0;
+        twb_bytes(&m, 1, k == 0 ? "\x02\x01" : "\x03", k == 0 ? 2 : 1);
+        twb_varint(&v, (uint64_t)((k == 0 ? 1 : 2) * scale));
+        twb_varint(&v, (uint64_t)((k == 0 ? 100 : 50) * scale));
+        twb_bytes(&m, 2, v.data, v.len);
+        twb_bytes(&w, 2, m.data, m.len);
+    }
+    m.len = 0;
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 2, 0x1000);
+    twb_uint(&m, 3, 0x9000);
+    twb_uint(&m, 5, 8);
+    twb_bytes(&w, 3, m.data, m.len);
+    put_location(&w, order, 1, 1, 0x100, (uint64_t[]){1}, 1);
+    put_location(&w, order, 2, map2, 0x200, (uint64_t[]){fn2}, 1);
+    put_location(&w, order, 3, 1, 0x300, (uint64_t[]){2, 1}, 2);
+    for (uint64_t id = 1; id <= 2; id++) {
+        m.len = 0;
+        twb_uint(&m, 1, id);
+        twb_uint(&m, 2, id == 1 ? 5 : 7);
+        twb_uint(&m, 4, 6);
+        twb_bytes(&w, 5, m.data, m.len);
+    }
+    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
+        twb_bytes(&w, 6, strs[i], strlen(strs[i]));
+    twb_uint(&w, 9, (uint64_t)t);
+    twb_free(&m);
+    twb_free(&v);
+    *len = w.len;
+    return w.data;
+}
+
+TEST(locations_read_alike_whatever_the_order_of_their_fields)
+{
+    struct pprof_limits lim;
+    uint8_t *in, *out;
+    size_t len, out_len;
+    char err[256];
+    struct pprof__decoded dp;
+
+    pprof_limits_default(&lim);
+    for (int order = LOC_GO; order <= LOC_LINES_FIRST; order++) {
+        struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+
+        in = ordered_prof(10, order, 1, 1, 1, &len);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  PPROF_DELTA_BASELINE);
+        free(in);
+        in = ordered_prof(20, order, 3, 1, 1, &len);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  PPROF_DELTA_EMITTED);
+        free(in);
+        tp_decode(out, out_len, &dp);
+        ASSERT_EQ(dp.prof->n_sample, 2);
+        assert_vals(tp_find(dp.prof, "200,100,|"), (int64_t[]){2, 200}, 2);
+        assert_vals(tp_find(dp.prof, "300,|"), (int64_t[]){4, 100}, 2);
+        /* g is named only by the inlined frame of 0x300, which must count
+         * as a location of two lines for g to be kept. */
+        ASSERT_EQ(dp.prof->n_location, 3);
+        ASSERT_EQ(dp.prof->n_mapping, 1);
+        ASSERT_EQ(dp.prof->n_function, 2);
+        pprof__decoded_done(&dp);
+        free(out);
+
+        /* A function or a mapping that does not exist is found whatever
+         * the order, and named. */
+        in = ordered_prof(30, order, 4, 9, 1, &len);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  PPROF_ECORRUPT);
+        ASSERT(strstr(err, "unknown function") != NULL);
+        free(in);
+        in = ordered_prof(40, order, 4, 1, 9, &len);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  PPROF_ECORRUPT);
+        ASSERT(strstr(err, "unknown mapping") != NULL);
+        free(in);
+        pprof_delta_free(d);
+    }
+}
+
 TEST(error_poisons_state_and_next_profile_reseeds)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
