@@ -5,7 +5,8 @@
  * scan and symbol tables, delta = sample parse, hashing and state update,
  * encode, gzip); then, for the total, the call timed as a whole, as the
  * floor is. The floor is libdeflate alone on the same bytes, with warm
- * buffers: gunzip of `cur` plus gzip of its raw bytes at the same level.
+ * buffers: gunzip of `cur` plus gzip of its raw bytes at the same level,
+ * timed in turn with the call, each after libdeflate's work on `prev`.
  * Medians are printed as key=value pairs, with the CPU time of the timed
  * calls. With -m a single delta runs and the process's peak RSS (VmHWM) is
  * printed instead, with the anonymous memory before and after (the output
@@ -132,6 +133,66 @@ static struct pprof_delta *new_delta(void)
     return d;
 }
 
+/* libdeflate alone on `cur`, the floor: its decompressor, the gunzipped
+ * input and, at a level above 0, a compressor and the gzip of that input at
+ * the level, all made and touched once. */
+struct floor_bufs {
+    struct libdeflate_decompressor *dec;
+    struct libdeflate_compressor *comp;
+    uint8_t *raw, *gz;
+    size_t raw_len, bound, gz_len;
+};
+
+static void floor_free(struct floor_bufs *fb)
+{
+    free(fb->raw);
+    free(fb->gz);
+    if (fb->comp)
+        libdeflate_free_compressor(fb->comp);
+    if (fb->dec)
+        libdeflate_free_decompressor(fb->dec);
+}
+
+static int floor_setup(struct floor_bufs *fb, const uint8_t *cur, size_t cur_len,
+                       const struct pprof_limits *lim)
+{
+    memset(fb, 0, sizeof(*fb));
+    /* pprof_gunzip() frees its decompressor, whose block ours then takes. */
+    if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &fb->raw, &fb->raw_len) < 0 ||
+        !(fb->dec = libdeflate_alloc_decompressor()))
+        goto fail;
+    if (lim->gzip_level > 0) {
+        if (!(fb->comp = libdeflate_alloc_compressor(lim->gzip_level)))
+            goto fail;
+        fb->bound = libdeflate_gzip_compress_bound(fb->comp, fb->raw_len);
+        if (!(fb->gz = malloc(fb->bound)) ||
+            !(fb->gz_len = libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz,
+                                                    fb->bound)))
+            goto fail;
+    }
+    return 0;
+fail:
+    floor_free(fb);
+    return -1;
+}
+
+/* libdeflate's gunzip of `in`, then, at a level above 0, its gzip of the
+ * raw bytes; timed into `*t` unless `t` is NULL. */
+static int floor_pass(struct floor_bufs *fb, const uint8_t *in, size_t in_len, uint64_t *t)
+{
+    size_t got;
+    uint64_t t0 = ns(CLOCK_THREAD_CPUTIME_ID);
+
+    if (libdeflate_gzip_decompress(fb->dec, in, in_len, fb->raw, fb->raw_len, &got) !=
+            LIBDEFLATE_SUCCESS ||
+        (fb->comp &&
+         libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz, fb->bound) == 0))
+        return -1;
+    if (t)
+        *t = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
+    return 0;
+}
+
 /* The first profile of a state: a baseline, or with nothing to difference
  * (-k none, or a filter that leaves no cumulative column) already output. */
 static bool first_ok(int rc)
@@ -142,7 +203,7 @@ static bool first_ok(int rc)
 static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
                        const struct pprof_limits *lim, struct pprof__phase_ns *ph,
                        uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes,
-                       long *held_kb)
+                       long *held_kb, struct floor_bufs *other)
 {
     struct pprof_delta *d = new_delta();
     uint8_t *out = NULL;
@@ -159,6 +220,12 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
         fprintf(stderr, "baseline: %d %s\n", rc, err);
         exit(1);
     }
+    /* The baseline gunzipped `prev`; its gzip too, as the floor's pass
+     * before each of its own does. */
+    if (other && other->comp &&
+        libdeflate_gzip_compress(other->comp, other->raw, other->raw_len, other->gz,
+                                 other->bound) == 0)
+        exit(1);
     /* Without `ph`, the call alone between two clock reads, as the floor
      * is timed: each phase boundary costs a clock read (about 0.13 us on
      * this VM), a few percent of a 10 us mutex delta. */
@@ -218,49 +285,6 @@ out:
         pprof_delta_free(ds[i]);
     free(ds);
     return rc;
-}
-
-/* libdeflate alone on `cur`, the floor: its decompressor, the gunzipped
- * input and, at a level above 0, a compressor and the gzip of that input at
- * the level, all made and touched once. */
-struct floor_bufs {
-    struct libdeflate_decompressor *dec;
-    struct libdeflate_compressor *comp;
-    uint8_t *raw, *gz;
-    size_t raw_len, bound, gz_len;
-};
-
-static void floor_free(struct floor_bufs *fb)
-{
-    free(fb->raw);
-    free(fb->gz);
-    if (fb->comp)
-        libdeflate_free_compressor(fb->comp);
-    if (fb->dec)
-        libdeflate_free_decompressor(fb->dec);
-}
-
-static int floor_setup(struct floor_bufs *fb, const uint8_t *cur, size_t cur_len,
-                       const struct pprof_limits *lim)
-{
-    memset(fb, 0, sizeof(*fb));
-    /* pprof_gunzip() frees its decompressor, whose block ours then takes. */
-    if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &fb->raw, &fb->raw_len) < 0 ||
-        !(fb->dec = libdeflate_alloc_decompressor()))
-        goto fail;
-    if (lim->gzip_level > 0) {
-        if (!(fb->comp = libdeflate_alloc_compressor(lim->gzip_level)))
-            goto fail;
-        fb->bound = libdeflate_gzip_compress_bound(fb->comp, fb->raw_len);
-        if (!(fb->gz = malloc(fb->bound)) ||
-            !(fb->gz_len = libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz,
-                                                    fb->bound)))
-            goto fail;
-    }
-    return 0;
-fail:
-    floor_free(fb);
-    return -1;
 }
 
 /* The check of a profile sent as it came (CPU, goroutine, godeltaprof),
@@ -377,45 +401,46 @@ int main(int argc, char **argv)
         struct pprof__phase_ns ph;
         long base = status_kb("VmRSS"), base_anon = anon_kb(), held = 0;
         delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes,
-                   &held);
+                   &held, NULL);
         printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
                "state_bytes=%zu state_keys=%zu out_bytes=%zu\n",
                status_kb("VmHWM"), base, held, base_anon, state_bytes, last_keys, out_len);
         return 0;
     }
+    /* The floor: libdeflate alone, on buffers and (de)compressors made
+     * and touched before timing, as proflet's per-thread scratch is. Its
+     * passes alternate with the timed calls, so that a slow spell of the
+     * machine (a VM's neighbours) weighs on both alike; and each timed
+     * pass, the floor's or a call's, follows libdeflate's gunzip and gzip
+     * of another profile (`prev`), as in an agent, where the work before a
+     * profile is another one's. Run back to back on the same bytes,
+     * libdeflate learns them (its branches predict that one input, which
+     * no agent sees twice), and the floor would be up to 10 % lower than
+     * any delta, even one that costs nothing, can be. */
+    struct floor_bufs fb, other;
+
+    if (floor_setup(&fb, cur, cur_len, &lim) < 0 || floor_setup(&other, prev, prev_len, &lim) < 0)
+        return 1;
+    raw_len = fb.raw_len;
     for (int i = 0; i < iters; i++) {
         struct pprof__phase_ns ph = {0};
         delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[i], &out_len, &state_bytes,
-                   NULL);
+                   NULL, &other);
         gunzip[i] = ph.gunzip;
         decode[i] = ph.decode;
         delta[i] = ph.delta;
         encode[i] = ph.encode;
         gzip[i] = ph.gzip;
     }
-    for (int i = 0; i < iters; i++)
+    for (int i = 0; i < iters; i++) {
         delta_once(prev, prev_len, cur, cur_len, &lim, NULL, &total[i], &out_len, &state_bytes,
-                   NULL);
-    {
-        /* The floor: libdeflate alone, on buffers and (de)compressors made
-         * and touched before timing, as proflet's per-thread scratch is. */
-        struct floor_bufs fb;
-        size_t got;
-
-        if (floor_setup(&fb, cur, cur_len, &lim) < 0)
+                   NULL, &other);
+        if (floor_pass(&other, prev, prev_len, NULL) < 0 ||
+            floor_pass(&fb, cur, cur_len, &floor_ns[i]) < 0)
             return 1;
-        raw_len = fb.raw_len;
-        for (int i = 0; i < iters; i++) {
-            uint64_t t0 = ns(CLOCK_THREAD_CPUTIME_ID);
-            if (libdeflate_gzip_decompress(fb.dec, cur, cur_len, fb.raw, fb.raw_len, &got) !=
-                    LIBDEFLATE_SUCCESS ||
-                (fb.comp &&
-                 libdeflate_gzip_compress(fb.comp, fb.raw, fb.raw_len, fb.gz, fb.bound) == 0))
-                return 1;
-            floor_ns[i] = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
-        }
-        floor_free(&fb);
     }
+    floor_free(&other);
+    floor_free(&fb);
     double t = median_ms(total, iters), fl = median_ms(floor_ns, iters);
     printf("raw_bytes=%zu in_bytes=%zu out_bytes=%zu state_bytes=%zu level=%d gunzip_ms=%.3f "
            "decode_ms=%.3f delta_ms=%.3f encode_ms=%.3f gzip_ms=%.3f total_ms=%.3f "
