@@ -245,7 +245,8 @@ def main():
                           ratio(go_add, floor_add)))
         print("times in ms of CPU (ours: median of %d); total = the call timed as a whole "
               "(each phase timed apart adds a clock read); floor = libdeflate gunzip + gzip of "
-              "the same bytes at the same level, warm buffers (level 0: gunzip only); "
+              "the same bytes at the same level, warm buffers (level 0: gunzip only), timed in "
+              "turn with the call, each after libdeflate's work on the other profile; "
               "go out = the Go reference's output (gzip default level); go cpu = the Go "
               "reference parsing both profiles of the pair, go stdy = parsing only the "
               "current one (the previous one parsed and negated once, as an agent keeping "
