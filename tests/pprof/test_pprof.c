@@ -1230,6 +1230,33 @@ TEST(non_go_producer_keyed_by_function_file_line)
     pprof_delta_free(d);
 }
 
+/* The two sample types of a hand-written contention profile, whose string
+ * table starts "", "contentions", "count", "delay", "nanoseconds". */
+static void twb_contention_types(struct twb *w)
+{
+    struct twb m = {0};
+
+    for (uint64_t i = 1; i <= 3; i += 2) {
+        m.len = 0;
+        twb_uint(&m, 1, i);
+        twb_uint(&m, 2, i + 1);
+        twb_bytes(w, 1, m.data, m.len);
+    }
+    twb_free(&m);
+}
+
+/* Ends a hand-written profile with its string table and time: returns its
+ * bytes. */
+static uint8_t *twb_profile_end(struct twb *w, const char *const *strs, size_t nstrs, int64_t t,
+                                size_t *len)
+{
+    for (size_t i = 0; i < nstrs; i++)
+        twb_bytes(w, 6, strs[i], strlen(strs[i]));
+    twb_uint(w, 9, (uint64_t)t);
+    *len = w->len;
+    return w->data;
+}
+
 /* Encodes a contention profile with one sample by hand: unpacked repeated
  * fields, values and location ids interleaved (value, loc, value, loc). */
 static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
@@ -1237,14 +1264,7 @@ static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
     struct twb w = {0}, m = {0};
     const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
 
-    twb_uint(&m, 1, 1);
-    twb_uint(&m, 2, 2);
-    twb_bytes(&w, 1, m.data, m.len); /* contentions/count */
-    m.len = 0;
-    twb_uint(&m, 1, 3);
-    twb_uint(&m, 2, 4);
-    twb_bytes(&w, 1, m.data, m.len); /* delay/nanoseconds */
-    m.len = 0;
+    twb_contention_types(&w);
     twb_uint(&m, 2, (uint64_t)vals[0]);
     twb_uint(&m, 1, 2);
     twb_uint(&m, 2, (uint64_t)vals[1]);
@@ -1266,12 +1286,8 @@ static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
     twb_uint(&m, 2, 5);
     twb_uint(&m, 4, 6);
     twb_bytes(&w, 5, m.data, m.len);
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-        twb_bytes(&w, 6, strs[i], strlen(strs[i]));
-    twb_uint(&w, 9, (uint64_t)t);
     twb_free(&m);
-    *len = w.len;
-    return w.data;
+    return twb_profile_end(&w, strs, sizeof(strs) / sizeof(strs[0]), t, len);
 }
 
 TEST(unpacked_repeated_fields_read)
@@ -1361,12 +1377,7 @@ static uint8_t *ordered_prof(int64_t t, enum loc_order order, int64_t scale, uin
     const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go", "g",
                           "main"};
 
-    for (uint64_t i = 1; i <= 3; i += 2) {
-        m.len = 0;
-        twb_uint(&m, 1, i);
-        twb_uint(&m, 2, i + 1);
-        twb_bytes(&w, 1, m.data, m.len);
-    }
+    twb_contention_types(&w);
     for (int k = 0; k < 2; k++) {
         m.len = v.len = 0;
         twb_bytes(&m, 1, k == 0 ? "\x02\x01" : "\x03", k == 0 ? 2 : 1);
@@ -1391,13 +1402,9 @@ static uint8_t *ordered_prof(int64_t t, enum loc_order order, int64_t scale, uin
         twb_uint(&m, 4, 6);
         twb_bytes(&w, 5, m.data, m.len);
     }
-    for (size_t i = 0; i < sizeof(strs) / sizeof(strs[0]); i++)
-        twb_bytes(&w, 6, strs[i], strlen(strs[i]));
-    twb_uint(&w, 9, (uint64_t)t);
     twb_free(&m);
     twb_free(&v);
-    *len = w.len;
-    return w.data;
+    return twb_profile_end(&w, strs, sizeof(strs) / sizeof(strs[0]), t, len);
 }
 
 TEST(locations_read_alike_whatever_the_order_of_their_fields)
