@@ -726,10 +726,10 @@ static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key,
 /* Reads a location laid out as Go writes it: id, address, its lines (each
  * of a one-byte length, holding a function_id and a line number), then
  * mapping_id (or the mapping_id after the id, as other writers order the
- * fields). Tags are then single bytes at known
- * places and the generic field loop is not needed. Returns false for any
- * other layout (or an unknown function, an address of 0, a bad varint),
- * which scan_locations() then reads field by field and judges. */
+ * fields). Its tags are then single bytes at known places, and the generic
+ * field loop is not needed. Returns false for any other layout (or an
+ * unknown function, an address of 0, a bad varint), which scan_locations()
+ * then reads field by field and judges. */
 static bool read_go_location(const struct ctx *c, const uint8_t *p, const uint8_t *end,
                              uint64_t *id, uint64_t *mapping, uint64_t *addr, uint32_t *fn,
                              unsigned *nlines)
@@ -786,10 +786,13 @@ static int scan_locations(struct ctx *c)
         struct pprof__field f;
         int r = 0;
 
-        if (read_go_location(c, p, end, &id, &mapping, &addr, &fn, &nlines))
+        if (read_go_location(c, p, end, &id, &mapping, &addr, &fn, &nlines)) {
             p = end;
-        else
-            id = mapping = addr = 0, fn = LOC_FN_NONE, nlines = 0;
+        } else {
+            id = mapping = addr = 0;
+            fn = LOC_FN_NONE;
+            nlines = 0;
+        }
         while (p < end && (r = pprof__next_field(&p, end, &f)) > 0) {
             if (f.num == 4 && f.wt == PPROF__WT_LEN) {
                 if ((r = scan_line(c, &f, NULL, &fn)) < 0)
