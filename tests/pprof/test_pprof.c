@@ -1455,6 +1455,64 @@ TEST(locations_read_alike_whatever_the_order_of_their_fields)
     }
 }
 
+/* A heap profile whose records take headers of every length: function
+ * names (string records) of 1 to 20,000 bytes, and a sample of 200 frames
+ * (over 128 bytes) beside one of a frame; a record's length takes one,
+ * two or three bytes. */
+static const size_t NAME_LENS[] = {1, 127, 128, 129, 16383, 16384, 20000};
+#define N_NAME_LENS (sizeof(NAME_LENS) / sizeof(NAME_LENS[0]))
+
+static struct tprof *long_records_prof(int64_t t, int64_t scale)
+{
+    struct tprof *tp = mem_prof(t);
+    uint64_t ids[200];
+    char *name = malloc(20001);
+
+    ASSERT_NOT_NULL(name);
+    for (size_t i = 0; i < N_NAME_LENS; i++) {
+        memset(name, 'a' + (int)i, NAME_LENS[i]);
+        name[NAME_LENS[i]] = '\0';
+        ids[i] = tp_loc(tp, 0x1000 + i, tp_func(tp, name, "app.go"), (int64_t)i);
+    }
+    free(name);
+    for (size_t i = N_NAME_LENS; i < 200; i++)
+        ids[i] = ids[i % N_NAME_LENS];
+    tp_sample(tp, ids, 200, (int64_t[]){2 * scale, 200 * scale, 1, 100});
+    tp_sample(tp, &ids[N_NAME_LENS - 1], 1, (int64_t[]){scale, 10 * scale, 1, 10});
+    return tp;
+}
+
+TEST(records_read_whatever_the_bytes_of_their_length)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    struct run r;
+    char key[64];
+    size_t found = 0;
+
+    run(d, long_records_prof(1, 1), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    run(d, long_records_prof(2, 3), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 2);
+    snprintf(key, sizeof(key), "%x,|", 0x1000 + (unsigned)N_NAME_LENS - 1);
+    assert_vals(tp_find(r.dec.prof, key), (int64_t[]){2, 20, 1, 10}, 4);
+    for (size_t i = 0; i < r.dec.prof->n_sample; i++)
+        if (r.dec.prof->sample[i]->n_location_id == 200)
+            assert_vals(r.dec.prof->sample[i], (int64_t[]){4, 400, 1, 100}, 4);
+    /* Every name came through whole. */
+    ASSERT_EQ(r.dec.prof->n_function, N_NAME_LENS);
+    for (size_t i = 0; i < r.dec.prof->n_function; i++) {
+        const char *fn = r.dec.prof->string_table[r.dec.prof->function[i]->name];
+        for (size_t j = 0; j < N_NAME_LENS; j++)
+            found += strlen(fn) == NAME_LENS[j] && fn[0] == 'a' + (int)j &&
+                     fn[NAME_LENS[j] - 1] == 'a' + (int)j;
+    }
+    ASSERT_EQ(found, N_NAME_LENS);
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
 TEST(error_poisons_state_and_next_profile_reseeds)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
