@@ -176,8 +176,17 @@ fail:
     return -1;
 }
 
-/* libdeflate's gunzip of `in`, then, at a level above 0, its gzip of the
- * raw bytes; timed into `*t` unless `t` is NULL. */
+/* libdeflate's gzip of the raw bytes, at a level above 0. */
+static int floor_gzip(struct floor_bufs *fb)
+{
+    return fb->comp && libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz,
+                                                fb->bound) == 0
+               ? -1
+               : 0;
+}
+
+/* libdeflate's gunzip of `in`, then floor_gzip(); timed into `*t` unless
+ * `t` is NULL. */
 static int floor_pass(struct floor_bufs *fb, const uint8_t *in, size_t in_len, uint64_t *t)
 {
     size_t got;
@@ -185,8 +194,7 @@ static int floor_pass(struct floor_bufs *fb, const uint8_t *in, size_t in_len, u
 
     if (libdeflate_gzip_decompress(fb->dec, in, in_len, fb->raw, fb->raw_len, &got) !=
             LIBDEFLATE_SUCCESS ||
-        (fb->comp &&
-         libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz, fb->bound) == 0))
+        floor_gzip(fb) < 0)
         return -1;
     if (t)
         *t = ns(CLOCK_THREAD_CPUTIME_ID) - t0;
@@ -222,9 +230,7 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
     }
     /* The baseline gunzipped `prev`; its gzip too, as the floor's pass
      * before each of its own does. */
-    if (other && other->comp &&
-        libdeflate_gzip_compress(other->comp, other->raw, other->raw_len, other->gz,
-                                 other->bound) == 0)
+    if (other && floor_gzip(other) < 0)
         exit(1);
     /* Without `ph`, the call alone between two clock reads, as the floor
      * is timed: each phase boundary costs a clock read (about 0.13 us on
