@@ -1847,6 +1847,41 @@ static uint8_t *put_values(const struct ctx *c, uint8_t *o, const int64_t *v)
 
 /* default_sample_type names a type by its string; once the filter drops
  * that type, the output names none (readers then take the last type). */
+/* Writes the emitted samples, their new values in place of the old. */
+static uint8_t *put_samples(struct ctx *c, uint8_t *o)
+{
+    for (size_t i = 0; i < c->n_ents; i++) {
+        const struct ent *e = &c->ents[i];
+        const struct span *s = &c->spans[F_SAMPLE][i];
+        const int64_t *outv = c->sums + i * c->ncols;
+        size_t vlen = e->out_vlen, body;
+
+        if (vlen == 0)
+            continue;
+        body = s->len - e->vbytes + 1 + pprof__varint_size(vlen) + vlen;
+        *o++ = 0x12;
+        o = pprof__put_varint(o, body);
+        if (e->vend) {
+            /* One value field (as Go writes samples): the bytes around it
+             * are copied as they are, the new values put in its place. */
+            const uint8_t *sp = c->raw + s->off;
+            if (c->mark_locs)
+                mark_sample_refs(c, s);
+            o = copy_raw(c, o, sp, e->voff);
+            *o++ = 0x12;
+            o = pprof__put_varint(o, vlen);
+            o = put_values(c, o, outv);
+            o = copy_raw(c, o, sp + e->vend, s->len - e->vend);
+            continue;
+        }
+        o = copy_sample_fields(c, o, s);
+        *o++ = 0x12;
+        o = pprof__put_varint(o, vlen);
+        o = put_values(c, o, outv);
+    }
+    return o;
+}
+
 static int64_t default_type_out(const struct ctx *c)
 {
     if (c->ncols_out == c->ncols || !c->default_sample_type)
@@ -1909,35 +1944,8 @@ static int encode(struct ctx *c, int64_t prev_time)
         if (c->cum_of_col[i] != COL_DROPPED)
             o = put_raw(c, o, 0x0a, c->raw + s->off, s->len);
     }
-    for (size_t i = 0; i < c->n_ents; i++) {
-        const struct ent *e = &c->ents[i];
-        const struct span *s = &c->spans[F_SAMPLE][i];
-        const int64_t *outv = c->sums + i * c->ncols;
-        size_t vlen = e->out_vlen, body;
-
-        if (vlen == 0)
-            continue;
-        body = s->len - e->vbytes + 1 + pprof__varint_size(vlen) + vlen;
-        *o++ = 0x12;
-        o = pprof__put_varint(o, body);
-        if (e->vend) {
-            /* One value field (as Go writes samples): the bytes around it
-             * are copied as they are, the new values put in its place. */
-            const uint8_t *sp = c->raw + s->off;
-            if (c->mark_locs)
-                mark_sample_refs(c, s);
-            o = copy_raw(c, o, sp, e->voff);
-            *o++ = 0x12;
-            o = pprof__put_varint(o, vlen);
-            o = put_values(c, o, outv);
-            o = copy_raw(c, o, sp + e->vend, s->len - e->vend);
-            continue;
-        }
-        o = copy_sample_fields(c, o, s);
-        *o++ = 0x12;
-        o = pprof__put_varint(o, vlen);
-        o = put_values(c, o, outv);
-    }
+    if (c->mark_locs)
+        o = put_samples(c, o);
     for (size_t i = 0; i < c->n[F_MAPPING]; i++) {
         const struct span *s = &c->spans[F_MAPPING][i];
         o = put_raw(c, o, 0x1a, c->raw + s->off, s->len);
@@ -1962,6 +1970,8 @@ static int encode(struct ctx *c, int64_t prev_time)
         const struct span *s = &c->spans[F_STRING][i];
         o = put_raw(c, o, 0x32, c->raw + s->off, c->str_used[i] ? s->len : 0);
     }
+    if (!c->mark_locs)
+        o = put_samples(c, o);
     o = put_scalar(o, 0x38, c->drop_frames);
     o = put_scalar(o, 0x40, c->keep_frames);
     o = put_scalar(o, 0x48, c->time_nanos);
