@@ -723,6 +723,33 @@ static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key,
     return 0;
 }
 
+/* The function id of a Line of `len` bytes at `q` laid out as Go writes
+ * it: function_id then line, each a varint of one to three bytes. Both
+ * widths mix in a profile (a function id and a line number take one byte
+ * or two about as often), so they are found from one eight-byte load
+ * without a branch on either; the line number itself is only checked to
+ * end the Line. False for any other layout, or a Line too close to the end
+ * of the profile for the load, which the caller then reads field by
+ * field. */
+static inline bool go_line_function(const struct ctx *c, const uint8_t *q, unsigned len,
+                                    uint64_t *fid)
+{
+    uint64_t w, tag, ends;
+    unsigned used, start;
+
+    if (len > 8 || c->raw + c->len - q < 8)
+        return false;
+    memcpy(&w, q, 8);
+    /* The tag of the line number read as if it were a second varint. */
+    used = pprof__two_varints3(w >> 8, fid, &tag);
+    start = 1 + used;
+    if ((w & 0xff) != 0x08 || used == 0 || tag != 0x10 || start >= len)
+        return false;
+    /* The line number's varint ends at the Line's last byte. */
+    ends = (~w & 0x8080808080808080ULL) >> (8 * start);
+    return ends && (unsigned)__builtin_ctzll(ends) == 8 * (len - 1 - start) + 7;
+}
+
 /* Reads a location laid out as Go writes it: id, address, its lines (each
  * of a one-byte length, holding a function_id and a line number), then
  * mapping_id (or the mapping_id after the id, as other writers order the
@@ -748,13 +775,15 @@ static bool read_go_location(const struct ctx *c, const uint8_t *p, const uint8_
         if (end - p < 2 || p[0] != 0x22 || p[1] >= 0x80 || p[1] > end - p - 2)
             return false;
         const uint8_t *q = p + 2, *qe = q + p[1];
-        fid = 0;
-        if (q < qe && *q == 0x08 && (q++, pprof__varint(&q, qe, &fid) < 0))
-            return false;
-        if (q < qe && *q == 0x10 && (q++, pprof__varint(&q, qe, &line) < 0))
-            return false;
-        if (q != qe)
-            return false;
+        if (!go_line_function(c, q, p[1], &fid)) {
+            fid = 0;
+            if (q < qe && *q == 0x08 && (q++, pprof__varint(&q, qe, &fid) < 0))
+                return false;
+            if (q < qe && *q == 0x10 && (q++, pprof__varint(&q, qe, &line) < 0))
+                return false;
+            if (q != qe)
+                return false;
+        }
         if (fid == 0)
             *fn = LOC_FN_NONE;
         else if ((*fn = pprof__idmap_get(&c->fnmap, fid)) == UINT32_MAX)

@@ -1455,6 +1455,128 @@ TEST(locations_read_alike_whatever_the_order_of_their_fields)
     }
 }
 
+/* Lines whose function id and line number take one to five bytes each (a
+ * line number of 0 is left out of the Line), some in an inlined second
+ * Line: each location keeps its own function, the others are pruned. */
+static const uint64_t LINE_FIDS[] = {1, 127, 128, 16383, 16384, 16500};
+static const int64_t LINE_NUMS[] = {0, 1, 127, 128, 16384, 2097152, 268435456};
+#define N_LINE_FIDS (sizeof(LINE_FIDS) / sizeof(LINE_FIDS[0]))
+#define N_LINE_NUMS (sizeof(LINE_NUMS) / sizeof(LINE_NUMS[0]))
+
+static struct tprof *line_widths_prof(int64_t t, int64_t scale)
+{
+    struct tprof *tp = mem_prof(t);
+    char name[16];
+
+    for (unsigned f = 1; f <= 16500; f++) {
+        snprintf(name, sizeof(name), "fn%u", f);
+        ASSERT_EQ(tp_func(tp, name, "lines.go"), f);
+    }
+    for (size_t i = 0; i < N_LINE_FIDS; i++) {
+        for (size_t j = 0; j < N_LINE_NUMS; j++) {
+            uint64_t loc = tp_loc(tp, 0x10000 + 0x100 * i + j, LINE_FIDS[i], LINE_NUMS[j]);
+            if (j == 1) /* inlined into the next function id */
+                tp_loc_add_line(tp, loc, LINE_FIDS[(i + 1) % N_LINE_FIDS], LINE_NUMS[i]);
+            tp_sample(tp, &loc, 1, (int64_t[]){scale, 10 * scale, 1, 10});
+        }
+    }
+    return tp;
+}
+
+/* A contention profile of one sample on location 1 (0x100), whose only
+ * Line is the raw bytes `line`; function 1 is f. */
+static uint8_t *raw_line_prof(const uint8_t *line, size_t line_len, size_t *len)
+{
+    struct twb w = {0}, m = {0};
+    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+
+    twb_contention_types(&w);
+    twb_bytes(&m, 1, "\x01", 1);
+    twb_bytes(&m, 2, "\x01\x02", 2);
+    twb_bytes(&w, 2, m.data, m.len);
+    m.len = 0;
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 3, 0x100);
+    twb_bytes(&m, 4, line, line_len);
+    twb_bytes(&w, 4, m.data, m.len);
+    m.len = 0;
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 2, 5);
+    twb_uint(&m, 4, 6);
+    twb_bytes(&w, 5, m.data, m.len);
+    twb_free(&m);
+    return twb_profile_end(&w, strs, sizeof(strs) / sizeof(strs[0]), 1, len);
+}
+
+TEST(lines_read_whatever_the_widths_of_their_function_and_number)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    struct run r;
+
+    run(d, line_widths_prof(1, 1), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    run(d, line_widths_prof(2, 3), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    const Perftools__Profiles__Profile *p = r.dec.prof;
+    ASSERT_EQ(p->n_sample, N_LINE_FIDS * N_LINE_NUMS);
+    ASSERT_EQ(p->n_location, N_LINE_FIDS * N_LINE_NUMS);
+    ASSERT_EQ(p->n_function, N_LINE_FIDS);
+    for (size_t k = 0; k < p->n_location; k++) {
+        const Perftools__Profiles__Location *l = p->location[k];
+        size_t i = (l->address - 0x10000) / 0x100, j = (l->address - 0x10000) % 0x100;
+        ASSERT_TRUE(i < N_LINE_FIDS && j < N_LINE_NUMS);
+        ASSERT_EQ(l->n_line, j == 1 ? 2u : 1u);
+        for (size_t n = 0; n < l->n_line; n++) {
+            uint64_t want = n == 0 ? LINE_FIDS[i] : LINE_FIDS[(i + 1) % N_LINE_FIDS];
+            const Perftools__Profiles__Function *fn = NULL;
+            char name[16];
+            for (size_t m = 0; m < p->n_function; m++)
+                if (p->function[m]->id == l->line[n]->function_id)
+                    fn = p->function[m];
+            ASSERT_NOT_NULL(fn);
+            snprintf(name, sizeof(name), "fn%" PRIu64, want);
+            ASSERT_STR_EQ(p->string_table[fn->name], name);
+            ASSERT_EQ(l->line[n]->line, n == 0 ? LINE_NUMS[j] : LINE_NUMS[i]);
+        }
+    }
+    assert_vals(tp_find(p, "10203,|"), (int64_t[]){2, 20, 1, 10}, 4);
+    run_done(&r);
+    pprof_delta_free(d);
+
+    /* Lines of a function id and another field: a column (field 3) is
+     * read past; a line number that is not a varint (field 2 of another
+     * wire type, whatever follows), or that runs past its Line, makes the
+     * profile malformed. */
+    static const struct {
+        uint8_t bytes[8];
+        size_t len;
+        int rc;
+    } lines[] = {
+        {{0x08, 0x01, 0x10, 0x07}, 4, PPROF_DELTA_BASELINE},
+        {{0x08, 0x01, 0x10, 0x07, 0x18, 0x02}, 6, PPROF_DELTA_BASELINE},
+        {{0x08, 0x01, 0x18, 0x02}, 4, PPROF_DELTA_BASELINE},
+        {{0x08, 0x01, 0x12, 0x01, 0x07}, 5, PPROF_ECORRUPT},
+        {{0x08, 0x01, 0x12, 0x87, 0x01}, 5, PPROF_ECORRUPT},
+        {{0x08, 0x01, 0x10, 0x87}, 4, PPROF_ECORRUPT},
+    };
+    struct pprof_limits lim;
+    char err[256];
+    uint8_t *out;
+    size_t out_len;
+
+    pprof_limits_default(&lim);
+    for (size_t k = 0; k < sizeof(lines) / sizeof(lines[0]); k++) {
+        size_t len;
+        uint8_t *in = raw_line_prof(lines[k].bytes, lines[k].len, &len);
+        d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  lines[k].rc);
+        free(in);
+        pprof_delta_free(d);
+    }
+}
+
 /* A heap profile whose records take headers of every length: function
  * names (string records) of 1 to 20,000 bytes, and a sample of 200 frames
  * (over 128 bytes) beside one of a frame; a record's length takes one,
