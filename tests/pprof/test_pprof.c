@@ -1577,6 +1577,57 @@ TEST(lines_read_whatever_the_widths_of_their_function_and_number)
     }
 }
 
+/* Addresses of one to ten bytes as varints, the smallest, the largest and
+ * one between of each width: every location keeps its own key (a misread
+ * address would merge two samples), and the samples' values tell each
+ * delta apart. */
+static void width_addresses(int64_t w, uint64_t a[3])
+{
+    a[0] = 1ULL << (7 * (w - 1));
+    a[1] = a[0] | 0x5;
+    a[2] = w == 10 ? UINT64_MAX : (1ULL << (7 * w)) - 1;
+}
+
+static struct tprof *address_widths_prof(int64_t t, int64_t scale)
+{
+    struct tprof *tp = mem_prof(t);
+    uint64_t fn = tp_func(tp, "f", "f.go");
+
+    for (int64_t k = 0; k < 10; k++) {
+        uint64_t addrs[3];
+        width_addresses(k + 1, addrs);
+        for (int64_t j = 0; j < 3; j++) {
+            uint64_t loc = tp_loc(tp, addrs[j], fn, 3 * k + j);
+            tp_sample(tp, &loc, 1, (int64_t[]){(3 * k + j + 1) * scale, scale, 1, 1});
+        }
+    }
+    return tp;
+}
+
+TEST(addresses_read_whatever_their_width)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
+    struct run r;
+    char key[32];
+
+    run(d, address_widths_prof(1, 1), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
+    run_done(&r);
+    run(d, address_widths_prof(2, 3), &r);
+    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    ASSERT_EQ(r.dec.prof->n_sample, 30);
+    for (int64_t k = 0; k < 10; k++) {
+        uint64_t addrs[3];
+        width_addresses(k + 1, addrs);
+        for (int64_t j = 0; j < 3; j++) {
+            snprintf(key, sizeof(key), "%" PRIx64 ",|", addrs[j]);
+            assert_vals(tp_find(r.dec.prof, key), (int64_t[]){2 * (3 * k + j + 1), 2, 1, 1}, 4);
+        }
+    }
+    run_done(&r);
+    pprof_delta_free(d);
+}
+
 /* A heap profile whose records take headers of every length: function
  * names (string records) of 1 to 20,000 bytes, and a sample of 200 frames
  * (over 128 bytes) beside one of a frame; a record's length takes one,
