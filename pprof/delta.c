@@ -1899,8 +1899,6 @@ static uint8_t *put_values(const struct ctx *c, uint8_t *o, const int64_t *v)
     return o;
 }
 
-/* default_sample_type names a type by its string; once the filter drops
- * that type, the output names none (readers then take the last type). */
 /* Writes the emitted samples, their new values in place of the old. */
 static uint8_t *put_samples(struct ctx *c, uint8_t *o)
 {
@@ -1936,6 +1934,8 @@ static uint8_t *put_samples(struct ctx *c, uint8_t *o)
     return o;
 }
 
+/* default_sample_type names a type by its string; once the filter drops
+ * that type, the output names none (readers then take the last type). */
 static int64_t default_type_out(const struct ctx *c)
 {
     if (c->ncols_out == c->ncols || !c->default_sample_type)
