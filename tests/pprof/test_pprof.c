@@ -91,6 +91,18 @@ static void run_done(struct run *r)
     pprof__decoded_done(&r->dec);
 }
 
+/* Feeds `d` the profile make(1, 1), a baseline, then make(2, 3), whose
+ * delta `r` then holds. */
+static void run_scaled_pair(struct pprof_delta *d, struct tprof *(*make)(int64_t, int64_t),
+                            struct run *r)
+{
+    run(d, make(1, 1), r);
+    ASSERT_EQ(r->rc, PPROF_DELTA_BASELINE);
+    run_done(r);
+    run(d, make(2, 3), r);
+    ASSERT_EQ(r->rc, PPROF_DELTA_EMITTED);
+}
+
 static void assert_vals(const Perftools__Profiles__Sample *s, const int64_t *want, size_t n)
 {
     ASSERT_NOT_NULL(s);
@@ -1257,12 +1269,26 @@ static uint8_t *twb_profile_end(struct twb *w, const char *const *strs, size_t n
     return w->data;
 }
 
+/* Ends a hand-written contention profile whose only function, 1, is f in
+ * f.go: that function, the strings, time `t`. */
+static uint8_t *twb_end_with_f(struct twb *w, int64_t t, size_t *len)
+{
+    struct twb m = {0};
+    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 2, 5);
+    twb_uint(&m, 4, 6);
+    twb_bytes(w, 5, m.data, m.len);
+    twb_free(&m);
+    return twb_profile_end(w, strs, sizeof(strs) / sizeof(strs[0]), t, len);
+}
+
 /* Encodes a contention profile with one sample by hand: unpacked repeated
  * fields, values and location ids interleaved (value, loc, value, loc). */
 static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
 {
     struct twb w = {0}, m = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
 
     twb_contention_types(&w);
     twb_uint(&m, 2, (uint64_t)vals[0]);
@@ -1281,13 +1307,8 @@ static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
         twb_free(&line);
         twb_bytes(&w, 4, m.data, m.len);
     }
-    m.len = 0;
-    twb_uint(&m, 1, 1);
-    twb_uint(&m, 2, 5);
-    twb_uint(&m, 4, 6);
-    twb_bytes(&w, 5, m.data, m.len);
     twb_free(&m);
-    return twb_profile_end(&w, strs, sizeof(strs) / sizeof(strs[0]), t, len);
+    return twb_end_with_f(&w, t, len);
 }
 
 TEST(unpacked_repeated_fields_read)
@@ -1488,7 +1509,6 @@ static struct tprof *line_widths_prof(int64_t t, int64_t scale)
 static uint8_t *raw_line_prof(const uint8_t *line, size_t line_len, size_t *len)
 {
     struct twb w = {0}, m = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
 
     twb_contention_types(&w);
     twb_bytes(&m, 1, "\x01", 1);
@@ -1499,13 +1519,8 @@ static uint8_t *raw_line_prof(const uint8_t *line, size_t line_len, size_t *len)
     twb_uint(&m, 3, 0x100);
     twb_bytes(&m, 4, line, line_len);
     twb_bytes(&w, 4, m.data, m.len);
-    m.len = 0;
-    twb_uint(&m, 1, 1);
-    twb_uint(&m, 2, 5);
-    twb_uint(&m, 4, 6);
-    twb_bytes(&w, 5, m.data, m.len);
     twb_free(&m);
-    return twb_profile_end(&w, strs, sizeof(strs) / sizeof(strs[0]), 1, len);
+    return twb_end_with_f(&w, 1, len);
 }
 
 TEST(lines_read_whatever_the_widths_of_their_function_and_number)
@@ -1513,11 +1528,7 @@ TEST(lines_read_whatever_the_widths_of_their_function_and_number)
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
     struct run r;
 
-    run(d, line_widths_prof(1, 1), &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
-    run_done(&r);
-    run(d, line_widths_prof(2, 3), &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    run_scaled_pair(d, line_widths_prof, &r);
     const Perftools__Profiles__Profile *p = r.dec.prof;
     ASSERT_EQ(p->n_sample, N_LINE_FIDS * N_LINE_NUMS);
     ASSERT_EQ(p->n_location, N_LINE_FIDS * N_LINE_NUMS);
@@ -1610,11 +1621,7 @@ TEST(addresses_read_whatever_their_width)
     struct run r;
     char key[32];
 
-    run(d, address_widths_prof(1, 1), &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
-    run_done(&r);
-    run(d, address_widths_prof(2, 3), &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    run_scaled_pair(d, address_widths_prof, &r);
     ASSERT_EQ(r.dec.prof->n_sample, 30);
     for (int64_t k = 0; k < 10; k++) {
         uint64_t addrs[3];
@@ -1662,11 +1669,7 @@ TEST(records_read_whatever_the_bytes_of_their_length)
     char key[64];
     size_t found = 0;
 
-    run(d, long_records_prof(1, 1), &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
-    run_done(&r);
-    run(d, long_records_prof(2, 3), &r);
-    ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
+    run_scaled_pair(d, long_records_prof, &r);
     ASSERT_EQ(r.dec.prof->n_sample, 2);
     snprintf(key, sizeof(key), "%x,|", 0x1000 + (unsigned)N_NAME_LENS - 1);
     assert_vals(tp_find(r.dec.prof, key), (int64_t[]){2, 20, 1, 10}, 4);
