@@ -753,8 +753,7 @@ static inline bool go_line_function(const struct ctx *c, const uint8_t *q, unsig
 /* pprof__varint() for a location's address, which takes three to six
  * bytes (a program's text, mapped low or as a PIE): from one eight-byte
  * load, its 7-bit groups joined pairwise, instead of a loop over them. */
-static inline int read_address(const struct ctx *c, const uint8_t **pp, const uint8_t *end,
-                               uint64_t *addr)
+static inline int read_address(const uint8_t **pp, const uint8_t *end, uint64_t *addr)
 {
     const uint8_t *p = *pp;
     uint64_t w, x, ends;
@@ -792,7 +791,7 @@ static bool read_go_location(const struct ctx *c, const uint8_t *p, const uint8_
         return false;
     if (p < end && *p == 0x10 && (p++, pprof__varint(&p, end, mapping) < 0))
         return false;
-    if (p == end || *p != 0x18 || (p++, read_address(c, &p, end, addr) < 0) || *addr == 0)
+    if (p == end || *p != 0x18 || (p++, read_address(&p, end, addr) < 0) || *addr == 0)
         return false;
     while (p < end) {
         if (*p == 0x10 && *mapping == 0) /* Go writes the mapping last */
