@@ -55,6 +55,9 @@
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "pprof/internal.h"
 
@@ -250,10 +253,76 @@ static uint64_t mix64(uint64_t x)
 static uint64_t pos_weight[POS_WEIGHTS];
 static pthread_once_t pos_weight_once = PTHREAD_ONCE_INIT;
 
+/* Four ids of one or two bytes from eight bytes of a packed stack, by one
+ * byte shuffle: per pattern of the eight bytes' continuation bits, the
+ * bytes the four ids take (0: not all of them one or two bytes) and the
+ * shuffle that puts each id's bytes in a 16-bit lane, its high byte zeroed
+ * when it has none. Without a shuffle instruction (SSSE3's pshufb), stacks
+ * are read two ids at a time. */
+#if defined(__x86_64__)
+static bool four_ids_ok;
+
+static inline uint64_t shuffle_bytes(uint64_t w, uint64_t ctrl)
+{
+    __m128i v = _mm_cvtsi64_si128((long long)w), k = _mm_cvtsi64_si128((long long)ctrl);
+
+    /* Inline assembly, so that the rest of the file keeps the baseline
+     * instruction set; run only when four_ids_ok. */
+    __asm__("pshufb %1, %0" : "+x"(v) : "x"(k));
+    return (uint64_t)_mm_cvtsi128_si64(v);
+}
+#else
+static const bool four_ids_ok = false;
+
+static inline uint64_t shuffle_bytes(uint64_t w, uint64_t ctrl)
+{
+    (void)ctrl;
+    return w;
+}
+#endif
+
+static uint64_t four_ids_shuffle[256];
+static uint8_t four_ids_len[256];
+
+/* The continuation bits of eight bytes, byte i's in bit i. */
+static inline unsigned continuation_bits(uint64_t w)
+{
+    return (unsigned)(((w >> 7 & 0x0101010101010101ULL) * 0x0102040810204080ULL) >> 56);
+}
+
+static void four_ids_init(void)
+{
+    for (unsigned m = 0; m < 256; m++) {
+        uint64_t ctrl = 0;
+        unsigned pos = 0, j;
+
+        for (j = 0; j < 4; j++) {
+            /* 0x80 in a shuffle's control byte zeroes the byte. */
+            uint64_t lo = pos, hi = 0x80;
+            if (m >> pos & 1) {
+                if (pos + 1 >= 8 || m >> (pos + 1) & 1)
+                    break; /* three bytes or more, or cut */
+                hi = pos + 1;
+                pos += 2;
+            } else {
+                pos += 1;
+            }
+            ctrl |= (lo | hi << 8) << (16 * j);
+        }
+        four_ids_shuffle[m] = ctrl;
+        four_ids_len[m] = j == 4 ? (uint8_t)pos : 0;
+    }
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    four_ids_ok = __builtin_cpu_supports("ssse3");
+#endif
+}
+
 static void pos_weight_init(void)
 {
     for (size_t i = 0; i < POS_WEIGHTS; i++)
         pos_weight[i] = mix64(i) | 1;
+    four_ids_init();
 }
 
 /* True when field `f` is one of the scalar fields 1..`last` of its message
@@ -1050,6 +1119,9 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
      * bit iff its id is out of the table (0 when every such id is in). */
     const uint64_t lane_bias =
         nid >= LOC_FAST_IDS ? 0 : (uint64_t)(0x8000 - nid) * 0x0001000100010001ULL;
+    /* Past 16384 ids, three-byte ids mix with the shorter ones and the
+     * shuffle's table, looked up for nothing, costs more than it saves. */
+    const bool four_ids = four_ids_ok && nid <= LOC_FAST_IDS;
     while (q < qe) {
         uint64_t id, k;
 
@@ -1078,22 +1150,36 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                 dep += 8;
                 continue;
             }
-            /* Both 7-bit halves of each id joined in its 16-bit lane at
-             * once. */
-            uint64_t x = (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
-            if (m == 0x0080008000800080ULL && ((x + lane_bias) & LANES16_HIGH) == 0) {
-                uint64_t sum = 0;
-#pragma GCC unroll 4
-                for (unsigned j = 0; j < 4; j++) {
-                    size_t i = (uint16_t)(x >> (16 * j));
-                    k = locs[i].key;
-                    locs[i].refs++;
-                    sum += k * pos_weight[dep + j];
+            /* Four ids of two bytes, or of one or two bytes (a profile
+             * with under 16384 locations numbers them across both widths)
+             * each put in a 16-bit lane by one shuffle; then both 7-bit
+             * halves of each id joined in its lane at once. The stride of
+             * two-byte ids is tested first: it does not wait on the
+             * shuffle's table. */
+            bool two_bytes = m == 0x0080008000800080ULL;
+            if (two_bytes || four_ids) {
+                unsigned len = 8;
+                uint64_t x = w;
+                if (!two_bytes) {
+                    unsigned cb = continuation_bits(w);
+                    len = four_ids_len[cb];
+                    x = shuffle_bytes(w, four_ids_shuffle[cb]);
                 }
-                hh += sum;
-                q += 8;
-                dep += 4;
-                continue;
+                x = (x & 0x007f007f007f007fULL) | (x >> 1 & 0x3f803f803f803f80ULL);
+                if (len && ((x + lane_bias) & LANES16_HIGH) == 0) {
+                    uint64_t sum = 0;
+#pragma GCC unroll 4
+                    for (unsigned j = 0; j < 4; j++) {
+                        size_t i = (uint16_t)(x >> (16 * j));
+                        k = locs[i].key;
+                        locs[i].refs++;
+                        sum += k * pos_weight[dep + j];
+                    }
+                    hh += sum;
+                    q += len;
+                    dep += 4;
+                    continue;
+                }
             }
             /* Mixed widths (a profile with thousands of locations numbers
              * them across one, two and three bytes): two ids at a time,

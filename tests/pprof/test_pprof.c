@@ -1886,7 +1886,106 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
                                   "unknown location 50");
     expect_unknown_location_among(d, 10, (uint64_t[]){1, 300, 3, 4, 5, 6, 7, 8, 9, 50}, 10,
                                   "unknown location 300");
+    /* A three-byte id among the first four of eight bytes, in the largest
+     * table the four-at-once path reads: its first two bytes alone would
+     * be a location. */
+    expect_unknown_location_among(d, 16383, (uint64_t[]){5, 129, 20000, 6, 7, 8, 9, 10}, 8,
+                                  "unknown location 20000");
     pprof_delta_free(d);
+}
+
+/* Stack s of a profile numbering `nloc` locations: eight frames whose id
+ * widths are the bits of s (1: an id from 128 on, two bytes; 0: one
+ * byte), then up to six more of alternating widths, so that the first
+ * eight bytes of the 256 stacks take every pattern of one- and two-byte
+ * ids, and their ends every short tail. */
+static size_t width_pattern_stack(unsigned s, uint64_t nloc, uint64_t *ids)
+{
+    size_t depth = 8 + s % 7;
+
+    for (size_t k = 0; k < depth; k++) {
+        bool wide = k < 8 ? s >> k & 1 : k % 2;
+        ids[k] = wide ? 128 + (s * 11 + k * 17) % (nloc - 127) : 1 + (s * 7 + k * 13) % 127;
+    }
+    return depth;
+}
+
+/* A contention profile of the 256 stacks of width_pattern_stack(), stack s
+ * at (s + 1) x `scale` contentions and delay; the location ids of a stack
+ * packed, or each in its own field (read one at a time). */
+static uint8_t *width_pattern_prof(uint64_t nloc, bool packed, int64_t scale, int64_t t,
+                                   size_t *len)
+{
+    struct twb w = {0}, m = {0}, ids = {0};
+    uint64_t stack[16];
+
+    twb_contention_types(&w);
+    for (unsigned s = 0; s < 256; s++) {
+        size_t depth = width_pattern_stack(s, nloc, stack);
+        m.len = ids.len = 0;
+        for (size_t k = 0; k < depth; k++) {
+            if (packed)
+                twb_varint(&ids, stack[k]);
+            else
+                twb_uint(&m, 1, stack[k]);
+        }
+        if (packed)
+            twb_bytes(&m, 1, ids.data, ids.len);
+        twb_uint(&m, 2, (uint64_t)((s + 1) * scale));
+        twb_uint(&m, 2, (uint64_t)((s + 1) * scale));
+        twb_bytes(&w, 2, m.data, m.len);
+    }
+    for (uint64_t id = 1; id <= nloc; id++) {
+        m.len = 0;
+        twb_uint(&m, 1, id);
+        twb_uint(&m, 3, 0x400000 + 0x10 * id);
+        twb_bytes(&w, 4, m.data, m.len);
+    }
+    twb_free(&m);
+    twb_free(&ids);
+    return twb_end_with_f(&w, t, len);
+}
+
+TEST(stacks_read_alike_packed_and_one_id_at_a_time)
+{
+    /* 400 locations: two-byte ids past the table among them (read again
+     * by the slower paths); 16383: the most that every path reads. */
+    static const uint64_t nlocs[] = {400, 16383};
+
+    for (size_t ni = 0; ni < ARRAY_SIZE(nlocs); ni++) {
+        struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+        struct pprof_limits lim;
+        struct pprof__decoded dp;
+        uint8_t *in, *out;
+        size_t len, out_len;
+        char err[256];
+        bool seen[257] = {false};
+
+        pprof_limits_default(&lim);
+        in = width_pattern_prof(nlocs[ni], true, 1000, 10, &len);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  PPROF_DELTA_BASELINE);
+        free(in);
+        in = width_pattern_prof(nlocs[ni], false, 1001, 20, &len);
+        ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
+                  PPROF_DELTA_EMITTED);
+        free(in);
+        ASSERT_EQ(pprof_delta_keys(d), 256);
+        /* Each stack gained s + 1; one whose packed ids were misread would
+         * show its whole 1001 x (s + 1). */
+        tp_decode(out, out_len, &dp);
+        ASSERT_EQ(dp.prof->n_sample, 256);
+        for (size_t i = 0; i < 256; i++) {
+            const Perftools__Profiles__Sample *sm = dp.prof->sample[i];
+            ASSERT(sm->value[0] >= 1 && sm->value[0] <= 256);
+            ASSERT(!seen[sm->value[0]]);
+            seen[sm->value[0]] = true;
+            ASSERT_EQ(sm->value[1], sm->value[0]);
+        }
+        pprof__decoded_done(&dp);
+        free(out);
+        pprof_delta_free(d);
+    }
 }
 
 TEST(state_forgets_vanished_keys_and_reports_memory)
