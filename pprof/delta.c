@@ -507,22 +507,44 @@ static int scan_top(struct ctx *c)
         return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
                           "profile too large: %zu bytes > 4 GiB", c->len);
     size_t ahead = c->len > SCAN_PREFETCH_FROM ? 0 : c->len;
-    while ((r = pprof__next_field(&p, end, &f)) > 0) {
-        for (; ahead < (size_t)(p - c->raw) + SCAN_PREFETCH && ahead < c->len; ahead += 64)
-            __builtin_prefetch(c->raw + ahead);
-        if (f.num <= F_STRING) {
-            size_t k = f.num;
+    for (;;) {
+        const uint8_t *start = p;
+        size_t k, off, len;
+
+        /* A record of one of the tables with a one-byte tag and length, as
+         * nearly all of them are: read without the general field reader,
+         * whose checks and stores the chain from one record to the next
+         * would wait on. */
+        if (end - p >= 2 && (p[0] & 7) == PPROF__WT_LEN && (unsigned)(p[0] >> 3) - 1 < F_STRING &&
+            p[1] < 0x80 && p[1] <= end - p - 2) {
+            k = p[0] >> 3;
+            off = (size_t)(p + 2 - c->raw);
+            len = p[1];
+            p += 2 + len;
+        } else {
+            if ((r = pprof__next_field(&p, end, &f)) <= 0)
+                break;
+            if (f.num > F_STRING)
+                goto other;
             if (f.wt != PPROF__WT_LEN)
                 return corrupt(c, "wrong wire type for a repeated message");
-            if (__builtin_expect(c->n[k] == room[k], 0) && (rc = grow_spans(c, (int)k, room)) < 0)
-                return rc;
-            struct span *s = &c->spans[k][c->n[k]++];
-            s->off = (uint32_t)(f.data - c->raw);
-            s->len = (uint32_t)f.len;
-            if (k == F_SAMPLE)
-                c->samples_in += (size_t)(p - f.start);
-            continue;
+            k = f.num;
+            off = (size_t)(f.data - c->raw);
+            len = f.len;
         }
+        for (; ahead < (size_t)(p - c->raw) + SCAN_PREFETCH && ahead < c->len; ahead += 64)
+            __builtin_prefetch(c->raw + ahead);
+        if (__builtin_expect(c->n[k] == room[k], 0) && (rc = grow_spans(c, (int)k, room)) < 0)
+            return rc;
+        struct span *s = &c->spans[k][c->n[k]++];
+        s->off = (uint32_t)off;
+        s->len = (uint32_t)len;
+        if (k == F_SAMPLE)
+            c->samples_in += (size_t)(p - start);
+        continue;
+    other:
+        for (; ahead < (size_t)(p - c->raw) + SCAN_PREFETCH && ahead < c->len; ahead += 64)
+            __builtin_prefetch(c->raw + ahead);
         if (f.num == F_PERIOD_TYPE) {
             if (f.wt != PPROF__WT_LEN)
                 return corrupt(c, "wrong wire type for period_type");

@@ -1588,6 +1588,39 @@ TEST(lines_read_whatever_the_widths_of_their_function_and_number)
     }
 }
 
+TEST(records_cut_short_are_malformed)
+{
+    struct pprof_limits lim;
+    char err[256];
+    uint8_t *out;
+    size_t out_len;
+
+    pprof_limits_default(&lim);
+    /* A record of each table whose length runs past the profile's end by
+     * one byte to three, after a whole profile, where the record scan
+     * reads one-byte tags and lengths without the general reader. */
+    for (uint8_t field = 1; field <= 6; field++) {
+        for (size_t over = 1; over <= 3; over++) {
+            struct tprof *tp = cont_prof(1);
+            size_t len;
+            add(tp, (uint64_t[]){0x10}, 1, (int64_t[]){1, 1});
+            uint8_t *raw = tp_pack(tp, &len, false);
+            uint8_t *in = realloc(raw, len + 8);
+            ASSERT(in != NULL);
+            in[len] = (uint8_t)(field << 3 | 2);
+            in[len + 1] = (uint8_t)(4 + over);
+            memset(in + len + 2, 0x08, 4);
+            struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+            ASSERT_EQ(pprof_delta_process(d, in, len + 6, &lim, &out, &out_len, err, sizeof(err)),
+                      PPROF_ECORRUPT);
+            ASSERT(strstr(err, "bad protobuf encoding") != NULL);
+            pprof_delta_free(d);
+            free(in);
+            tp_free(tp);
+        }
+    }
+}
+
 /* Addresses of one to ten bytes as varints, the smallest, the largest and
  * one between of each width: every location keeps its own key (a misread
  * address would merge two samples), and the samples' values tell each
