@@ -1419,12 +1419,18 @@ static int scan_samples(struct ctx *c)
     return check_location_refs(c);
 }
 
-/* Slots of at most half full: a probe mostly ends at its first slot. */
+/* Slots at most half full, so that a probe mostly ends at its first slot;
+ * a quarter full while that fits in 32 KB (L1): whether the first slot
+ * is free is then better foretold, and a key seen once, the most common,
+ * costs no second probe. */
+#define INDEX_QUARTER_SLOTS 8192
+
 unsigned pprof__index_bits(size_t n)
 {
     unsigned bits = 4;
 
-    while (bits < 32 && ((size_t)1 << bits) < 2 * n)
+    while (bits < 32 && (((size_t)1 << bits) < 2 * n ||
+                         (((size_t)1 << bits) < 4 * n && ((size_t)1 << bits) < INDEX_QUARTER_SLOTS)))
         bits++;
     return bits;
 }

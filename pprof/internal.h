@@ -243,7 +243,8 @@ struct pprof__index {
     uint64_t salt;
 };
 
-/* Slot bits for n keys: 2^bits >= 2n, at least 16 slots. */
+/* Slot bits for n keys: 2^bits >= 2n, and >= 4n up to 8192 slots; at
+ * least 16 slots. */
 unsigned pprof__index_bits(size_t n);
 /* A random odd number, read once per process. */
 uint64_t pprof__index_salt(void);

@@ -737,11 +737,14 @@ TEST(key_index_finds_every_key_and_keeps_the_first_of_equal_ones)
 {
     enum { N = 600 };
     static uint64_t keys[N];
-    static uint32_t slot[1u << 11];
+    static uint32_t slot[1u << 12];
     uint64_t x = 0x243f6a8885a308d3ULL;
     unsigned bits = pprof__index_bits(N);
 
-    ASSERT((1u << bits) >= 2 * N && (1u << bits) <= sizeof(slot) / sizeof(slot[0]));
+    ASSERT((1u << bits) >= 4 * N && (1u << bits) <= sizeof(slot) / sizeof(slot[0]));
+    /* Past 8192 slots, half full at most. */
+    ASSERT_EQ(pprof__index_bits(4096), 13);
+    ASSERT_EQ(pprof__index_bits(100000), 18);
     ASSERT_U64_EQ(pprof__index_salt() & 1, 1);
     ASSERT_U64_EQ(pprof__index_salt(), pprof__index_salt());
     for (int shape = 0; shape < 3; shape++) {
