@@ -116,8 +116,10 @@ struct ent {
 /* log2 of the bits of ctx.fresh_bits. */
 #define FRESH_BITS 12
 
-/* Slots of the memo of short labels (struct lbl_memo). */
-#define LBL_MEMO_BITS 6
+/* Slots of the memo of short labels (struct lbl_memo), one way: std-heap's
+ * 57 distinct `bytes` labels find theirs in 80 % of its samples with 64
+ * slots, 91 % with 256 (of 92 % at most). */
+#define LBL_MEMO_BITS 8
 
 struct ctx {
     struct pprof_delta *d;
