@@ -1113,6 +1113,29 @@ static int add_loc_error(struct ctx *c, uint32_t li, uint64_t id)
                       "profile too large: stack depth > cap %zu", c->lim->max_stack_depth);
 }
 
+/* The four ids of `w`'s 16-bit lanes, each two 7-bit groups joined. */
+static inline uint64_t join_lanes16(uint64_t w)
+{
+    return (w & 0x007f007f007f007fULL) | (w >> 1 & 0x3f803f803f803f80ULL);
+}
+
+/* Four frames whose ids are the 16-bit lanes of `x`, at the depths whose
+ * weights are `weight[0..3]`: their part of the stack hash, and their
+ * references counted. */
+static inline __attribute__((always_inline)) uint64_t four_frames(struct loc *locs, uint64_t x,
+                                                                  const uint64_t *weight)
+{
+    uint64_t sum = 0;
+
+#pragma GCC unroll 4
+    for (unsigned j = 0; j < 4; j++) {
+        size_t i = (uint16_t)(x >> (16 * j));
+        sum += locs[i].key * weight[j];
+        locs[i].refs++;
+    }
+    return sum;
+}
+
 /* The innermost loop of a delta: the location ids of one sample, folded
  * into the stack hash `*h`. The hash is the sum of each frame's key times a
  * random odd weight for its depth: unlike a polynomial (h + k) * C, whose
@@ -1174,32 +1197,23 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                 dep += 8;
                 continue;
             }
-            /* Four ids of two bytes, or of one or two bytes (a profile
-             * with under 16384 locations numbers them across both widths)
-             * each put in a 16-bit lane by one shuffle; then both 7-bit
-             * halves of each id joined in its lane at once. The stride of
-             * two-byte ids is tested first: it does not wait on the
-             * shuffle's table. */
-            bool two_bytes = m == 0x0080008000800080ULL;
-            if (two_bytes || four_ids) {
-                unsigned len = 8;
-                uint64_t x = w;
-                if (!two_bytes) {
-                    unsigned cb = continuation_bits(w);
-                    len = four_ids_len[cb];
-                    x = shuffle_bytes(w, four_ids_shuffle[cb]);
-                }
-                x = (x & 0x007f007f007f007fULL) | (x >> 1 & 0x3f803f803f803f80ULL);
+            /* Four two-byte ids: both 7-bit halves of each joined in its
+             * 16-bit lane at once. */
+            uint64_t x = join_lanes16(w);
+            if (m == 0x0080008000800080ULL && ((x + lane_bias) & LANES16_HIGH) == 0) {
+                hh += four_frames(locs, x, &pos_weight[dep]);
+                q += 8;
+                dep += 4;
+                continue;
+            }
+            /* Four ids of one or two bytes (a profile with under 16384
+             * locations numbers them across both widths), each put in its
+             * lane by one shuffle. */
+            if (four_ids) {
+                unsigned cb = continuation_bits(w), len = four_ids_len[cb];
+                x = join_lanes16(shuffle_bytes(w, four_ids_shuffle[cb]));
                 if (len && ((x + lane_bias) & LANES16_HIGH) == 0) {
-                    uint64_t sum = 0;
-#pragma GCC unroll 4
-                    for (unsigned j = 0; j < 4; j++) {
-                        size_t i = (uint16_t)(x >> (16 * j));
-                        k = locs[i].key;
-                        locs[i].refs++;
-                        sum += k * pos_weight[dep + j];
-                    }
-                    hh += sum;
+                    hh += four_frames(locs, x, &pos_weight[dep]);
                     q += len;
                     dep += 4;
                     continue;
