@@ -255,36 +255,53 @@ static uint64_t mix64(uint64_t x)
 static uint64_t pos_weight[POS_WEIGHTS];
 static pthread_once_t pos_weight_once = PTHREAD_ONCE_INIT;
 
-/* Four ids of one or two bytes from eight bytes of a packed stack, by one
- * byte shuffle: per pattern of the eight bytes' continuation bits, the
- * bytes the four ids take (0: not all of them one or two bytes) and the
- * shuffle that puts each id's bytes in a 16-bit lane, its high byte zeroed
- * when it has none. Without a shuffle instruction (SSSE3's pshufb), stacks
- * are read two ids at a time. */
+/* Four location ids at once, by one byte shuffle (SSSE3's pshufb, checked
+ * at run time; elsewhere stacks are read two ids at a time): a table
+ * indexed by the continuation bits of the next bytes of a stack gives the
+ * bytes four ids take (0: one of them is longer than the reader takes)
+ * and the shuffle that puts each id's bytes in a lane of its own, the
+ * lanes' other bytes zeroed (0x80 in a control byte). Ids of one or two
+ * bytes from eight bytes into 16-bit lanes; ids of one to three bytes
+ * from twelve bytes into 32-bit lanes (68 KB of tables, filled once). */
+static uint64_t ids2_shuffle[256];
+static uint8_t ids2_len[256];
+static uint8_t ids3_shuffle[4096][16] __attribute__((aligned(16)));
+static uint8_t ids3_len[4096];
+
+/* Fills the tables for ids of at most `maxw` bytes from `nbytes` bytes:
+ * control byte t of lane j at shuffle[m * lane_bytes * 4 + ...]. */
+static void ids_table_fill(unsigned nbytes, unsigned maxw, unsigned lane_bytes, uint8_t *shuffle,
+                           uint8_t *len)
+{
+    for (unsigned m = 0; m < 1u << nbytes; m++) {
+        uint8_t *ctrl = shuffle + (size_t)m * 4 * lane_bytes;
+        unsigned pos = 0, j;
+
+        memset(ctrl, 0x80, 4 * lane_bytes);
+        for (j = 0; j < 4; j++) {
+            unsigned w = 1;
+            while (pos + w <= nbytes && m >> (pos + w - 1) & 1)
+                w++;
+            if (w > maxw || pos + w > nbytes)
+                break; /* longer, or cut */
+            for (unsigned t = 0; t < w; t++)
+                ctrl[lane_bytes * j + t] = (uint8_t)(pos + t);
+            pos += w;
+        }
+        len[m] = j == 4 ? (uint8_t)pos : 0;
+    }
+}
+
 #if defined(__x86_64__)
-static bool four_ids_ok;
+static bool have_pshufb;
 
-static inline uint64_t shuffle_bytes(uint64_t w, uint64_t ctrl)
+static inline __m128i shuffle_bytes(__m128i v, __m128i ctrl)
 {
-    __m128i v = _mm_cvtsi64_si128((long long)w), k = _mm_cvtsi64_si128((long long)ctrl);
-
     /* Inline assembly, so that the rest of the file keeps the baseline
-     * instruction set; run only when four_ids_ok. */
-    __asm__("pshufb %1, %0" : "+x"(v) : "x"(k));
-    return (uint64_t)_mm_cvtsi128_si64(v);
+     * instruction set; run only when have_pshufb. */
+    __asm__("pshufb %1, %0" : "+x"(v) : "x"(ctrl));
+    return v;
 }
-#else
-static const bool four_ids_ok = false;
-
-static inline uint64_t shuffle_bytes(uint64_t w, uint64_t ctrl)
-{
-    (void)ctrl;
-    return w;
-}
-#endif
-
-static uint64_t four_ids_shuffle[256];
-static uint8_t four_ids_len[256];
 
 /* The continuation bits of eight bytes, byte i's in bit i. */
 static inline unsigned continuation_bits(uint64_t w)
@@ -292,31 +309,71 @@ static inline unsigned continuation_bits(uint64_t w)
     return (unsigned)(((w >> 7 & 0x0101010101010101ULL) * 0x0102040810204080ULL) >> 56);
 }
 
-static void four_ids_init(void)
+/* Four ids of one or two bytes from the eight bytes `w`, each in a 16-bit
+ * lane of `*x` with its two 7-bit groups unjoined: returns the bytes they
+ * take, or 0. */
+static inline unsigned four_ids2(uint64_t w, uint64_t *x)
 {
-    for (unsigned m = 0; m < 256; m++) {
-        uint64_t ctrl = 0;
-        unsigned pos = 0, j;
+    unsigned cb = continuation_bits(w);
+    __m128i v = shuffle_bytes(_mm_cvtsi64_si128((long long)w),
+                              _mm_cvtsi64_si128((long long)ids2_shuffle[cb]));
 
-        for (j = 0; j < 4; j++) {
-            /* 0x80 in a shuffle's control byte zeroes the byte. */
-            uint64_t lo = pos, hi = 0x80;
-            if (m >> pos & 1) {
-                if (pos + 1 >= 8 || m >> (pos + 1) & 1)
-                    break; /* three bytes or more, or cut */
-                hi = pos + 1;
-                pos += 2;
-            } else {
-                pos += 1;
-            }
-            ctrl |= (lo | hi << 8) << (16 * j);
-        }
-        four_ids_shuffle[m] = ctrl;
-        four_ids_len[m] = j == 4 ? (uint8_t)pos : 0;
-    }
+    *x = (uint64_t)_mm_cvtsi128_si64(v);
+    return ids2_len[cb];
+}
+
+/* Four ids of one to three bytes at `q` (16 bytes readable) into `ids`,
+ * when they end within `left` bytes and are all below `nid`: returns the
+ * bytes they take, or 0. */
+static inline unsigned four_ids3(const uint8_t *q, size_t left, uint32_t nid, uint64_t ids[4])
+{
+    __m128i v = _mm_loadu_si128((const __m128i *)(const void *)q);
+    unsigned cb = (unsigned)_mm_movemask_epi8(v) & 0xfff, len = ids3_len[cb];
+
+    if (!len || len > left)
+        return 0;
+    v = shuffle_bytes(v, _mm_load_si128((const __m128i *)(const void *)ids3_shuffle[cb]));
+    __m128i x = _mm_or_si128(
+        _mm_or_si128(_mm_and_si128(v, _mm_set1_epi32(0x7f)),
+                     _mm_and_si128(_mm_srli_epi32(v, 1), _mm_set1_epi32(0x3f80))),
+        _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi32(0x1fc000)));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi32(x, _mm_set1_epi32((int)nid - 1))))
+        return 0;
+    uint64_t lo = (uint64_t)_mm_cvtsi128_si64(x);
+    uint64_t hi = (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(x, x));
+    ids[0] = (uint32_t)lo;
+    ids[1] = lo >> 32;
+    ids[2] = (uint32_t)hi;
+    ids[3] = hi >> 32;
+    return len;
+}
+#else
+static const bool have_pshufb = false;
+
+static inline unsigned four_ids2(uint64_t w, uint64_t *x)
+{
+    (void)w, (void)x;
+    return 0;
+}
+
+static inline unsigned four_ids3(const uint8_t *q, size_t left, uint32_t nid, uint64_t ids[4])
+{
+    (void)q, (void)left, (void)nid, (void)ids;
+    return 0;
+}
+#endif
+
+static void ids_tables_init(void)
+{
+    uint8_t ctrl[256][8];
+
+    ids_table_fill(8, 2, 2, &ctrl[0][0], ids2_len);
+    for (unsigned m = 0; m < 256; m++)
+        memcpy(&ids2_shuffle[m], ctrl[m], 8);
+    ids_table_fill(12, 3, 4, &ids3_shuffle[0][0], ids3_len);
 #if defined(__x86_64__)
     __builtin_cpu_init();
-    four_ids_ok = __builtin_cpu_supports("ssse3");
+    have_pshufb = __builtin_cpu_supports("ssse3");
 #endif
 }
 
@@ -324,7 +381,7 @@ static void pos_weight_init(void)
 {
     for (size_t i = 0; i < POS_WEIGHTS; i++)
         pos_weight[i] = mix64(i) | 1;
-    four_ids_init();
+    ids_tables_init();
 }
 
 /* True when field `f` is one of the scalar fields 1..`last` of its message
@@ -1149,12 +1206,14 @@ static inline __attribute__((always_inline)) uint64_t four_frames(struct loc *lo
  * samples it does not emit (recursion makes some increments wait on the
  * previous one of the same counter, a small cost against a second walk
  * over every emitted stack).
+ * The ids lie in [q, qe); bytes up to `readable_end` may be loaded.
  * Locals, not ctx fields, so the compiler keeps them in registers; not
  * inlined, so that parse_sample()'s own locals do not crowd them out
  * (inlined, both spilled to the stack: 5 % more per delta on heap-16k). */
 static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
-                                                          const uint8_t *qe, size_t *depth,
-                                                          uint64_t *h)
+                                                          const uint8_t *qe,
+                                                          const uint8_t *readable_end,
+                                                          size_t *depth, uint64_t *h)
 {
     struct loc *locs = c->locs;
     const size_t nid = c->loc_by_id, cap = c->lim->max_stack_depth;
@@ -1166,9 +1225,11 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
      * bit iff its id is out of the table (0 when every such id is in). */
     const uint64_t lane_bias =
         nid >= LOC_FAST_IDS ? 0 : (uint64_t)(0x8000 - nid) * 0x0001000100010001ULL;
-    /* Past 16384 ids, three-byte ids mix with the shorter ones and the
-     * shuffle's table, looked up for nothing, costs more than it saves. */
-    const bool four_ids = four_ids_ok && nid <= LOC_FAST_IDS;
+    /* Each shuffle reader on the profiles whose ids it takes: one or two
+     * bytes up to 16384 ids, one to three past them (a table looked up
+     * for nothing costs more than it saves). */
+    const bool ids2_on = have_pshufb && nid <= LOC_FAST_IDS;
+    const bool ids3_on = have_pshufb && nid > LOC_FAST_IDS && nid <= INT32_MAX;
     while (q < qe) {
         uint64_t id, k;
 
@@ -1209,9 +1270,9 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
             /* Four ids of one or two bytes (a profile with under 16384
              * locations numbers them across both widths), each put in its
              * lane by one shuffle. */
-            if (four_ids) {
-                unsigned cb = continuation_bits(w), len = four_ids_len[cb];
-                x = join_lanes16(shuffle_bytes(w, four_ids_shuffle[cb]));
+            if (ids2_on) {
+                unsigned len = four_ids2(w, &x);
+                x = join_lanes16(x);
                 if (len && ((x + lane_bias) & LANES16_HIGH) == 0) {
                     hh += four_frames(locs, x, &pos_weight[dep]);
                     q += len;
@@ -1219,9 +1280,26 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                     continue;
                 }
             }
-            /* Mixed widths (a profile with thousands of locations numbers
-             * them across one, two and three bytes): two ids at a time,
-             * without a branch on their widths. Out-of-table ids become id
+            /* Four ids of one to three bytes (a profile past 16383
+             * locations), from twelve bytes that may run past the stack
+             * but not past `readable_end`. */
+            if (ids3_on && readable_end - q >= 16) {
+                uint64_t ids4[4];
+                unsigned len = four_ids3(q, (size_t)(qe - q), (uint32_t)nid, ids4);
+                if (len) {
+                    uint64_t sum = 0;
+                    for (unsigned j = 0; j < 4; j++) {
+                        sum += locs[ids4[j]].key * pos_weight[dep + j];
+                        locs[ids4[j]].refs++;
+                    }
+                    hh += sum;
+                    q += len;
+                    dep += 4;
+                    continue;
+                }
+            }
+            /* Mixed widths the shuffles do not take (or no shuffle): two
+             * ids at a time, without a branch on their widths. Out-of-table ids become id
              * 0, which no location has. */
             uint64_t id1, id2;
             unsigned used = pprof__two_varints3(w, &id1, &id2);
@@ -1295,13 +1373,13 @@ static int parse_sample(struct ctx *c, size_t i, int64_t *row, uint64_t *key_out
         switch (f.num) {
         case 1:
             if (f.wt == PPROF__WT_LEN) {
-                if ((rc = add_locs(c, f.data, f.data + f.len, &depth, &stack)) < 0)
+                if ((rc = add_locs(c, f.data, f.data + f.len, c->raw + c->len, &depth, &stack)) < 0)
                     return rc;
             } else if (f.wt == PPROF__WT_VARINT) {
                 /* Unpacked (rare): re-encode the id for the same loop. */
                 uint8_t one[10];
                 uint8_t *one_end = pprof__put_varint(one, f.val);
-                if ((rc = add_locs(c, one, one_end, &depth, &stack)) < 0)
+                if ((rc = add_locs(c, one, one_end, one_end, &depth, &stack)) < 0)
                     return rc;
             } else {
                 return corrupt(c, "wrong wire type for location_id");

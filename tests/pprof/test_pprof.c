@@ -1927,21 +1927,43 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
      * be a location. */
     expect_unknown_location_among(d, 16383, (uint64_t[]){5, 129, 20000, 6, 7, 8, 9, 10}, 8,
                                   "unknown location 20000");
+    /* Past 16383 locations, four ids of up to three bytes are read from
+     * twelve: one past the table, and one of four bytes whose first three
+     * alone would be a location. */
+    expect_unknown_location_among(d, 20000,
+                                  (uint64_t[]){5, 129, 30000, 6, 7, 8, 9, 10, 11, 12, 13, 14},
+                                  12, "unknown location 30000");
+    expect_unknown_location_among(d, 20000,
+                                  (uint64_t[]){5, 129, (1u << 21) + 5, 6, 7, 8, 9, 10, 11, 12},
+                                  10, "unknown location 2097157");
     pprof_delta_free(d);
 }
 
+/* An id of `width` bytes among `nloc` locations, drawn by `salt`. */
+static uint64_t id_of_width(unsigned width, unsigned salt, uint64_t nloc)
+{
+    switch (width) {
+    case 1: return 1 + salt % 127;
+    case 2: return 128 + salt % ((nloc < 16383 ? nloc : 16383) - 127);
+    default: return 16384 + salt % (nloc - 16383);
+    }
+}
+
 /* Stack s of a profile numbering `nloc` locations: eight frames whose id
- * widths are the bits of s (1: an id from 128 on, two bytes; 0: one
- * byte), then up to six more of alternating widths, so that the first
- * eight bytes of the 256 stacks take every pattern of one- and two-byte
- * ids, and their ends every short tail. */
+ * widths are the digits of s, in base 2 up to 16383 locations (one or two
+ * bytes) and in base 3 past them (one to three), then up to six more of
+ * alternating widths, so that the first bytes of the 256 stacks take every
+ * pattern of widths the four-at-once readers see, and their ends every
+ * short tail. */
 static size_t width_pattern_stack(unsigned s, uint64_t nloc, uint64_t *ids)
 {
+    unsigned base = nloc > 16383 ? 3 : 2, digits = s;
     size_t depth = 8 + s % 7;
 
     for (size_t k = 0; k < depth; k++) {
-        bool wide = k < 8 ? s >> k & 1 : k % 2;
-        ids[k] = wide ? 128 + (s * 11 + k * 17) % (nloc - 127) : 1 + (s * 7 + k * 13) % 127;
+        unsigned width = k < 8 ? 1 + digits % base : 1 + k % base;
+        digits /= k < 8 ? base : 1;
+        ids[k] = id_of_width(width, s * 11 + (unsigned)k * 17, nloc);
     }
     return depth;
 }
@@ -1985,8 +2007,9 @@ static uint8_t *width_pattern_prof(uint64_t nloc, bool packed, int64_t scale, in
 TEST(stacks_read_alike_packed_and_one_id_at_a_time)
 {
     /* 400 locations: two-byte ids past the table among them (read again
-     * by the slower paths); 16383: the most that every path reads. */
-    static const uint64_t nlocs[] = {400, 16383};
+     * by the slower paths); 16383: the most ids of at most two bytes;
+     * 20000: ids of one to three bytes. */
+    static const uint64_t nlocs[] = {400, 16383, 20000};
 
     for (size_t ni = 0; ni < ARRAY_SIZE(nlocs); ni++) {
         struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
