@@ -253,7 +253,6 @@ static uint64_t mix64(uint64_t x)
  * default depth cap, compute theirs. Filled once per process. */
 #define POS_WEIGHTS 4096
 static uint64_t pos_weight[POS_WEIGHTS];
-static pthread_once_t pos_weight_once = PTHREAD_ONCE_INIT;
 
 /* Four location ids at once, by one byte shuffle (SSSE3's pshufb, checked
  * at run time; elsewhere stacks are read two ids at a time): a table
@@ -268,8 +267,9 @@ static uint8_t ids2_len[256];
 static uint8_t ids3_shuffle[4096][16] __attribute__((aligned(16)));
 static uint8_t ids3_len[4096];
 
-/* Fills the tables for ids of at most `maxw` bytes from `nbytes` bytes:
- * control byte t of lane j at shuffle[m * lane_bytes * 4 + ...]. */
+/* Fills the tables of a reader of four ids of at most `maxw` bytes from
+ * `nbytes` bytes into lanes of `lane_bytes`: per pattern m, `len[m]` and
+ * the 4 x lane_bytes control bytes at `shuffle` + m x 4 x lane_bytes. */
 static void ids_table_fill(unsigned nbytes, unsigned maxw, unsigned lane_bytes, uint8_t *shuffle,
                            uint8_t *len)
 {
@@ -377,7 +377,10 @@ static void ids_tables_init(void)
 #endif
 }
 
-static void pos_weight_init(void)
+/* The process's tables: the weights, the shuffle readers'. */
+static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
+
+static void tables_init(void)
 {
     for (size_t i = 0; i < POS_WEIGHTS; i++)
         pos_weight[i] = mix64(i) | 1;
@@ -1299,8 +1302,8 @@ static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                 }
             }
             /* Mixed widths the shuffles do not take (or no shuffle): two
-             * ids at a time, without a branch on their widths. Out-of-table ids become id
-             * 0, which no location has. */
+             * ids at a time, without a branch on their widths. Out-of-table
+             * ids become id 0, which no location has. */
             uint64_t id1, id2;
             unsigned used = pprof__two_varints3(w, &id1, &id2);
             if (used) {
@@ -2322,7 +2325,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     *out_len = 0;
     if (err && errlen)
         err[0] = '\0';
-    pthread_once(&pos_weight_once, pos_weight_init);
+    pthread_once(&tables_once, tables_init);
     memset(&c, 0, sizeof(c));
     rc = pprof__gunzip_scratch(in, in_len, lim->max_decompressed, &raw, &raw_len);
     if (rc == PPROF_ETOOLARGE) {
