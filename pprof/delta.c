@@ -551,6 +551,52 @@ static int push_comment(struct ctx *c, size_t *room, uint64_t v)
 #define SCAN_PREFETCH 2048
 #define SCAN_PREFETCH_FROM (256 * 1024)
 
+/* A top-level field of scan_top() other than a table's record: the period
+ * type, a comment, a scalar, or an unknown field (dropped). */
+static int scan_top_field(struct ctx *c, const struct pprof__field *f, size_t *comment_room)
+{
+    int rc;
+
+    if (f->num == F_PERIOD_TYPE) {
+        if (f->wt != PPROF__WT_LEN)
+            return corrupt(c, "wrong wire type for period_type");
+        c->has_period_type = true;
+        c->period_type.off = (uint32_t)(f->data - c->raw);
+        c->period_type.len = (uint32_t)f->len;
+        return 0;
+    }
+    if (f->num == F_COMMENT) {
+        if (f->wt == PPROF__WT_LEN) {
+            const uint8_t *q = f->data, *qe = f->data + f->len;
+            uint64_t v;
+            while (q < qe) {
+                if (pprof__varint(&q, qe, &v) < 0)
+                    return corrupt(c, "bad packed comment");
+                if ((rc = push_comment(c, comment_room, v)) < 0)
+                    return rc;
+            }
+            return 0;
+        }
+        if (f->wt == PPROF__WT_VARINT)
+            return push_comment(c, comment_room, f->val);
+        return corrupt(c, "wrong wire type for comment");
+    }
+    if (f->num > F_DOC_URL)
+        return 0; /* unknown field: dropped from the output */
+    if (f->wt != PPROF__WT_VARINT)
+        return corrupt(c, "wrong wire type for a scalar field");
+    switch (f->num) {
+    case F_DROP_FRAMES: c->drop_frames = (int64_t)f->val; break;
+    case F_KEEP_FRAMES: c->keep_frames = (int64_t)f->val; break;
+    case F_TIME: c->time_nanos = (int64_t)f->val; break;
+    case F_DURATION: c->duration_nanos = (int64_t)f->val; break;
+    case F_PERIOD: c->period = (int64_t)f->val; break;
+    case F_DEFAULT_SAMPLE_TYPE: c->default_sample_type = (int64_t)f->val; break;
+    case F_DOC_URL: c->doc_url = (int64_t)f->val; break;
+    }
+    return 0;
+}
+
 /* One pass over the top-level fields: where each record lies, the scalars
  * and the comments. The span tables grow as records come, within their
  * caps. Each record's place is known only once the one before is read, and
@@ -586,8 +632,13 @@ static int scan_top(struct ctx *c)
         } else {
             if ((r = pprof__next_field(&p, end, &f)) <= 0)
                 break;
-            if (f.num > F_STRING)
-                goto other;
+            /* Scalars and comments: few, their lines fetched with the next
+             * record's. */
+            if (f.num > F_STRING) {
+                if ((rc = scan_top_field(c, &f, &comment_room)) < 0)
+                    return rc;
+                continue;
+            }
             if (f.wt != PPROF__WT_LEN)
                 return corrupt(c, "wrong wire type for a repeated message");
             k = f.num;
@@ -603,49 +654,6 @@ static int scan_top(struct ctx *c)
         s->len = (uint32_t)len;
         if (k == F_SAMPLE)
             c->samples_in += (size_t)(p - start);
-        continue;
-    other:
-        for (; ahead < (size_t)(p - c->raw) + SCAN_PREFETCH && ahead < c->len; ahead += 64)
-            __builtin_prefetch(c->raw + ahead);
-        if (f.num == F_PERIOD_TYPE) {
-            if (f.wt != PPROF__WT_LEN)
-                return corrupt(c, "wrong wire type for period_type");
-            c->has_period_type = true;
-            c->period_type.off = (uint32_t)(f.data - c->raw);
-            c->period_type.len = (uint32_t)f.len;
-            continue;
-        }
-        if (f.num == F_COMMENT) {
-            if (f.wt == PPROF__WT_LEN) {
-                const uint8_t *q = f.data, *qe = f.data + f.len;
-                uint64_t v;
-                while (q < qe) {
-                    if (pprof__varint(&q, qe, &v) < 0)
-                        return corrupt(c, "bad packed comment");
-                    if ((rc = push_comment(c, &comment_room, v)) < 0)
-                        return rc;
-                }
-            } else if (f.wt == PPROF__WT_VARINT) {
-                if ((rc = push_comment(c, &comment_room, f.val)) < 0)
-                    return rc;
-            } else {
-                return corrupt(c, "wrong wire type for comment");
-            }
-            continue;
-        }
-        if (f.num > F_DOC_URL)
-            continue; /* unknown field: dropped from the output */
-        if (f.wt != PPROF__WT_VARINT)
-            return corrupt(c, "wrong wire type for a scalar field");
-        switch (f.num) {
-        case F_DROP_FRAMES: c->drop_frames = (int64_t)f.val; break;
-        case F_KEEP_FRAMES: c->keep_frames = (int64_t)f.val; break;
-        case F_TIME: c->time_nanos = (int64_t)f.val; break;
-        case F_DURATION: c->duration_nanos = (int64_t)f.val; break;
-        case F_PERIOD: c->period = (int64_t)f.val; break;
-        case F_DEFAULT_SAMPLE_TYPE: c->default_sample_type = (int64_t)f.val; break;
-        case F_DOC_URL: c->doc_url = (int64_t)f.val; break;
-        }
     }
     if (r < 0)
         return corrupt(c, "bad protobuf encoding");
