@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -448,6 +449,10 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     int r;
 
     memset(&a, 0, sizeof(a));
+    /* A peer that went away must cost its connection, not the process:
+     * writes to a closed socket or pipe then fail with EPIPE, which every
+     * writer (status server, forwarder, libcurl) handles as an error. */
+    signal(SIGPIPE, SIG_IGN);
     if (ro->web_config && net_web_load(ro->web_config, &web, err, sizeof(err)) < 0) {
         fprintf(stderr, "proflet: invalid web configuration: %s\n", err);
         return 2;
