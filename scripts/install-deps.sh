@@ -1,17 +1,29 @@
 #!/usr/bin/env bash
-# Installs every Debian package proflet needs to build, run its demo and run
-# all of its tests. Idempotent: installs only what is missing.
+# Installs the Debian packages proflet needs, and only what is missing.
+#
+#   scripts/install-deps.sh           build proflet and run its demo
+#   scripts/install-deps.sh --build   build proflet only (the image's build stage)
+#   scripts/install-deps.sh --tests   build, demo, and every test suite
+#
+# It starts and stops nothing: daemons that a package would start on
+# install (Debian's prometheus does) are kept from starting for the length
+# of the install, and a machine's own policy, if it has one, is left alone.
 set -euo pipefail
 
-PKGS=(
-  # build
+BUILD=(
   build-essential meson ninja-build pkg-config
   # the libraries proflet links (see README "Dependencies")
   libuv1-dev libcurl4-openssl-dev libzstd-dev libprotobuf-c-dev
   protobuf-c-compiler libcyaml-dev libre2-dev libdeflate-dev libjson-c-dev
   libhttp-parser-dev libxxhash-dev libssl-dev libcrypt-dev libyaml-dev zlib1g-dev
-  # the demo app and the real Go peers used by the tests
-  golang-go golang-github-google-pprof-dev golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
+)
+DEMO=(
+  # the demo's Go service, and `go tool pprof` to show what it collected
+  golang-go
+)
+TESTS=(
+  # the real Go peers the tests build
+  golang-github-google-pprof-dev golang-github-masterminds-sprig-dev golang-gopkg-yaml.v2-dev
   # test oracles and clients
   prometheus protobuf-compiler python3 python3-yaml python3-protobuf python3-bcrypt openssl systemd
   nghttp2-server tinyproxy
@@ -22,16 +34,29 @@ PKGS=(
   clang libclang-rt-14-dev valgrind
 )
 
+case "${1:-}" in
+  --build) PKGS=("${BUILD[@]}") ;;
+  "") PKGS=("${BUILD[@]}" "${DEMO[@]}") ;;
+  --tests) PKGS=("${BUILD[@]}" "${DEMO[@]}" "${TESTS[@]}") ;;
+  *) echo "usage: $0 [--build | --tests]" >&2; exit 2 ;;
+esac
+
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if [ "${#missing[@]}" -gt 0 ]; then
-  echo "installing: ${missing[*]}" >&2
-  SUDO=""
-  [ "$(id -u)" -eq 0 ] || SUDO=sudo
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+[ "${#missing[@]}" -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  # invoke-rc.d asks this file whether a package may start its service;
+  # 101 means "not now". Removed again whatever the install's outcome.
+  trap '$SUDO rm -f "$policy"' EXIT
+  printf '#!/bin/sh\nexit 101\n' | $SUDO tee "$policy" >/dev/null
+  $SUDO chmod 755 "$policy"
 fi
-# Debian's prometheus package may start a server on install; tests do not want it.
-pkill -x prometheus 2>/dev/null || true
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -7,7 +7,7 @@
 # "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
-scripts/install-deps.sh || exit 1
+scripts/install-deps.sh --tests || exit 1
 
 export GOCACHE=${GOCACHE:-/tmp/proflet-gocache}
 export GOFLAGS=${GOFLAGS:-}

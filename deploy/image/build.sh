@@ -4,10 +4,9 @@
 #
 #   deploy/image/build.sh [--no-deps] SRC_DIR BUILD_DIR
 #
-# Runs the README's commands: scripts/install-deps.sh, then meson setup and
-# ninja. The image build uses a release build without the test suites.
-# --no-deps skips install-deps.sh (CI's machine has them; the script also
-# stops stray prometheus servers, which a concurrently running test may own).
+# Runs the README's commands: scripts/install-deps.sh --build, then meson
+# setup and ninja. The image build uses a release build without the test
+# suites. --no-deps skips install-deps.sh (CI's machine has them).
 set -euo pipefail
 
 deps=1
@@ -23,7 +22,7 @@ src=$(cd "$1" && pwd)
 build=$2
 
 if [ "$deps" -eq 1 ]; then
-  "$src/scripts/install-deps.sh"
+  "$src/scripts/install-deps.sh" --build
 fi
 if [ -e "$build/build.ninja" ]; then
   meson setup --reconfigure "$build" "$src" --buildtype=release -Dtests=false
