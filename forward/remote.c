@@ -36,7 +36,7 @@
 #include "pprof/pprof.h"
 
 
-#define SECRET_MAX (64 * 1024)
+#define SECRET_REFRESH_MS 5000
 #define ERRBODY_MAX (64 * 1024)
 
 struct remote;
@@ -60,20 +60,13 @@ struct req {
     const struct labels **ls; /* their merged labels (the entries') */
 };
 
-struct secret_job {
-    struct fwd__job job;
-    struct remote *rm;
-    char *pass_file, *bearer_file;
-    char *pass, *bearer; /* out */
-};
-
 struct remote {
     struct fwd_ep *ep;
     struct net_client *http;
     char *push_url;
     char **hdr;
     size_t n_hdr;
-    char *password, *bearer;
+    struct net_secret *password, *bearer; /* inline or file, re-read off the loop */
     struct net_auth *auth; /* authorization, http-headers, oauth2 */
     struct net_tls tls;
     struct fwd__queue q;
@@ -329,8 +322,19 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
                           states, msg, sizeof(msg));
     }
     if (v != FWD_V_OK) {
+        const char *why = net_secret_error(rm->bearer) ? net_secret_error(rm->bearer)
+                                                       : net_secret_error(rm->password);
+
         ep->st.failed_requests++;
-        fwd__ep_error(ep, "%s (%zu profiles)", msg, q->n);
+        if (why)
+            fwd__ep_error(ep, "%s (%zu profiles); %s", msg, q->n, why);
+        else
+            fwd__ep_error(ep, "%s (%zu profiles)", msg, q->n);
+    }
+    if (resp->result == 0 && (resp->status == 401 || resp->status == 403)) {
+        /* A rotated credential: read the files again before the retry. */
+        net_secret_expire(rm->bearer);
+        net_secret_expire(rm->password);
     }
     if (resp->result == 0 && resp->status == 429 && !ep->cfg->retry_on_http_429 &&
         v == FWD_V_RETRY)
@@ -429,10 +433,12 @@ static void send_req(struct remote *rm, struct req *q)
     o.max_response = ERRBODY_MAX;
     o.timeout_ms = ep->cfg->remote_timeout_ms;
     o.connect_timeout_ms = ep->cfg->remote_timeout_ms < 10000 ? ep->cfg->remote_timeout_ms : 10000;
-    o.bearer_token = rm->bearer;
+    o.bearer_token = net_secret_get(rm->bearer);
     if (ep->cfg->http.basic_auth) {
+        const char *pw = net_secret_get(rm->password);
+
         o.username = ep->cfg->http.basic_auth->username ? ep->cfg->http.basic_auth->username : "";
-        o.password = rm->password ? rm->password : "";
+        o.password = pw ? pw : "";
     }
     o.tls = &rm->tls;
     o.proxy_url = ep->cfg->http.proxy_url;
@@ -624,73 +630,6 @@ static void on_timer(uv_timer_t *t)
     maybe_closed(rm);
 }
 
-/* ------------------------------------------------------------- secrets */
-
-static char *read_secret(const char *path)
-{
-    char buf[SECRET_MAX + 1];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n, got = 0;
-
-    if (fd < 0)
-        return NULL;
-    while (got < SECRET_MAX && (n = read(fd, buf + got, (size_t)(SECRET_MAX - got))) > 0)
-        got += n;
-    close(fd);
-    while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r'))
-        got--;
-    buf[got] = '\0';
-    return strdup(buf);
-}
-
-static void secret_work(struct fwd__job *job)
-{
-    struct secret_job *j = container_of(job, struct secret_job, job);
-
-    if (j->pass_file)
-        j->pass = read_secret(j->pass_file);
-    if (j->bearer_file)
-        j->bearer = read_secret(j->bearer_file);
-}
-
-static void secret_done(struct fwd__job *job)
-{
-    struct secret_job *j = container_of(job, struct secret_job, job);
-    struct remote *rm = j->rm;
-
-    rm->jobs--;
-    if (j->pass) {
-        free(rm->password);
-        rm->password = j->pass;
-    }
-    if (j->bearer) {
-        free(rm->bearer);
-        rm->bearer = j->bearer;
-    }
-    free(j);
-    maybe_closed(rm);
-}
-
-static void refresh_secrets(struct remote *rm)
-{
-    const struct net_http_cfg *h = &rm->ep->cfg->http;
-    struct secret_job *j;
-
-    if (!(h->basic_auth && h->basic_auth->password_file) && !h->bearer_token_file)
-        return;
-    j = calloc(1, sizeof(*j));
-    if (!j)
-        return;
-    j->rm = rm;
-    j->pass_file = h->basic_auth ? h->basic_auth->password_file : NULL;
-    j->bearer_file = h->bearer_token_file;
-    if (fwd__job_submit(rm->ep->f, &j->job, 0, secret_work, secret_done) < 0) {
-        free(j);
-        return;
-    }
-    rm->jobs++;
-}
-
 static void on_tick(uv_timer_t *t)
 {
     struct remote *rm = container_of(t, struct remote, tick);
@@ -698,8 +637,6 @@ static void on_tick(uv_timer_t *t)
     rm->tick_n++;
     if (rm->spool && !rm->closing)
         fwd__spool_expire(rm->spool);
-    if (rm->tick_n % 5 == 0 && !rm->closing)
-        refresh_secrets(rm);
     pump(rm);
 }
 
@@ -748,30 +685,18 @@ static int remote_start(struct fwd_ep *ep, char *err, size_t errlen)
     net_tls_from_cfg(&rm->tls, &c->http.tls);
     if (!(rm->auth = net_auth_new(ep->loop, fwd__workq(ep->f), &c->http)))
         goto oom;
-    if (c->http.bearer_token)
-        rm->bearer = strdup(c->http.bearer_token);
-    if (c->http.basic_auth && c->http.basic_auth->password)
-        rm->password = strdup(c->http.basic_auth->password);
-    /* First read of secret files at start (config time); later re-reads run
-     * on the work queue every 5 s so a rotated token is picked up. */
-    if (c->http.bearer_token_file) {
-        free(rm->bearer);
-        rm->bearer = read_secret(c->http.bearer_token_file);
-        if (!rm->bearer) {
-            snprintf(err, errlen, "%s: cannot read bearer-token-file %s", ep->name,
-                     c->http.bearer_token_file);
-            return -ENOENT;
-        }
-    }
-    if (c->http.basic_auth && c->http.basic_auth->password_file) {
-        free(rm->password);
-        rm->password = read_secret(c->http.basic_auth->password_file);
-        if (!rm->password) {
-            snprintf(err, errlen, "%s: cannot read password-file %s", ep->name,
-                     c->http.basic_auth->password_file);
-            return -ENOENT;
-        }
-    }
+    /* Secret files are re-read off the loop when due, as the scrape's
+     * are, every 5 s so that a rotated token reaches the next batch; an
+     * unreadable file is the endpoint's error, not a start failure, so a
+     * secret mounted late is picked up. */
+    if ((c->http.bearer_token || c->http.bearer_token_file) &&
+        !(rm->bearer = net_secret_new(ep->loop, fwd__workq(ep->f), c->http.bearer_token,
+                                      c->http.bearer_token_file, SECRET_REFRESH_MS)))
+        goto oom;
+    if (c->http.basic_auth && (c->http.basic_auth->password || c->http.basic_auth->password_file) &&
+        !(rm->password = net_secret_new(ep->loop, fwd__workq(ep->f), c->http.basic_auth->password,
+                                        c->http.basic_auth->password_file, SECRET_REFRESH_MS)))
+        goto oom;
     if (ep->spool->dir) {
         r = fwd__spool_open(ep, &spool_cb, rm, &rm->spool, err, errlen);
         if (r < 0)
@@ -963,8 +888,8 @@ static void remote_free(struct fwd_ep *ep)
     free(rm->hdr);
     free(rm->push_url);
     free(rm->inflight);
-    free(rm->password);
-    free(rm->bearer);
+    net_secret_free(rm->password);
+    net_secret_free(rm->bearer);
     net_auth_free(rm->auth);
     free(rm);
     ep->sink = NULL;

@@ -1,8 +1,8 @@
 """Remote-write over TLS with a rotating bearer token, through proflet: the
 receiver serves HTTPS with a certificate from a CA made at test time;
 proflet verifies it with `tls-config.ca-file` and `server-name`, sends the
-token from `bearer-token-file`, and picks up a new token after the file
-changes. A second endpoint with no CA must fail verification (counted),
+token from `bearer-token-file`, picks up a new token after the file
+changes, and keeps the token it has while the file reads empty. A second endpoint with no CA must fail verification (counted),
 never receive anything, and never block the first."""
 import json
 import os
@@ -61,7 +61,15 @@ remote-write:
             f.write("second-token\n")
         os.rename(token + ".new", token)
         wait_for("pushes with the rotated token", lambda: "Bearer second-token" in auths(), timeout=30)
-        check(all(a in ("Bearer first-token", "Bearer second-token") for a in auths()),
+        # A file rewritten in place reads empty for a moment: the token it
+        # had stays in use (every push keeps a token) until the new one lands.
+        open(token, "w").close()
+        seen = len(auths())
+        wait_for("pushes while the token file is empty", lambda: len(auths()) >= seen + 3, timeout=30)
+        with open(token, "w") as f:
+            f.write("third-token\n")
+        wait_for("pushes with the token written in place", lambda: "Bearer third-token" in auths(), timeout=30)
+        check(all(a in ("Bearer first-token", "Bearer second-token", "Bearer third-token") for a in auths()),
               f"a push without the token reached the receiver: {set(auths())}")
         m = metrics(sport)
         code = stop(p)
