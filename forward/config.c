@@ -6,9 +6,12 @@
  * loaded: nothing is defaulted, checked or compiled again. Const data and
  * functions of a load; any thread. */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <xxhash.h>
 
 #include "forward/internal.h"
 
@@ -222,15 +225,75 @@ static const struct conf_section remote_section = {
     .release = remote_release,
 };
 
+/* A hash of an endpoint's settings, every key and value but its name, in
+ * the order written: the same settings give the same hash on every start. */
+static uint64_t settings_hash(const struct conf_node *n, uint64_t h)
+{
+    if (conf_is_map(n) || conf_is_seq(n)) {
+        for (size_t i = 0; i < conf_len(n); i++) {
+            if (conf_is_map(n) && i % 2 == 0 && strcmp(conf_str(conf_at(n, i)), "name") == 0) {
+                i++;
+                continue;
+            }
+            h = settings_hash(conf_at(n, i), h ^ (conf_is_map(n) ? 0x6d : 0x73));
+        }
+        return XXH64("}", 1, h);
+    }
+    return XXH64(conf_str(n), strlen(conf_str(n)) + 1, h);
+}
+
+static bool same_name(struct conf_node *remotes, size_t i, size_t j)
+{
+    return strcmp(conf_str(conf_get(conf_at(remotes, i), "name")),
+                  conf_str(conf_get(conf_at(remotes, j), "name"))) == 0;
+}
+
+/* A name the user did not write comes from the URL's host ("dir" for a
+ * directory), which endpoints of one host share; those get the hash of
+ * their settings appended, as Prometheus names its remote writes, so that
+ * only endpoints with the very same settings, or names the user gave twice,
+ * are refused. */
 int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes)
 {
-    for (size_t i = 0; i < conf_len(remotes); i++) {
-        struct conf_node *a = conf_get(conf_at(remotes, i), "name");
+    size_t n = conf_len(remotes);
+    uint64_t *hash = calloc(n ? n : 1, sizeof(*hash)); /* 0: keeps its name */
+
+    if (!hash)
+        return conf_fail(ld, remotes, "out of memory");
+    for (size_t i = 0; i < n; i++) {
+        if (conf_user_key(conf_at(remotes, i), "name"))
+            continue;
+        for (size_t j = 0; j < n && !hash[i]; j++) {
+            if (j != i && same_name(remotes, i, j))
+                hash[i] = settings_hash(conf_at(remotes, i), 0) | 1ull << 63;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        struct conf_node *ri = conf_at(remotes, i);
+        char name[320];
+
+        if (!hash[i])
+            continue;
+        snprintf(name, sizeof(name), "%.256s-%06" PRIx64, conf_str(conf_get(ri, "name")),
+                 hash[i] & 0xffffff);
+        if (conf_set(ld, ri, "name", name) < 0) {
+            free(hash);
+            return -1;
+        }
+    }
+    free(hash);
+    for (size_t i = 0; i < n; i++) {
+        struct conf_node *ri = conf_at(remotes, i);
 
         for (size_t j = 0; j < i; j++) {
-            if (strcmp(conf_str(conf_get(conf_at(remotes, j), "name")), conf_str(a)) == 0)
-                return conf_fail(ld, a, "duplicate remote-write name \"%.80s\"; set name: to "
-                                 "tell them apart", conf_str(a));
+            if (!same_name(remotes, i, j))
+                continue;
+            if (conf_user_key(ri, "name"))
+                return conf_fail(ld, conf_get(ri, "name"), "duplicate remote-write name "
+                                 "\"%.80s\"; set name: to tell them apart",
+                                 conf_str(conf_get(ri, "name")));
+            return conf_fail(ld, ri, "remote-write endpoint %zu has the same settings as "
+                             "endpoint %zu", i + 1, j + 1);
         }
     }
     return 0;

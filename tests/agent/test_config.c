@@ -580,13 +580,39 @@ TEST(remote_write_errors)
            "t.yaml:2:5: missing required key \"url\" in remote-write");
     ERR_IS("remote-write:\n  - url: http://a\n    protocol: grpc\n",
            "t.yaml:3:15: expected one of push, ingest, got \"grpc\"");
-    ERR_IS("remote-write:\n  - url: http://a\n  - url: http://a/b\n",
-           "t.yaml:3:5: duplicate remote-write name \"a\"; set name: to tell them apart");
+    ERR_IS("remote-write:\n  - url: http://a\n    name: x\n  - url: http://b\n    name: x\n",
+           "t.yaml:5:11: duplicate remote-write name \"x\"; set name: to tell them apart");
+    ERR_IS("remote-write:\n  - url: file:///d\n  - url: file:///d\n",
+           "t.yaml:3:5: remote-write endpoint 2 has the same settings as endpoint 1");
     ERR_IS("remote-write:\n  - url: http://a\n    min-backoff: 10m\n",
            "t.yaml:3:18: min-backoff cannot be greater than max-backoff");
     /* `.dir` is internal: a user cannot select it by name. */
     ERR_IS("remote-write:\n  - url: http://a\n    protocol: .dir\n",
            "t.yaml:3:15: expected one of push, ingest, got \".dir\"");
+}
+
+/* Names nobody wrote: the host (or "dir"), with the settings' hash when
+ * endpoints share it, the same on every load. */
+TEST(remote_write_default_names)
+{
+    static const char two[] = "remote-write:\n  - url: file:///a\n  - url: file:///b\n"
+                              "  - url: http://h/x\n  - url: http://h/y\n  - url: http://k\n"
+                              "  - url: file:///c\n    name: dir\n";
+    struct cfg *c = LOAD_OK(two), *again = LOAD_OK(two);
+
+    ASSERT_EQ(c->n_remote, 6);
+    ASSERT_EQ(strncmp(c->remote[0].name, "dir-", 4), 0);
+    ASSERT_EQ(strlen(c->remote[0].name), 10);
+    ASSERT_EQ(strncmp(c->remote[1].name, "dir-", 4), 0);
+    ASSERT(strcmp(c->remote[0].name, c->remote[1].name) != 0);
+    ASSERT_EQ(strncmp(c->remote[2].name, "h-", 2), 0);
+    ASSERT(strcmp(c->remote[2].name, c->remote[3].name) != 0);
+    ASSERT_STR_EQ(c->remote[4].name, "k");
+    ASSERT_STR_EQ(c->remote[5].name, "dir");
+    for (unsigned i = 0; i < 6; i++)
+        ASSERT_STR_EQ(c->remote[i].name, again->remote[i].name);
+    cfg_free(c);
+    cfg_free(again);
 }
 
 TEST(yaml_syntax_error)
