@@ -20,7 +20,9 @@
  * whose answer is not read, closes after idle_ms. While more than OUT_HIGH
  * bytes of answers wait to be written a connection is neither read nor
  * served: a client that never reads holds at most OUT_HIGH plus one answer
- * (or one stream part) plus one read buffer.
+ * (or one stream part) plus one read buffer. Every connection is counted
+ * when it closes, by why (net_server_get_stats): a client that vanishes
+ * must cost its connection only, and be seen to.
  *
  * Errors. A request the parser rejects gets 400/413/431 with "Connection:
  * close"; we then shut down our side and discard input for a short linger
