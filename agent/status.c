@@ -32,6 +32,31 @@ bool agent__ready(const struct agent *a)
            cluster_ready(a->cluster);
 }
 
+/* The status server's own connections: a client that goes away (closes,
+ * resets, times out) must cost its connection and be seen to. */
+static void server_metrics(const struct agent *a, struct buf *b)
+{
+    struct net_server_stats st;
+
+    if (!a->status)
+        return;
+    net_server_get_stats(a->status, &st);
+    prom_head(b, "proflet_http_server_connections", "gauge",
+              "Open connections of the status server (this scrape's included).");
+    prom_u64(b, "proflet_http_server_connections", NULL, st.open);
+    prom_head(b, "proflet_http_server_connections_accepted_total", "counter",
+              "Connections the status server accepted.");
+    prom_u64(b, "proflet_http_server_connections_accepted_total", NULL, st.accepted);
+    prom_head(b, "proflet_http_server_connections_closed_total", "counter",
+              "Connections of the status server closed, by reason: done (by the server after "
+              "its last answer, or at shutdown), client_closed, reset (a read or write "
+              "failed), timeout, evicted (at the connection limit), error (TLS, memory).");
+    for (int r = 0; r < NET_CLOSE_N; r++)
+        prom_u64(b, "proflet_http_server_connections_closed_total",
+                 (const char *const[]){ "reason", net_close_reason_name(r), NULL },
+                 st.closed[r]);
+}
+
 static void metrics(struct agent *a, struct buf *b)
 {
     struct workq_stats w;
@@ -97,6 +122,7 @@ static void metrics(struct agent *a, struct buf *b)
               "Time of the last successful configuration load.");
     prom_f64(b, "proflet_config_last_reload_success_timestamp_seconds", NULL,
              (double)a->last_reload_ns / 1e9);
+    server_metrics(a, b);
     if (a->disc)
         disc_manager_metrics(a->disc, b);
     if (a->fwd)

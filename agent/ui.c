@@ -29,6 +29,7 @@
 #include "agent/recent.h"
 #include "common/clock.h"
 #include "common/labels.h"
+#include "common/utf8.h"
 #include "common/workq.h"
 #include "forward/forward.h"
 #include "net/net.h"
@@ -80,21 +81,40 @@ static const char filter_script[] =
     "var u=new URLSearchParams(location.search);q.value=u.get('q')||'';h.value=u.get('health')||'';"
     "q.addEventListener('input',f);h.addEventListener('change',f);f();})();</script>";
 
-static int esc(struct buf *b, const char *s)
+/* HTML text or attribute value: markup characters as entities; the runs
+ * between them as valid UTF-8, control characters shown (`\x1b`) unless
+ * `lines` keeps the text's line breaks and tabs (the configuration). */
+static int esc_text(struct buf *b, const char *s, bool lines)
 {
+    const char *run = s;
     int rc = 0;
 
     for (; s && *s && rc == 0; s++) {
+        const char *ent;
+
         switch (*s) {
-        case '<': rc = buf_puts(b, "&lt;"); break;
-        case '>': rc = buf_puts(b, "&gt;"); break;
-        case '&': rc = buf_puts(b, "&amp;"); break;
-        case '"': rc = buf_puts(b, "&quot;"); break;
-        case '\'': rc = buf_puts(b, "&#39;"); break;
-        default: rc = buf_append(b, s, 1);
+        case '<': ent = "&lt;"; break;
+        case '>': ent = "&gt;"; break;
+        case '&': ent = "&amp;"; break;
+        case '"': ent = "&quot;"; break;
+        case '\'': ent = "&#39;"; break;
+        default: continue;
         }
+        rc = lines ? utf8_append_valid(b, run, (size_t)(s - run))
+                   : utf8_append_visible(b, run, (size_t)(s - run));
+        if (rc == 0)
+            rc = buf_puts(b, ent);
+        run = s + 1;
     }
+    if (rc == 0 && s)
+        rc = lines ? utf8_append_valid(b, run, (size_t)(s - run))
+                   : utf8_append_visible(b, run, (size_t)(s - run));
     return rc;
+}
+
+static int esc(struct buf *b, const char *s)
+{
+    return esc_text(b, s, false);
 }
 
 static void head(struct buf *b, const char *title)
@@ -453,7 +473,7 @@ static void config_page(struct agent *a, struct net_http_response *resp)
 
         buf_init(&dump, 16u << 20);
         agent_config_dump(a->doc, &dump);
-        esc(b, dump.data ? dump.data : "");
+        esc_text(b, dump.data ? dump.data : "", true);
         buf_done(&dump);
     }
     buf_puts(b, "</pre>");

@@ -112,12 +112,16 @@ static void schedule_notify(struct cluster *c)
     uv_timer_start(&c->notify, notify_cb, 1, 0); /* 1 ms: see docs/design.md, libuv < 1.48 */
 }
 
-/* Makes `names[0..n)` (copied) the view; announces it if it differs. */
+/* Makes the distinct names of `names[0..n)` (copied) the view; announces
+ * it if it differs. A peer is its name: the assignment hashes names and a
+ * replica knows itself by name, so two pods of one name (in two watched
+ * namespaces, say) are one peer, not two. */
 static int view_set(struct cluster *c, const char *const *names, size_t n)
 {
     char **peers = calloc(n ? n : 1, sizeof(*peers));
     uint64_t *hashes = calloc(n ? n : 1, sizeof(*hashes));
-    bool same = n == c->n_peers;
+    size_t all = n;
+    bool same;
 
     if (!peers || !hashes)
         goto oom;
@@ -125,6 +129,14 @@ static int view_set(struct cluster *c, const char *const *names, size_t n)
         if (!(peers[i] = strdup(names[i])))
             goto oom;
     qsort(peers, n, sizeof(*peers), cmp_str);
+    n = 0;
+    for (size_t i = 0; i < all; i++) {
+        if (n && strcmp(peers[i], peers[n - 1]) == 0)
+            free(peers[i]);
+        else
+            peers[n++] = peers[i];
+    }
+    same = n == c->n_peers;
     c->self_live = false;
     for (size_t i = 0; i < n; i++) {
         hashes[i] = cluster_peer_hash(peers[i]);
@@ -443,7 +455,9 @@ void cluster_leave(struct cluster *c)
     if (c->leaving)
         return;
     c->leaving = true;
-    schedule_notify(c);
+    /* Without clustering every target stays owned: nothing to announce. */
+    if (c->enabled)
+        schedule_notify(c);
 }
 
 const char *cluster_self(const struct cluster *c)

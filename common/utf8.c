@@ -1,10 +1,14 @@
 /* UTF-8 as Go reads it: the one decoder behind label validation, relabel
- * regexes and templates, and Go-style quoting in messages. Pure functions,
- * no state, any thread; callers own every buffer. */
+ * regexes and templates, Go-style quoting in messages, and the writers
+ * that put bytes from targets into JSON and text the agent serves. Pure
+ * functions, no state, any thread; callers own every buffer. */
 #include "utf8.h"
 
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
+
+#include "common/buf.h"
 
 /* Length of the all-ASCII run at the start of s[0..len), found eight bytes at
  * a time: label values are mostly ASCII, and this runs on every regex
@@ -78,4 +82,62 @@ size_t utf8_invalid_count(const char *s, size_t len)
 bool utf8_valid(const char *s, size_t len)
 {
     return count_invalid(s, len, 1) == 0;
+}
+
+/* Both appenders: copies runs that need nothing, and hands each rune that
+ * does (an invalid byte; a control character when `visible`) to its own
+ * form. */
+static int append(struct buf *out, const char *s, size_t len, bool visible)
+{
+    static const char fffd[] = "\xEF\xBF\xBD";
+    size_t i = 0, run = 0;
+    int rc = 0;
+
+    while (i < len && rc == 0) {
+        unsigned char c = (unsigned char)s[i];
+        uint32_t r;
+        bool invalid;
+        size_t w;
+        char esc[8];
+
+        if (c >= 0x20 && c < 0x7F) {
+            i++;
+            continue;
+        }
+        w = utf8_decode(s + i, len - i, &r, &invalid);
+        if (!invalid && (!visible || (r >= 0x20 && r != 0x7F && (r < 0x80 || r > 0x9F)))) {
+            i += w;
+            continue;
+        }
+        rc = buf_append(out, s + run, i - run);
+        if (rc < 0)
+            break;
+        if (invalid)
+            rc = buf_append(out, fffd, 3);
+        else if (r == '\n')
+            rc = buf_append(out, "\\n", 2);
+        else if (r == '\r')
+            rc = buf_append(out, "\\r", 2);
+        else if (r == '\t')
+            rc = buf_append(out, "\\t", 2);
+        else if (r < 0x80)
+            rc = buf_append(out, esc, (size_t)snprintf(esc, sizeof(esc), "\\x%02x", r));
+        else
+            rc = buf_append(out, esc, (size_t)snprintf(esc, sizeof(esc), "\\u%04x", r));
+        i += w;
+        run = i;
+    }
+    if (rc == 0)
+        rc = buf_append(out, s + run, len - run);
+    return rc;
+}
+
+int utf8_append_valid(struct buf *out, const char *s, size_t len)
+{
+    return append(out, s, len, false);
+}
+
+int utf8_append_visible(struct buf *out, const char *s, size_t len)
+{
+    return append(out, s, len, true);
 }

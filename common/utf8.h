@@ -4,7 +4,7 @@
  * it on text (label validation, relabel regexes and templates, Go's %q in
  * messages) decodes the way Go's utf8.DecodeRune does: an invalid or
  * truncated sequence, a surrogate or an overlong form is one U+FFFD, one
- * byte wide. Pure functions, any thread. */
+ * byte wide. Pure functions, any thread; callers own every buffer. */
 #ifndef PROFLET_COMMON_UTF8_H
 #define PROFLET_COMMON_UTF8_H
 
@@ -74,5 +74,20 @@ size_t utf8_invalid_count(const char *s, size_t len);
 
 /** True if `s[0..len)` is valid UTF-8 (Go's utf8.Valid). */
 bool utf8_valid(const char *s, size_t len);
+
+struct buf;
+
+/** Appends `s[0..len)` to `out` as valid UTF-8: each byte that starts no
+ * valid sequence becomes U+FFFD, as Go's encoding/json writes it (so a
+ * strict JSON parser reads what a target sent). Returns 0 or the buffer's
+ * negative code (over its cap, out of memory). */
+int utf8_append_valid(struct buf *out, const char *s, size_t len);
+
+/** Appends `s[0..len)` to `out` for a reader of text: invalid bytes as
+ * U+FFFD, and every control character (C0, DEL, C1) in a visible form
+ * (`\n`, `\r`, `\t`, `\x1b`, `\u009b`), so what a target sent stays on
+ * its line and sends no terminal escapes. Returns 0 or the buffer's
+ * negative code. */
+int utf8_append_visible(struct buf *out, const char *s, size_t len);
 
 #endif

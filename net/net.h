@@ -457,6 +457,26 @@ bool net_web_auth(const struct net_web *w);
  * request needs valid credentials (else 401); passwords are checked off
  * the loop, one at a time, and a verified (user, password) is remembered. */
 void net_server_set_web(struct net_server *s, struct net_web *w);
+/** Why a connection of the status server was closed. */
+enum net_close_reason {
+    NET_CLOSE_DONE,          /**< by the server after its last answer, or at shutdown */
+    NET_CLOSE_CLIENT_CLOSED, /**< the client closed or half-closed its side */
+    NET_CLOSE_RESET,         /**< a read or write failed (reset, broken pipe) */
+    NET_CLOSE_TIMEOUT,       /**< header or idle timeout */
+    NET_CLOSE_EVICTED,       /**< made room for a new connection at the limit */
+    NET_CLOSE_ERROR,         /**< TLS failure or out of memory */
+    NET_CLOSE_N
+};
+/** The label value of a reason ("done", "client_closed"...). */
+const char *net_close_reason_name(enum net_close_reason r);
+/** Connections of a status server since it started. */
+struct net_server_stats {
+    uint64_t accepted;
+    uint64_t open; /**< accepted and not closing yet */
+    uint64_t closed[NET_CLOSE_N];
+};
+/** Fills `out`. Loop thread. */
+void net_server_get_stats(const struct net_server *s, struct net_server_stats *out);
 /** Closes the listener and every connection; `cb` runs when all are closed. */
 void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud);
 

@@ -20,7 +20,9 @@
  * whose answer is not read, closes after idle_ms. While more than OUT_HIGH
  * bytes of answers wait to be written a connection is neither read nor
  * served: a client that never reads holds at most OUT_HIGH plus one answer
- * (or one stream part) plus one read buffer.
+ * (or one stream part) plus one read buffer. Every connection is counted
+ * when it closes, by why (net_server_get_stats): a client that vanishes
+ * must cost its connection only, and be seen to.
  *
  * Errors. A request the parser rejects gets 400/413/431 with "Connection:
  * close"; we then shut down our side and discard input for a short linger
@@ -90,6 +92,7 @@ struct conn {
     unsigned writes;
     size_t discarded;
     uint64_t active_ms; /* accept, last answer or write progress: eviction order */
+    enum net_close_reason why; /* counted when it closes; DONE unless set */
     bool in_request;    /* part of a request has been parsed */
     struct {
         net_stream_fn fn;
@@ -141,6 +144,8 @@ struct net_server {
     struct cq run;  /* connections with work for a turn */
     size_t n_open;
     size_t max_conns;
+    uint64_t accepted;
+    uint64_t closed[NET_CLOSE_N];
     int port;
     uint64_t idle_ms;
     uint64_t header_ms;
@@ -305,6 +310,7 @@ static void conn_close(struct conn *c)
         return;
     c->state = CONN_CLOSING;
     c->s->n_open--;
+    c->s->closed[c->why]++;
     run_remove(c);
     auth_remove(c);
     stream_end(c);
@@ -316,7 +322,11 @@ static void conn_close(struct conn *c)
 
 static void timeout_cb(uv_timer_t *t)
 {
-    conn_close(t->data);
+    struct conn *c = t->data;
+
+    if (c->state != CONN_LINGER) /* the end of a linger is the normal end */
+        c->why = NET_CLOSE_TIMEOUT;
+    conn_close(c);
 }
 
 /* The idle clock: restarted on progress while no request is being read. */
@@ -353,11 +363,14 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
         /* A half-close (e.g. "HTTP/1.0 request, then shutdown"): finish
          * the answers already queued or not yet parsed, then close. */
         c->peer_eof = true;
+        c->why = NET_CLOSE_CLIENT_CLOSED;
         stop_reading(c);
         conn_kick(c);
         return;
     }
     if (nread < 0) {
+        if (c->state != CONN_LINGER)
+            c->why = NET_CLOSE_RESET;
         conn_close(c);
         return;
     }
@@ -501,6 +514,7 @@ static int tls_pull(struct conn *c)
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_ZERO_RETURN) {
         /* the client is done: answer what is queued, then close */
         c->peer_eof = true;
+        c->why = NET_CLOSE_CLIENT_CLOSED;
         stop_reading(c);
         if (c->writes == 0)
             conn_close(c);
@@ -508,6 +522,7 @@ static int tls_pull(struct conn *c)
     }
     /* A failed handshake or a bad record: let the alert go out, then close. */
     c->state = CONN_LAST_WRITE;
+    c->why = NET_CLOSE_ERROR;
     c->tls_closed = true;
     run_remove(c);
     stop_reading(c);
@@ -563,6 +578,7 @@ static void write_cb(uv_write_t *w, int status)
     if (c->state == CONN_CLOSING)
         return;
     if (status < 0) {
+        c->why = NET_CLOSE_RESET;
         conn_close(c);
         return;
     }
@@ -1136,8 +1152,10 @@ static void connection_cb(uv_stream_t *ls, int status)
     if (s->n_open >= s->max_conns) {
         struct conn *v = pick_victim(s);
 
-        if (v)
+        if (v) {
+            v->why = NET_CLOSE_EVICTED;
             conn_close(v);
+        }
     }
     c = calloc(1, sizeof(*c));
     if (!c)
@@ -1155,8 +1173,10 @@ static void connection_cb(uv_stream_t *ls, int status)
         s->conns->prev = c;
     s->conns = c;
     s->n_open++;
+    s->accepted++;
     c->active_ms = uv_now(s->loop);
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || s->n_open > s->max_conns) {
+        c->why = NET_CLOSE_ERROR;
         conn_close(c);
         return;
     }
@@ -1380,6 +1400,27 @@ void net_server_set_header_timeout(struct net_server *s, uint64_t ms)
 {
     if (s)
         s->header_ms = ms ? ms : NET__HEADER_MS;
+}
+
+const char *net_close_reason_name(enum net_close_reason r)
+{
+    static const char *const names[NET_CLOSE_N] = {
+        [NET_CLOSE_DONE] = "done",       [NET_CLOSE_CLIENT_CLOSED] = "client_closed",
+        [NET_CLOSE_RESET] = "reset",     [NET_CLOSE_TIMEOUT] = "timeout",
+        [NET_CLOSE_EVICTED] = "evicted", [NET_CLOSE_ERROR] = "error",
+    };
+
+    return (unsigned)r < NET_CLOSE_N ? names[r] : "unknown";
+}
+
+void net_server_get_stats(const struct net_server *s, struct net_server_stats *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (!s)
+        return;
+    out->accepted = s->accepted;
+    out->open = s->n_open;
+    memcpy(out->closed, s->closed, sizeof(out->closed));
 }
 
 void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)

@@ -87,6 +87,17 @@ uint64_t target_offset_ns(uint64_t offset_hash, uint64_t seed, uint64_t interval
  * t % interval == offset (docs/design.md "Scheduling"). */
 uint64_t target_first_delay_ns(uint64_t offset_ns, uint64_t interval_ns, uint64_t now_unix_ns);
 
+/* The one way bytes from targets (labels, errors, URLs) become JSON here:
+ * a json-c string of s[0..len) with each invalid UTF-8 byte replaced by
+ * U+FFFD, as Prometheus' encoder writes it; json-c escapes the control
+ * characters. NULL on OOM. */
+struct json_object;
+struct json_object *scrape__json_string(const char *s, size_t len);
+/* Adds `v` (owned) to object `o` under `key`, made valid UTF-8 as above. */
+void scrape__json_add(struct json_object *o, const char *key, struct json_object *v);
+/* A label set as a JSON object of strings, made valid as above. */
+struct json_object *scrape__labels_json(const struct labels *ls);
+
 /* Appends `{"discoveredLabels": {...}, "labels": {...}}` for one result to
  * `out` as JSON (as `promtool check service-discovery` prints it). With
  * `show_dropped`, a dropped target is printed with "dropped": true and

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "common/macros.h"
+#include "common/utf8.h"
 #include "scrape/internal.h"
 
 void scrape_manager_print(const struct scrape_manager *m, const char *job, bool show_dropped,
@@ -43,14 +44,9 @@ void scrape_manager_print(const struct scrape_manager *m, const char *job, bool 
 }
 
 
-static json_object *labels_json(const struct labels *ls)
+static json_object *jstr(const char *s)
 {
-    json_object *o = json_object_new_object();
-
-    for (size_t i = 0; i < ls->n; i++)
-        json_object_object_add(o, ls->v[i].name,
-                               json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
-    return o;
+    return scrape__json_string(s, s ? strlen(s) : 0);
 }
 
 static void ns_to_rfc3339(uint64_t ns, char *out, size_t len)
@@ -171,29 +167,29 @@ static int json_view(const struct scrape_target_view *v, void *ud)
     char ts[64];
     int rc;
 
-    json_object_object_add(t, "discoveredLabels", labels_json(v->discovered));
+    json_object_object_add(t, "discoveredLabels", scrape__labels_json(v->discovered));
     if (v->labels)
-        json_object_object_add(t, "labels", labels_json(v->labels));
-    json_object_object_add(t, "scrapePool", json_object_new_string(v->job));
+        json_object_object_add(t, "labels", scrape__labels_json(v->labels));
+    json_object_object_add(t, "scrapePool", jstr(v->job));
     if (!v->labels) {
         if (v->error)
-            json_object_object_add(t, "error", json_object_new_string(v->error));
+            json_object_object_add(t, "error", jstr(v->error));
         if (v->drop_reason && strncmp(v->drop_reason, "dropped by", 10) != 0)
-            json_object_object_add(t, "dropReason", json_object_new_string(v->drop_reason));
+            json_object_object_add(t, "dropReason", jstr(v->drop_reason));
         if (v->drop_reason && strncmp(v->drop_reason, "owned by", 8) == 0)
-            json_object_object_add(t, "owner", json_object_new_string(v->owner ? v->owner : ""));
+            json_object_object_add(t, "owner", jstr(v->owner ? v->owner : ""));
     } else {
-        json_object_object_add(t, "scrapeUrl", json_object_new_string(v->url));
+        json_object_object_add(t, "scrapeUrl", jstr(v->url));
         if (v->owner)
-            json_object_object_add(t, "owner", json_object_new_string(v->owner));
-        json_object_object_add(t, "profileType", json_object_new_string(v->profile_type));
+            json_object_object_add(t, "owner", jstr(v->owner));
+        json_object_object_add(t, "profileType", jstr(v->profile_type));
         json_object_object_add(t, "lastError",
-                               json_object_new_string(v->last_error ? v->last_error : ""));
+                               jstr(v->last_error ? v->last_error : ""));
         ns_to_rfc3339(v->last_scrape_ns, ts, sizeof(ts));
-        json_object_object_add(t, "lastScrape", json_object_new_string(ts));
+        json_object_object_add(t, "lastScrape", jstr(ts));
         json_object_object_add(t, "lastScrapeDuration",
                                json_object_new_double((double)v->last_duration_us / 1e6));
-        json_object_object_add(t, "health", json_object_new_string(scrape_target_health(v)));
+        json_object_object_add(t, "health", jstr(scrape_target_health(v)));
         json_object_object_add(t, "scrapeInterval",
                                json_object_new_int64((int64_t)v->interval_ms));
     }
@@ -372,8 +368,7 @@ int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, si
 
             for (const struct scrape_job *j = it->m->jobs; j; j = j->next)
                 if (!it->only_job || strcmp(it->only_job, j->name) == 0)
-                    json_object_object_add(counts, j->name,
-                                           json_object_new_int64((int64_t)j->dropped));
+                    scrape__json_add(counts, j->name, json_object_new_int64((int64_t)j->dropped));
             s = json_object_to_json_string_ext(counts, JSON_C_TO_STRING_PLAIN);
             /* the object without its braces: they are ours */
             rc = buf_append(out, s + 1, strlen(s) - 2);
@@ -401,7 +396,18 @@ void scrape_targets_iter_free(struct scrape_targets_iter *it)
     free(it);
 }
 
-/* /targets: the same for people. */
+/* One field of the text table: what a target sent (its URL from its
+ * labels, its error) is written visibly, so one pair is one line. */
+static void text_field(struct buf *out, const char *s, int width)
+{
+    size_t before = out->len, n;
+
+    utf8_append_visible(out, s ? s : "", s ? strlen(s) : 0);
+    for (n = out->len - before; (int)n < width; n++)
+        buf_puts(out, " ");
+}
+
+/* /targets?format=text: the same for people. */
 void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out)
 {
     size_t pos = 0;
@@ -415,11 +421,18 @@ void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out
         char ts[64];
 
         ns_to_rfc3339(p->last_scrape_ns, ts, sizeof(ts));
-        buf_printf(out, "%-20s %-12s %-6s %-24s %-10.3f %s%s%s\n", p->job->name,
-                   p->tp.profile->name,
+        text_field(out, p->job->name, 20);
+        buf_puts(out, " ");
+        text_field(out, p->tp.profile->name, 12);
+        buf_printf(out, " %-6s %-24s %-10.3f ",
                    !p->last_scrape_ns ? "?" : p->last_error ? "down" : "up", ts,
-                   (double)p->last_duration_us / 1e6, p->tp.url, p->last_error ? "  " : "",
-                   p->last_error ? p->last_error : "");
+                   (double)p->last_duration_us / 1e6);
+        text_field(out, p->tp.url, 0);
+        if (p->last_error) {
+            buf_puts(out, "  ");
+            text_field(out, p->last_error, 0);
+        }
+        buf_puts(out, "\n");
     }
 }
 

@@ -18,6 +18,7 @@
 
 #include <errno.h>
 #include <json-c/json.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -786,14 +787,59 @@ fail:
     return rc;
 }
 
-static json_object *labels_json(const struct labels *ls)
+/* Invalid UTF-8 is rare (a target's error body, a file_sd value): valid
+ * strings go to json-c as they are, the others through a copy. */
+json_object *scrape__json_string(const char *s, size_t len)
+{
+    struct buf b;
+    json_object *o;
+
+    if (!s)
+        s = "";
+    if (len > (INT_MAX - 1) / 3) /* json-c takes an int length */
+        len = (INT_MAX - 1) / 3;
+    if (utf8_valid(s, len))
+        return json_object_new_string_len(s, (int)len);
+    buf_init(&b, len * 3 + 1);
+    if (utf8_append_valid(&b, s, len) < 0) {
+        buf_done(&b);
+        return NULL;
+    }
+    o = json_object_new_string_len(b.data ? b.data : "", (int)b.len);
+    buf_done(&b);
+    return o;
+}
+
+void scrape__json_add(json_object *o, const char *key, json_object *v)
+{
+    size_t n = strlen(key);
+    struct buf b;
+
+    if (utf8_valid(key, n)) {
+        json_object_object_add(o, key, v);
+        return;
+    }
+    buf_init(&b, n * 3 + 1);
+    if (utf8_append_valid(&b, key, n) < 0 || buf_append(&b, "", 1) < 0)
+        json_object_put(v);
+    else
+        json_object_object_add(o, b.data, v);
+    buf_done(&b);
+}
+
+json_object *scrape__labels_json(const struct labels *ls)
 {
     json_object *o = json_object_new_object();
 
     for (size_t i = 0; o && i < ls->n; i++)
-        json_object_object_add(o, ls->v[i].name,
-                               json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
+        scrape__json_add(o, ls->v[i].name,
+                         scrape__json_string(ls->v[i].value, label_value_len(&ls->v[i])));
     return o;
+}
+
+static json_object *jstr(const char *s)
+{
+    return scrape__json_string(s, s ? strlen(s) : 0);
 }
 
 int target_result_json(const struct target_result *r, bool show_dropped, struct buf *out)
@@ -806,17 +852,17 @@ int target_result_json(const struct target_result *r, bool show_dropped, struct 
     o = json_object_new_object();
     if (!o)
         return -ENOMEM;
-    json_object_object_add(o, "discoveredLabels", labels_json(&r->discovered));
+    json_object_object_add(o, "discoveredLabels", scrape__labels_json(&r->discovered));
     json_object_object_add(o, "labels", r->dropped ? json_object_new_object()
-                                                   : labels_json(&r->labels));
+                                                   : scrape__labels_json(&r->labels));
     if (r->dropped)
         json_object_object_add(o, "dropped", json_object_new_boolean(1));
     if (r->owner)
-        json_object_object_add(o, "owner", json_object_new_string(r->owner));
+        json_object_object_add(o, "owner", jstr(r->owner));
     if (r->elsewhere)
         json_object_object_add(o, "ownedElsewhere", json_object_new_boolean(1));
     if (r->error)
-        json_object_object_add(o, "error", json_object_new_string(r->error));
+        json_object_object_add(o, "error", jstr(r->error));
     rc = buf_puts(out, json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
                                                              JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(o);

@@ -257,6 +257,71 @@ TEST(static_membership_on_a_loop)
     ASSERT_EQ(uv_loop_close(&loop), 0);
 }
 
+/* A name listed twice (a pod of that name in two watched namespaces) is
+ * one peer: the view, the count and the assignment see it once. */
+TEST(a_name_seen_twice_is_one_peer)
+{
+    uv_loop_t loop;
+    char *peers[] = { "b", "a", "b" };
+    struct cluster_cfg cfg = { .enabled = true, .self = "a", .peers = peers, .n_peers = 3 };
+    struct cluster_opts o = { .changed = changed };
+    struct disc_cfg g = { 0 };
+    struct cluster *c;
+    const char *const *view;
+    struct buf m;
+    size_t n;
+    bool done = false;
+    char err[256];
+
+    uv_loop_init(&loop);
+    o.loop = &loop;
+    changes = 0;
+    c = cluster_new(&o);
+    ASSERT_TRUE(c != NULL);
+    ASSERT_EQ(cluster_apply(c, &cfg, &g, err, sizeof(err)), 0);
+    run_until_change(&loop, 1);
+    view = cluster_peers(c, &n);
+    ASSERT_EQ(n, 2);
+    ASSERT_STR_EQ(view[0], "a");
+    ASSERT_STR_EQ(view[1], "b");
+    buf_init(&m, 1 << 16);
+    cluster_metrics(c, 0, 0, &m);
+    ASSERT_TRUE(m.data && strstr(m.data, "\nproflet_cluster_peers 2\n") != NULL);
+    buf_done(&m);
+
+    cluster_close(c, closed, &done);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ASSERT_TRUE(done);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
+/* Without clustering, leaving (shutdown) changes nothing: every target
+ * stays owned and no change is announced. */
+TEST(leaving_without_clustering_announces_nothing)
+{
+    uv_loop_t loop;
+    struct cluster_opts o = { .changed = changed };
+    struct cluster *c;
+    bool done = false;
+
+    uv_loop_init(&loop);
+    o.loop = &loop;
+    changes = 0;
+    c = cluster_new(&o);
+    ASSERT_TRUE(c != NULL);
+    cluster_leave(c);
+    /* An announcement would be a 1 ms timer: the loop runs until no handle
+     * is active, so it would have fired by the time this returns. */
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ASSERT_EQ(changes, 0);
+    ASSERT_TRUE(cluster_owns(7, NULL, c));
+    ASSERT_STR_EQ(cluster_self(c), "");
+    cluster_close(c, closed, &done);
+    uv_run(&loop, UV_RUN_DEFAULT);
+    ASSERT_TRUE(done);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
 int main(int argc, char **argv)
 {
     return test_main(argc, argv);

@@ -1,10 +1,13 @@
-/* Unit tests for common/utf8: Go's utf8.DecodeRune, EncodeRune and Valid.
+/* Unit tests for common/utf8: Go's utf8.DecodeRune, EncodeRune and Valid,
+ * and the appenders that make bytes from targets valid (JSON) or visible
+ * (text).
  * Expected values are Go's documented behaviour (each invalid byte is one
  * U+FFFD of width 1; surrogates, overlong forms and values past U+10FFFF are
  * invalid), not our own output. */
 #include <stdio.h>
 #include <string.h>
 
+#include "common/buf.h"
 #include "common/utf8.h"
 #include "test.h"
 
@@ -91,6 +94,63 @@ TEST(utf8_valid_and_invalid_count)
     ASSERT_EQ(utf8_invalid_count("h\xc3\xa9", 3), 0);
     ASSERT_EQ(utf8_invalid_count("a\xff" "b\xe2\x82", 5), 3);
     ASSERT_EQ(utf8_invalid_count("\xed\xa0\x80\xef\xbf\xbd", 6), 3);
+}
+
+
+/* What an appender makes of `s` (length n), NUL-terminated in `out`. */
+static const char *appended(int (*fn)(struct buf *, const char *, size_t), const char *s,
+                            size_t n, struct buf *out)
+{
+    buf_reset(out);
+    ASSERT_EQ(fn(out, s, n), 0);
+    ASSERT_EQ(buf_append(out, "", 1), 0);
+    return out->data;
+}
+
+/* Go's encoding/json writes each byte that starts no valid sequence as one
+ * U+FFFD and keeps valid text, control characters included (json-c
+ * escapes those). */
+TEST(utf8_append_valid_replaces_each_invalid_byte)
+{
+    static const char bad[] = "a\xff\xfe\x1b[31m\n\xe2\x82\xac\xe2\x82z\xed\xa0\x80";
+    struct buf b;
+
+    buf_init(&b, 4096);
+    ASSERT_STR_EQ(appended(utf8_append_valid, "plain", 5, &b), "plain");
+    ASSERT_STR_EQ(appended(utf8_append_valid, bad, sizeof(bad) - 1, &b),
+                  "a\xef\xbf\xbd\xef\xbf\xbd\x1b[31m\n\xe2\x82\xac"
+                  "\xef\xbf\xbd\xef\xbf\xbdz\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    ASSERT_TRUE(utf8_valid(b.data, b.len - 1));
+    ASSERT_EQ(utf8_invalid_count(bad, sizeof(bad) - 1), 7);
+    /* a literal U+FFFD stays one */
+    ASSERT_STR_EQ(appended(utf8_append_valid, "\xef\xbf\xbd", 3, &b), "\xef\xbf\xbd");
+    buf_done(&b);
+}
+
+/* Text for people: one line, no terminal escape, valid UTF-8. */
+TEST(utf8_append_visible_shows_control_characters)
+{
+    static const char evil[] = "up\n\x1b[2J\r\tx\x7f\xc2\x9b" "1m\xff\xc3\xa9";
+    struct buf b;
+    const char *out;
+
+    buf_init(&b, 4096);
+    out = appended(utf8_append_visible, evil, sizeof(evil) - 1, &b);
+    ASSERT_STR_EQ(out, "up\\n\\x1b[2J\\r\\tx\\x7f\\u009b1m\xef\xbf\xbd\xc3\xa9");
+    for (const char *p = out; *p; p++)
+        ASSERT_TRUE((unsigned char)*p >= 0x20 && *p != 0x7f);
+    ASSERT_TRUE(utf8_valid(out, strlen(out)));
+    ASSERT_STR_EQ(appended(utf8_append_visible, "", 0, &b), "");
+    /* the cap holds: nothing past it, an error instead */
+    {
+        struct buf small;
+
+        buf_init(&small, 4);
+        ASSERT_LT(utf8_append_visible(&small, "\x1b\x1b", 2), 0);
+        ASSERT_LE(small.len, 4);
+        buf_done(&small);
+    }
+    buf_done(&b);
 }
 
 int main(int argc, char **argv)
