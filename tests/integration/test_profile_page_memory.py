@@ -6,7 +6,9 @@ then 30 clients ask for its page and never read. proflet's peak RSS grows
 by less than limits.memory-budget (it grew by about 61 MB per client),
 /-/healthy keeps answering fast meanwhile, and a client that reads gets
 the whole page: well-formed HTML with every frame, each name cut to its
-display length."""
+display length. With a budget whose half holds fewer trees than there
+are clients, the pages past it say so, and a page is drawn again once the
+unread ones are closed (what they held was given back)."""
 import gzip
 import html.parser
 import os
@@ -83,23 +85,21 @@ class PageCheck(html.parser.HTMLParser):
             self.longest_cell = max(self.longest_cell, len(data))
 
 
-def main():
-    prof = hostile_profile()
+def start(tmp, procs, prof, name, limits=""):
+    """A fixture target that serves `prof` once (later scrapes get a 404,
+    so no more jobs run than the pages' own while they are counted), and
+    a proflet scraping it; returns (proflet, fixture, base URL, page link,
+    jobs completed once the scrape's are done)."""
     served = []
 
     def once():
-        # One scrape gets the profile, later ones a 404: no more jobs run
-        # than the pages' own while they are counted.
         served.append(1)
         return prof if len(served) == 1 else b""
 
-    print(f"hostile profile: {len(prof)} bytes gzip")
-    with environment() as (tmp, procs):
-        target = serve_bytes({"/debug/pprof/goroutine": once})
-        sport = free_port()
-        sink = os.path.join(tmp, "sink")
-        p = start_proflet(tmp, procs, f"""
-server:
+    target = serve_bytes({"/debug/pprof/goroutine": once})
+    sport = free_port()
+    p = start_proflet(tmp, procs, f"""
+{limits}server:
   listen-address: 127.0.0.1:{sport}
 scrape-configs:
   - job-name: hostile
@@ -109,30 +109,81 @@ scrape-configs:
       - application: hostile
         targets: [127.0.0.1:{target.server_address[1]}]
 remote-write:
-  - url: file://{sink}
-""")
-        try:
-            wait_ready(sport)
-            base = f"http://127.0.0.1:{sport}"
-            link = wait_for("the profile's page link", lambda: (
-                alive(p) and (m := re.search(r'href="(/profile\?key=[0-9a-f]+)"',
-                                                            http_get(base + "/")[1].decode())) and m.group(1)),
-                timeout=30)
-            jobs0 = wait_for("the scrape's jobs done", lambda: (
-                (t := metrics(sport)) and metric_value(t, "proflet_worker_jobs_in_flight") == 0 and
-                metric_value(t, "proflet_worker_jobs_backlog") == 0 and
-                metric_value(t, "proflet_worker_jobs_completed_total")))
-            rest = peak_rss(p.pid)
+  - url: file://{os.path.join(tmp, name + "-sink")}
+""", name=name)
+    wait_ready(sport)
+    base = f"http://127.0.0.1:{sport}"
+    link = wait_for("the profile's page link", lambda: (
+        alive(p) and (m := re.search(r'href="(/profile\?key=[0-9a-f]+)"', http_get(base + "/")[1].decode()))
+        and m.group(1)), timeout=30)
+    jobs0 = wait_for("the scrape's jobs done", lambda: idle(sport))
+    return p, target, sport, base, link, jobs0
 
-            conns = []
+
+def idle(sport, at_least=0):
+    """The jobs completed when none runs or waits and at least `at_least`
+    did, else None."""
+    t = metrics(sport)
+    done = metric_value(t, "proflet_worker_jobs_completed_total")
+    if (metric_value(t, "proflet_worker_jobs_in_flight") == 0 and
+            metric_value(t, "proflet_worker_jobs_backlog") == 0 and done >= at_least):
+        return done
+    return None
+
+
+def unread_pages(p, sport, link, jobs0):
+    """CLIENTS connections that ask for the page and never read, once
+    their pages' jobs are done."""
+    conns = []
+    try:
+        for _ in range(CLIENTS):
+            conns.append(unread_request(sport, f"GET {link} HTTP/1.1\r\nHost: t\r\n\r\n".encode()))
+        wait_for(f"the {CLIENTS} pages' flame graphs built",
+                 lambda: alive(p) and idle(sport, jobs0 + CLIENTS), timeout=120)
+    except BaseException:
+        for s in conns:
+            s.close()
+        raise
+    return conns
+
+
+def check_page(code, page):
+    """The whole page, well formed, every frame drawn, every name cut."""
+    check(code == 200, f"the page answered {code}")
+    text = page.decode()
+    check(text.rstrip().endswith("</html>"), "the page is cut short")
+    check(len(page) < 13 << 20, f"the page is {len(page)} bytes")
+    pc = PageCheck()
+    pc.feed(text)
+    pc.close()
+    check(not pc.errors, f"the page is not well formed: {pc.errors[:5]}")
+    check(pc.stack == [], f"elements left open: {pc.stack[:10]}")
+    # The root and every root's stack: each frame is 1/400 of the
+    # whole, wide enough to be drawn.
+    check(len(pc.frames) == 1 + ROOTS * DEPTH, f"{len(pc.frames)} frames, want {1 + ROOTS * DEPTH}")
+    names = [f.rsplit(": ", 1)[0] for f in pc.frames[1:]]
+    check(all(n.startswith(("github.com/hostile/pkg", "main.")) for n in names), "a frame without its name")
+    # A cut name is a prefix of the name, then an ellipsis: never
+    # half an entity.
+    roots = [n for n in names if n.startswith("main.")]
+    check(len(roots) == ROOTS, f"{len(roots)} root frames")
+    check(all(n.endswith("\u2026") and ROOT_NAME.startswith(n[:-1]) for n in roots),
+          f"a root's tooltip is not its name cut: {roots[0]!r}")
+    check(max(len(f) for f in pc.frames) < 300, "a frame's tooltip carries the whole name")
+    check(pc.longest_shown <= 96, f"a frame shows a name in {pc.longest_shown} characters")
+    check(pc.longest_cell <= 256, f"the top table shows a name in {pc.longest_cell} characters")
+    check(pc.top >= 1, "no top functions")
+
+
+def main():
+    prof = hostile_profile()
+    print(f"hostile profile: {len(prof)} bytes gzip")
+    with environment() as (tmp, procs):
+        p, target, sport, base, link, jobs0 = start(tmp, procs, prof, "proflet")
+        try:
+            rest = peak_rss(p.pid)
+            conns = unread_pages(p, sport, link, jobs0)
             try:
-                for _ in range(CLIENTS):
-                    conns.append(unread_request(sport, f"GET {link} HTTP/1.1\r\nHost: t\r\n\r\n".encode()))
-                wait_for(f"the {CLIENTS} pages' flame graphs built", lambda: (
-                    alive(p) and (t := metrics(sport)) and
-                    metric_value(t, "proflet_worker_jobs_completed_total") >= jobs0 + CLIENTS and
-                    metric_value(t, "proflet_worker_jobs_in_flight") == 0 and
-                    metric_value(t, "proflet_worker_jobs_backlog") == 0), timeout=120)
                 lat = []
                 for _ in range(20):
                     t0 = time.monotonic()
@@ -156,30 +207,28 @@ remote-write:
                   f"peak RSS grew by {grown / 2**20:.1f} MiB with {CLIENTS} unread pages")
             check(max(lat) < 1.0, f"/-/healthy took {max(lat):.2f} s while the pages waited")
 
-            check(code == 200, f"the page answered {code}")
-            text = page.decode()
-            check(text.rstrip().endswith("</html>"), "the page is cut short")
-            check(len(page) < 13 << 20, f"the page is {len(page)} bytes")
-            pc = PageCheck()
-            pc.feed(text)
-            pc.close()
-            check(not pc.errors, f"the page is not well formed: {pc.errors[:5]}")
-            check(pc.stack == [], f"elements left open: {pc.stack[:10]}")
-            # The root and every root's stack: each frame is 1/400 of the
-            # whole, wide enough to be drawn.
-            check(len(pc.frames) == 1 + ROOTS * DEPTH, f"{len(pc.frames)} frames, want {1 + ROOTS * DEPTH}")
-            names = [f.rsplit(": ", 1)[0] for f in pc.frames[1:]]
-            check(all(n.startswith(("github.com/hostile/pkg", "main.")) for n in names), "a frame without its name")
-            # A cut name is a prefix of the name, then an ellipsis: never
-            # half an entity.
-            roots = [n for n in names if n.startswith("main.")]
-            check(len(roots) == ROOTS, f"{len(roots)} root frames")
-            check(all(n.endswith("\u2026") and ROOT_NAME.startswith(n[:-1]) for n in roots),
-                  f"a root's tooltip is not its name cut: {roots[0]!r}")
-            check(max(len(f) for f in pc.frames) < 300, "a frame's tooltip carries the whole name")
-            check(pc.longest_shown <= 96, f"a frame shows a name in {pc.longest_shown} characters")
-            check(pc.longest_cell <= 256, f"the top table shows a name in {pc.longest_cell} characters")
-            check(pc.top >= 1, "no top functions")
+            check_page(code, page)
+            code = stop(p)
+            check(code == 0, f"exit status {code}")
+        finally:
+            target.shutdown()
+
+        # A budget whose half holds fewer trees than CLIENTS: the pages past
+        # it say so, and the trees are given back as their connections close.
+        p, target, sport, base, link, jobs0 = start(tmp, procs, prof, "proflet-small",
+                                                   "limits: {memory-budget: 12MiB}\n")
+        try:
+            conns = unread_pages(p, sport, link, jobs0)
+            try:
+                code, page = http_get(base + link, timeout=60)
+            finally:
+                for s in conns:
+                    s.close()
+            check(code == 200 and b"Too many profile pages" in page and b'class="fn"' not in page,
+                  "a page past half the budget was drawn")
+            code, page = wait_for("a page drawn once the unread ones are closed", lambda: (
+                alive(p) and (r := http_get(base + link, timeout=60)) and b'class="fn"' in r[1] and r), timeout=60)
+            check_page(code, page)
             code = stop(p)
             check(code == 0, f"exit status {code}")
         finally:
