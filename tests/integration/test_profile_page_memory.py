@@ -13,6 +13,7 @@ import gzip
 import html.parser
 import os
 import re
+import socket
 import time
 import urllib.request
 
@@ -229,6 +230,16 @@ def main():
             code, page = wait_for("a page drawn once the unread ones are closed", lambda: (
                 alive(p) and (r := http_get(base + link, timeout=60)) and b'class="fn"' in r[1] and r), timeout=60)
             check_page(code, page)
+            # Clients that leave before their page's job is done: the job
+            # finds the page closed and keeps nothing (the sanitized build
+            # checks the memory; the exit status, the leaks).
+            jobs1 = wait_for("the jobs so far done", lambda: idle(sport))
+            for _ in range(10):
+                with socket.create_connection(("127.0.0.1", sport), timeout=10) as c:
+                    c.sendall(f"GET {link} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+                    check(c.recv(1), "no answer")  # the head: the job is queued
+            wait_for("their jobs done", lambda: alive(p) and idle(sport, jobs1 + 10), timeout=60)
+            check_page(*http_get(base + link, timeout=60))
             code = stop(p)
             check(code == 0, f"exit status {code}")
         finally:
