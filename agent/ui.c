@@ -481,6 +481,12 @@ static void config_page(struct agent *a, struct net_http_response *resp)
 /* The sample types offered in the page's menu. */
 #define TYPES_SHOWN 64
 
+/* The bytes esc() writes for the byte `c`. */
+static size_t esc_len(unsigned char c)
+{
+    return c == '<' || c == '>' ? 4 : c == '&' ? 5 : c == '"' || c == '\'' ? 6 : 1;
+}
+
 /* Escapes `s` into at most `cap` bytes of HTML: cut at a character (or
  * entity) boundary and ended with U+2026 when it does not fit whole. */
 static void esc_cap(struct buf *b, const char *s, size_t cap)
@@ -489,7 +495,7 @@ static void esc_cap(struct buf *b, const char *s, size_t cap)
     size_t used = 0, i = 0, whole = 0;
 
     for (size_t j = 0; s && s[j] && whole <= cap; j++)
-        whole += s[j] == '<' || s[j] == '>' ? 4 : s[j] == '&' ? 5 : s[j] == '"' || s[j] == '\'' ? 6 : 1;
+        whole += esc_len((unsigned char)s[j]);
     if (whole <= cap) {
         esc(b, s);
         return;
@@ -498,14 +504,12 @@ static void esc_cap(struct buf *b, const char *s, size_t cap)
         unsigned char c = (unsigned char)s[i];
         size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 :
                    (c & 0xF8) == 0xF0 ? 4 : 1;
-        size_t out = c == '<' || c == '>' ? 4 : c == '&' ? 5 : c == '"' || c == '\'' ? 6 : n;
         size_t k = 1;
 
         while (k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
             k++;
-        if (k < n)
-            out = n = k; /* a cut sequence: its bytes as they are */
-        if (used + out + sizeof(ell) - 1 > cap)
+        n = k; /* a cut sequence: its bytes as they are */
+        if (used + (c < 0x80 ? esc_len(c) : n) + sizeof(ell) - 1 > cap)
             break;
         if (c < 0x80) {
             char one[2] = {s[i], '\0'};
@@ -514,7 +518,7 @@ static void esc_cap(struct buf *b, const char *s, size_t cap)
         } else {
             buf_append(b, s + i, n);
         }
-        used += out;
+        used += c < 0x80 ? esc_len(c) : n;
         i += n;
     }
     buf_puts(b, ell);
