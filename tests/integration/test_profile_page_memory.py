@@ -240,7 +240,16 @@ def main():
                     check(c.recv(1), "no answer")  # the head: the job is queued
             wait_for("their jobs done", lambda: alive(p) and idle(sport, jobs1 + 10), timeout=60)
             check_page(*http_get(base + link, timeout=60))
-            code = stop(p)
+            # And a shutdown while pages hold their trees: a clean exit.
+            jobs1 = wait_for("the jobs so far done", lambda: idle(sport))
+            conns = [unread_request(sport, f"GET {link} HTTP/1.1\r\nHost: t\r\n\r\n".encode())
+                     for _ in range(3)]
+            try:
+                wait_for("their jobs done", lambda: alive(p) and idle(sport, jobs1 + 3), timeout=60)
+                code = stop(p)
+            finally:
+                for s in conns:
+                    s.close()
             check(code == 0, f"exit status {code}")
         finally:
             target.shutdown()
