@@ -26,6 +26,7 @@ struct workq {
     struct workq_item *head, *tail;
     uint64_t completed, rejected, over_budget;
     uint64_t max_cost, cost_inflight, backlog_held;
+    uint64_t charged; /* held outside any job: workq_charge() */
 };
 
 static void pump(struct workq *q);
@@ -73,9 +74,18 @@ static void after_cb(uv_work_t *req, int status)
     pump(q);
 }
 
+/* A job that alone could pass the budget (it shrank since it was queued)
+ * still runs alone; but not beside charges, which are only given back as
+ * their holders finish. */
+static bool room(const struct workq *q, uint64_t cost)
+{
+    return !q->max_cost || (q->inflight == 0 && q->charged == 0) ||
+           q->cost_inflight + q->charged + cost <= q->max_cost;
+}
+
 static bool fits(const struct workq *q, const struct workq_item *w)
 {
-    return !q->max_cost || q->inflight == 0 || q->cost_inflight + w->cost <= q->max_cost;
+    return room(q, w->cost);
 }
 
 static void pump(struct workq *q)
@@ -114,8 +124,7 @@ int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t h
                       workq_fn fn, workq_after_fn after, void *arg)
 {
     struct workq_item *w;
-    bool waits = q->head || q->inflight >= q->max_inflight ||
-                 (q->max_cost && q->inflight && q->cost_inflight + cost > q->max_cost);
+    bool waits = q->head || q->inflight >= q->max_inflight || !room(q, cost);
 
     if (q->max_cost && cost > q->max_cost) {
         q->over_budget++;
@@ -144,6 +153,20 @@ int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t h
     q->backlog_held += held;
     pump(q);
     return 0;
+}
+
+int workq_charge(struct workq *q, uint64_t bytes)
+{
+    if (q->max_cost && q->charged + bytes > q->max_cost / 2)
+        return -EAGAIN;
+    q->charged += bytes;
+    return 0;
+}
+
+void workq_uncharge(struct workq *q, uint64_t bytes)
+{
+    q->charged -= bytes < q->charged ? bytes : q->charged;
+    pump(q);
 }
 
 void workq_cancel_backlog(struct workq *q)
@@ -175,6 +198,7 @@ void workq_get_stats(const struct workq *q, struct workq_stats *out)
     out->cost_inflight = q->cost_inflight;
     out->backlog_held = q->backlog_held;
     out->max_cost = q->max_cost;
+    out->charged = q->charged;
 }
 
 void workq_free(struct workq *q)

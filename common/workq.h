@@ -18,7 +18,10 @@
  * body): the waiting jobs together hold at most the budget too, and a
  * WORKQ_SKIPPABLE job that would wait past that is refused like one past a
  * full backlog, so a backlog of large bodies cannot grow the process
- * beyond what the budget promises.
+ * beyond what the budget promises. What a job leaves behind and someone
+ * keeps for a while (a web page's flame graph while it is sent) can be
+ * charged to the budget too, up to half of it, so work always keeps the
+ * other half: jobs start only while the running ones and the charges fit.
  *
  * The loop thread owns the queue. A job's `fn` runs on a pool thread and
  * touches only its own argument; `after` runs on the loop thread with 0, or
@@ -47,6 +50,7 @@ struct workq_stats {
     uint64_t cost_inflight; /**< bytes the running jobs declared */
     uint64_t backlog_held;  /**< bytes the waiting jobs hold */
     uint64_t max_cost;      /**< the budget (0: none) */
+    uint64_t charged;       /**< bytes held outside jobs (workq_charge) */
 };
 
 struct workq;
@@ -70,6 +74,13 @@ int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn f
  * bytes would pass the budget. */
 int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held,
                       workq_fn fn, workq_after_fn after, void *arg);
+/** Charges `bytes` that the caller keeps outside any job to the budget,
+ * until workq_uncharge(): jobs then start only while their costs, the
+ * running ones' and the charges fit. Returns 0, or -EAGAIN when the charges
+ * together would pass half the budget (nothing is charged then). */
+int workq_charge(struct workq *q, uint64_t bytes);
+/** Gives back `bytes` of workq_charge(): waiting jobs may start. */
+void workq_uncharge(struct workq *q, uint64_t bytes);
 /** Cancels every job not started yet: their `after` runs with
  * UV_ECANCELED, from this call. */
 void workq_cancel_backlog(struct workq *q);

@@ -181,6 +181,10 @@ struct pprof_flame_node {
     int64_t self;           /**< value of the samples that end here */
 };
 
+/** A flame graph's function names are cut to this many bytes (at a
+ * character boundary, the last one then U+2026). */
+#define PPROF_FLAME_NAME_MAX 256
+
 /** The call tree of one sample type of a profile, root ("total") first. */
 struct pprof_flame {
     char **types;           /**< every sample type, "type/unit" */
@@ -188,8 +192,10 @@ struct pprof_flame {
     int sample_type;        /**< the index the tree sums */
     struct pprof_flame_node *nodes;
     size_t n_nodes, cap_nodes;
-    char **names;           /**< function names; names[0] = "total" */
+    char **names;           /**< function names, no more than nodes; names[0] = "total" */
     size_t n_names, cap_names;
+    char *name_data;        /**< the names' storage (names[] point into it) */
+    size_t bytes;           /**< the heap the tree holds, all its blocks */
     bool truncated;         /**< max_nodes reached: deeper values stay as self */
 };
 

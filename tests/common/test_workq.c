@@ -4,8 +4,9 @@
  * skippable jobs past it while other jobs still queue, FIFO completion for
  * a window of one, cancellation of the backlog, the memory budget (running
  * costs never exceed it, the head waits for room, a job costlier than the
- * budget is refused; the bytes waiting jobs hold stay within it too), and
- * a clean loop close. */
+ * budget is refused; the bytes waiting jobs hold stay within it too),
+ * charges of what is kept outside jobs (up to half the budget; a job waits
+ * for them to be given back), and a clean loop close. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -206,6 +207,40 @@ TEST(workq_waiting_bytes_stay_within_the_budget)
     ASSERT_U64_EQ(st.backlog_held, 0);
     ASSERT_EQ(cancelled, 1);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    workq_free(q);
+    ASSERT_EQ(uv_loop_close(&loop), 0);
+}
+
+TEST(workq_charges_take_their_share_of_the_budget)
+{
+    struct workq_stats st;
+    struct workq *q;
+    uv_loop_t loop;
+
+    ASSERT_EQ(uv_loop_init(&loop), 0);
+    reset(1);
+    q = workq_new(&loop, 2, 8);
+    workq_set_budget(q, 100);
+    ASSERT_EQ(workq_charge(q, 30), 0);
+    ASSERT_EQ(workq_charge(q, 30), -EAGAIN); /* past half the budget: nothing charged */
+    ASSERT_EQ(workq_charge(q, 20), 0);
+    workq_get_stats(q, &st);
+    ASSERT_U64_EQ(st.charged, 50);
+    /* 50 + 60 would pass the budget: the job waits, though none runs. */
+    ASSERT_EQ(workq_submit_cost(q, 0, 60, job, after, (void *)1), 0);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_NOWAIT), 0);
+    workq_get_stats(q, &st);
+    ASSERT_EQ(st.inflight, 0);
+    ASSERT_EQ(st.backlog, 1);
+    workq_uncharge(q, 20); /* 30 + 60 fit: it starts */
+    workq_get_stats(q, &st);
+    ASSERT_EQ(st.inflight, 1);
+    ASSERT_U64_EQ(st.charged, 30);
+    ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
+    ASSERT_EQ(n_order, 1);
+    workq_uncharge(q, 30);
+    workq_get_stats(q, &st);
+    ASSERT_U64_EQ(st.charged, 0);
     workq_free(q);
     ASSERT_EQ(uv_loop_close(&loop), 0);
 }

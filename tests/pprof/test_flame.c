@@ -1,7 +1,9 @@
 /* Unit tests of pprof/flame.c: the call tree of a profile built with
  * protobuf-c (tests/pprof/tprof): totals and self values per frame,
  * inlined frames expanded caller first, shared prefixes merged, the sample
- * type chosen by name or by default, the node cap, and refusals. */
+ * type chosen by name or by default, the node cap, and refusals; and what
+ * a tree keeps: names cut at a character boundary, one copy of a string
+ * however many functions bear it, never more names than nodes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +106,71 @@ TEST(default_type_cap_and_refusals)
     ASSERT_LT(pprof_flame_build(p, len, &lim, "cpu", 100, &f, err, sizeof(err)), 0);
     ASSERT_NULL(f);
     ASSERT_LT(pprof_flame_build(junk, sizeof(junk), &lim, NULL, 100, &f, err, sizeof(err)), 0);
+    free(p);
+}
+
+/* `n` functions (each in its own file), each its own root, all named
+ * `name` when `same`, else "f0", "f1", ... */
+static uint8_t *roots_profile(size_t n, const char *name, bool same, size_t *len)
+{
+    struct tprof *tp = tp_new(cols, 2);
+    uint8_t *out;
+
+    for (size_t i = 0; i < n; i++) {
+        char own[32], file[32];
+        uint64_t fn, loc;
+
+        snprintf(own, sizeof(own), "f%zu", i);
+        snprintf(file, sizeof(file), "f%zu.go", i);
+        fn = tp_func(tp, same ? name : own, file);
+        loc = tp_loc(tp, 0x10 + i, fn, 1);
+        tp_sample(tp, (uint64_t[]){loc}, 1, (int64_t[]){1, 1});
+    }
+    out = tp_pack(tp, len, true);
+    tp_free(tp);
+    return out;
+}
+
+TEST(names_are_cut_shared_and_no_more_than_nodes)
+{
+    struct pprof_limits lim;
+    struct pprof_flame *f;
+    char name[1500], err[256];
+    size_t len, n;
+    uint8_t *p;
+
+    /* "ab" then two-byte characters: byte 253, where a cut to 256 bytes
+     * with its three-byte ellipsis would fall, is inside a character. */
+    name[0] = 'a';
+    name[1] = 'b';
+    for (n = 2; n + 2 < sizeof(name); n += 2)
+        memcpy(name + n, "\xc3\xa9", 2);
+    name[n] = '\0';
+    pprof_limits_default(&lim);
+    p = roots_profile(200, name, true, &len);
+    ASSERT_EQ(pprof_flame_build(p, len, &lim, NULL, 1000, &f, err, sizeof(err)), 0);
+    ASSERT_EQ(f->n_nodes, 201);
+    n = strlen(f->names[1]);
+    ASSERT_EQ(n, 255); /* 252 bytes of the name, then U+2026 */
+    ASSERT_TRUE(n <= PPROF_FLAME_NAME_MAX);
+    ASSERT_EQ(memcmp(f->names[1], name, 252), 0);
+    ASSERT_STR_EQ(f->names[1] + 252, "\xe2\x80\xa6");
+    /* 200 functions, one string: one copy, shared */
+    ASSERT_TRUE(f->names[1] == f->names[200]);
+    ASSERT_TRUE(f->bytes < sizeof(*f) + 201 * (sizeof(*f->nodes) + sizeof(char *)) + 2 * 256 + 64);
+    ASSERT_STR_EQ(f->names[0], "total");
+    pprof_flame_free(f);
+    free(p);
+    /* Short names stay whole; a full tree takes no new name. */
+    p = roots_profile(50, NULL, false, &len);
+    ASSERT_EQ(pprof_flame_build(p, len, &lim, NULL, 10, &f, err, sizeof(err)), 0);
+    ASSERT_TRUE(f->truncated);
+    ASSERT_EQ(f->n_nodes, 10);
+    ASSERT_TRUE(f->n_names <= f->n_nodes);
+    ASSERT_EQ(f->nodes[0].total, 50);
+    ASSERT_EQ(f->nodes[0].self, 41); /* the 41 roots with no room stay with the root */
+    ASSERT_STR_EQ(f->names[f->nodes[f->nodes[0].first_child].name], "f8");
+    pprof_flame_free(f);
     free(p);
 }
 
