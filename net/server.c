@@ -81,7 +81,7 @@
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
 #define AUTH_CACHE 32
-#define AUTH_RUNNING 2       /* password checks running at once */
+#define AUTH_RUNNING 1       /* password checks running at once: one core at most */
 #define AUTH_PEER_QUEUE 4    /* checks waiting per client address */
 #define AUTH_PEERS 512       /* client addresses tracked (connections are fewer) */
 #define AUTH_FAIL_MS 30000   /* how long a wrong password puts its address last */
@@ -217,7 +217,7 @@ static int tls_pull(struct conn *c);
 static void write_cb(uv_write_t *w, int status);
 static int tls_flush(struct conn *c);
 static void auth_remove(struct conn *c);
-static void auth_refuse(struct conn *c);
+static void auth_answer(struct conn *c, int status);
 static void dispatch(struct conn *c);
 static void conn_handle_closed(uv_handle_t *h);
 
@@ -759,15 +759,17 @@ static void send_error(struct conn *c, int status)
     buf_done(&body);
 }
 
-/* 401 with a Basic challenge; the connection stays usable. */
-static void auth_refuse(struct conn *c)
+/* 401 with a Basic challenge, or 429 when the client's address has
+ * enough checks waiting; the connection stays usable (a client that
+ * reconnects instead costs a TLS handshake each time). */
+static void auth_answer(struct conn *c, int status)
 {
     struct buf body;
     bool keep = c->req.keep_alive;
 
     buf_init(&body, 256);
-    buf_puts(&body, "401 Unauthorized\n");
-    if (send_answer(c, 401, NULL, &body, body.len, false, !keep, !keep) < 0)
+    buf_printf(&body, "%d %s\n", status, net__reason(status));
+    if (send_answer(c, status, NULL, &body, body.len, false, !keep, !keep) < 0)
         conn_close(c);
     buf_done(&body);
     if (c->state == CONN_OPEN) {
@@ -989,7 +991,7 @@ static void auth_finish(struct net_server *s, struct auth_job *j)
         c->auth_ok = j->ok;
         c->auth_wait = false;
         if (!c->auth_ok) {
-            auth_refuse(c);
+            auth_answer(c, 401);
         } else {
             dispatch(c);
             if (c->state == CONN_OPEN)
@@ -1145,7 +1147,7 @@ static void auth_start_next(struct net_server *s)
                 job_free(j);
             }
             c->auth_wait = false;
-            auth_refuse(c);
+            auth_answer(c, 401);
             conn_kick(c);
             continue;
         }
@@ -1181,6 +1183,7 @@ static struct auth_peer *find_peer(struct net_server *s, const unsigned char *ad
     if (free_slot) {
         memset(free_slot, 0, sizeof(*free_slot));
         free_slot->used = true;
+        free_slot->served = ++s->auth_serial; /* behind those already waiting */
         free_slot->q.link = offsetof(struct conn, auth_next);
         memcpy(free_slot->addr, addr, sizeof(free_slot->addr));
     }
@@ -1250,11 +1253,11 @@ static void dispatch(struct conn *c)
             if (a > 0) /* being checked; auth_finish() continues */
                 return;
             if (a == -2) { /* its address has enough checks waiting */
-                send_error(c, 429);
+                auth_answer(c, 429);
                 return;
             }
             if (a < 0) {
-                auth_refuse(c);
+                auth_answer(c, 401);
                 return;
             }
         }
