@@ -10,9 +10,10 @@
  * cipher suites and curves are translated to OpenSSL's here.
  *
  * Costs. A hash's cost is refused outside WEB_COST_MIN..WEB_COST_MAX: one
- * check doubles with each step, and above the maximum a login that waits
- * for one check before its own no longer fits the header timeout on a
- * loaded two-core machine. Unknown users are checked against a dummy hash
+ * check doubles with each step (about 1 s of CPU at 14 on the reference
+ * machine), and a login may wait for one check before its own: at 14 that
+ * stays inside the 10 s header timeout even when the CPU is shared a few
+ * times over; at 18 one check alone would not. Unknown users are checked against a dummy hash
  * made at load with the cost most users have, so that a wrong password
  * takes as long for a user that does not exist as for one that does.
  *
@@ -260,9 +261,9 @@ static int top_post(struct conf_load *ld, struct conf_node *n)
         if (bcrypt_cost(hash) < WEB_COST_MIN || bcrypt_cost(hash) > WEB_COST_MAX)
             return conf_fail(ld, v,
                              "basic_auth_users: the bcrypt cost of %s is %d; proflet takes %d to "
-                             "%d (each step doubles a check: one at cost 15 takes 2 to 5 s on two "
-                             "cores, and a login may wait for one check before its own within "
-                             "the header timeout)", name, bcrypt_cost(hash), WEB_COST_MIN,
+                             "%d (each step doubles a check: about 1 s of CPU at 14, 15 s at 18, "
+                             "and a login may wait for one check before its own within the "
+                             "header timeout)", name, bcrypt_cost(hash), WEB_COST_MIN,
                              WEB_COST_MAX);
     }
     return 0;
