@@ -439,7 +439,7 @@ struct net_web;
 /** Loads and checks a web configuration file: builds the TLS context
  * (certificate, key, client CA, client_auth_type, min/max_version, cipher
  * suites, curves) and checks that every password is a bcrypt hash of a
- * cost from 4 to 14. 0 or a negative errno with
+ * cost from 4 to 12. 0 or a negative errno with
  * "FILE:LINE:COL: ..." or the TLS error in `err`. */
 int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen);
 /** Takes a reference (NULL is fine); returns `w`. */
