@@ -41,11 +41,12 @@
  * neither the loop nor the shared work queue waits for it, and shutdown
  * does not either: a check still running when the server closes finishes
  * on its own and its result is dropped. Checks wait per client address
- * (IPv6: per /64), at most AUTH_PEER_QUEUE each (more get 429 and the
- * connection closes); one check per address runs at a time, and the next
- * goes to the address served least recently, those without a recent
- * wrong password first, so a flood from some addresses delays a login
- * from another by at most the checks already running. An unknown user is
+ * (IPv6: per /64), at most AUTH_PEER_QUEUE each (more get 429 on a
+ * connection that stays open: reconnecting would cost a TLS handshake);
+ * one check per address runs at a time, and the next goes to the address
+ * served least recently, those without a recent wrong password first, so
+ * a flood from some addresses delays a login from another by at most the
+ * checks already running. An unknown user is
  * checked against a dummy hash of the configured cost, so its answer takes
  * as long as a known user's. The thread owns its job (password, hash);
  * the job's link to its connection is cut on the loop when the
@@ -53,10 +54,10 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -81,10 +82,10 @@
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
 #define AUTH_CACHE 32
-#define AUTH_RUNNING 1       /* password checks running at once: one core at most */
-#define AUTH_PEER_QUEUE 4    /* checks waiting per client address */
-#define AUTH_PEERS 512       /* client addresses tracked (connections are fewer) */
-#define AUTH_FAIL_MS 30000   /* how long a wrong password puts its address last */
+#define AUTH_RUNNING 1     /* password checks running at once: one core at most */
+#define AUTH_PEER_QUEUE 4  /* checks waiting per client address */
+#define AUTH_PEERS 512     /* client addresses tracked (connections are fewer) */
+#define AUTH_FAIL_MS 30000 /* how long a wrong password puts its address last */
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */
@@ -134,9 +135,9 @@ struct conn {
     struct conn *auth_next;
     char *auth_user, *auth_pass;
     bool auth_ok;
-    unsigned char peer[16];   /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
+    unsigned char peer[16];      /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
     struct auth_peer *queued_at; /* the address queue it waits in, or NULL */
-    struct auth_job *job;     /* its running check, or NULL */
+    struct auth_job *job;        /* its running check, or NULL */
 };
 
 struct write_req {
@@ -155,11 +156,11 @@ struct cq {
 struct auth_peer {
     unsigned char addr[16];
     bool used;
-    bool running;        /* one of its checks runs */
-    unsigned queued;     /* connections in q */
+    bool running;       /* one of its checks runs */
+    unsigned queued;    /* connections in q */
     struct cq q;
-    uint64_t served;     /* serial of its last check: round robin */
-    uint64_t failed_ms;  /* loop time of its last wrong password; 0: none */
+    uint64_t served;    /* serial of its last check (or arrival): round robin */
+    uint64_t failed_ms; /* loop time of its last wrong password; 0: none */
 };
 
 /* One check, owned by its thread until it is handed to the loop. */
