@@ -521,7 +521,6 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
                 goto run_loop;
             }
             net_server_set_header_timeout(a.status, agent_config(a.doc)->header_timeout_ms);
-            net_server_set_workq(a.status, a.work);
             net_server_set_web(a.status, web);
         }
         uv_signal_start(&a.sig_term, on_signal, SIGTERM);

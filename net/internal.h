@@ -113,6 +113,9 @@ const char *net__web_user(const struct net_web *w, unsigned i, const char **hash
 const char *net__web_hash(const struct net_web *w, const char *user);
 /* Whether `password` matches `hash` (bcrypt: slow, run off the loop). */
 bool net__web_verify(const char *password, const char *hash);
+/* What an unknown user's password is checked against (auth on only): a
+ * bcrypt setting of the configured cost that no password matches. */
+const char *net__web_dummy_hash(const struct net_web *w);
 /* Verify callback that accepts any client certificate (RequestClientCert,
  * RequireAnyClientCert). */
 int net__web_accept_any_cert(int ok, struct x509_store_ctx_st *x);

@@ -422,10 +422,6 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
                      struct net_server **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int net_server_port(const struct net_server *s);
-/** Password checks (bcrypt, tens of milliseconds each) run one at a time
- * as jobs of `q`, the agent's one CPU work queue; without a queue they go
- * to libuv's pool directly. Loop thread. */
-void net_server_set_workq(struct net_server *s, struct workq *q);
 /** Wakes the parked stream whose state is `stream_state`: its function is
  * called again in a coming turn. Nothing happens if no connection streams
  * it any more (its stream_free has run then). Loop thread. */
@@ -441,8 +437,9 @@ void net_server_set_header_timeout(struct net_server *s, uint64_t ms);
  * reference counted. */
 struct net_web;
 /** Loads and checks a web configuration file: builds the TLS context
- * (certificate, key, client CA, client_auth_type, min_version) and checks
- * that every password is a bcrypt hash. 0 or a negative errno with
+ * (certificate, key, client CA, client_auth_type, min/max_version, cipher
+ * suites, curves) and checks that every password is a bcrypt hash of a
+ * cost from 4 to 12. 0 or a negative errno with
  * "FILE:LINE:COL: ..." or the TLS error in `err`. */
 int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen);
 /** Takes a reference (NULL is fine); returns `w`. */
@@ -454,8 +451,10 @@ bool net_web_tls(const struct net_web *w);
 bool net_web_auth(const struct net_web *w);
 /** Applies a web configuration to connections accepted from now on (takes
  * a reference; NULL: plain HTTP, no auth). With basic-auth users every
- * request needs valid credentials (else 401); passwords are checked off
- * the loop, one at a time, and a verified (user, password) is remembered. */
+ * request needs valid credentials (else 401); passwords are checked on
+ * threads of their own, fairly across client addresses (429 past a few
+ * waiting per address), a verified (user, password) is remembered, and
+ * closing the server does not wait for a check still running. */
 void net_server_set_web(struct net_server *s, struct net_web *w);
 /** Why a connection of the status server was closed. */
 enum net_close_reason {

@@ -35,11 +35,28 @@
  * starts closing. A stream whose producer has no part yet (its work runs
  * on the pool) is parked: neither read nor served until the producer calls
  * net_server_resume(); the idle timeout still closes it. The handler may
- * call net_server_close(); each step re-checks for that. Password checks
- * are jobs of the agent's work queue (net_server_set_workq). */
+ * call net_server_close(); each step re-checks for that.
+ *
+ * Basic auth. A request whose credentials are in the cache of verified
+ * ones is answered at once; any other costs a bcrypt check, which runs on
+ * a detached thread of its own (at most AUTH_RUNNING at once) so that
+ * neither the loop nor the shared work queue waits for it, and shutdown
+ * does not either: a check still running when the server closes finishes
+ * on its own and its result is dropped. Checks wait per client address
+ * (IPv6: per /64), at most AUTH_PEER_QUEUE each (more get 429 on a
+ * connection that stays open: reconnecting would cost a TLS handshake);
+ * one check per address runs at a time, and the next goes to the address
+ * served least recently, those without a recent wrong password first, so
+ * a flood from some addresses delays a login from another by at most the
+ * checks already running. An unknown user is
+ * checked against a dummy hash of the configured cost, so its answer takes
+ * as long as a known user's. The thread owns its job (password, hash);
+ * the job's link to its connection is cut on the loop when the
+ * connection closes. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +72,6 @@
 
 #include "common/clock.h"
 #include "common/macros.h"
-#include "common/workq.h"
 #include "net/internal.h"
 #include "net/net.h"
 
@@ -68,6 +84,10 @@
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
 #define AUTH_CACHE 32
+#define AUTH_RUNNING 1     /* password checks running at once: one core at most */
+#define AUTH_PEER_QUEUE 4  /* checks waiting per client address */
+#define AUTH_PEERS 512     /* client addresses tracked (connections are fewer) */
+#define AUTH_FAIL_MS 30000 /* how long a wrong password puts its address last */
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */
@@ -115,11 +135,12 @@ struct conn {
     /* Basic auth: a password being checked off the loop. */
     struct net_web *web; /* the web config of its accept (a reference) */
     bool auth_wait;      /* the parsed request waits for the check */
-    bool work_pending;   /* a pool job refers to the connection */
     struct conn *auth_next;
-    char *auth_user, *auth_pass, *auth_hash;
+    char *auth_user, *auth_pass;
     bool auth_ok;
-    uv_work_t work;
+    unsigned char peer[16];      /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
+    struct auth_peer *queued_at; /* the address queue it waits in, or NULL */
+    struct auth_job *job;        /* its running check, or NULL */
 };
 
 struct write_req {
@@ -132,6 +153,37 @@ struct write_req {
 struct cq {
     struct conn *head, *tail;
     size_t link; /* offset of the queue's `next` member in struct conn */
+};
+
+/* A client address with checks waiting or running, or a recent failure. */
+struct auth_peer {
+    unsigned char addr[16];
+    bool used;
+    bool running;       /* one of its checks runs */
+    unsigned queued;    /* connections in q */
+    struct cq q;
+    uint64_t served;    /* serial of its last check (or arrival): round robin */
+    uint64_t failed_ms; /* loop time of its last wrong password; 0: none */
+};
+
+/* One check, owned by its thread until it is handed to the loop. */
+struct auth_job {
+    struct auth_hub *hub;
+    struct conn *c; /* loop thread only; NULL once the connection closed */
+    struct auth_peer *peer;
+    char *pass, *hash;
+    bool known; /* the user exists (else the hash is the dummy) */
+    bool ok;
+    struct auth_job *next;
+};
+
+/* Where finished checks meet the loop. Shared by the server and running
+ * checks; the last to let go frees it. */
+struct auth_hub {
+    pthread_mutex_t mu;
+    uv_async_t *async; /* NULL once the server closed */
+    struct auth_job *done;
+    unsigned refs;
 };
 
 struct net_server {
@@ -151,9 +203,11 @@ struct net_server {
     uint64_t header_ms;
     int handles; /* listener and idle handle */
     struct net_web *web;
-    struct workq *work; /* password checks; NULL: libuv's pool (tests) */
-    struct cq auth; /* waiting for the one password check in flight */
-    bool auth_busy;
+    struct auth_hub *hub; /* NULL until the first check */
+    uv_async_t auth_async;
+    struct auth_peer *peers; /* AUTH_PEERS, NULL until the first check */
+    unsigned auth_running;
+    uint64_t auth_serial;
     unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
     unsigned auth_cache_next, auth_cached;
     bool closing;
@@ -169,9 +223,16 @@ static int tls_pull(struct conn *c);
 static void write_cb(uv_write_t *w, int status);
 static int tls_flush(struct conn *c);
 static void auth_remove(struct conn *c);
-static void auth_refuse(struct conn *c);
+static void auth_answer(struct conn *c, int status);
 static void dispatch(struct conn *c);
 static void conn_handle_closed(uv_handle_t *h);
+
+static void free_secret(char *p)
+{
+    if (p)
+        OPENSSL_cleanse(p, strlen(p));
+    free(p);
+}
 
 static void server_maybe_free(struct net_server *s)
 {
@@ -183,6 +244,7 @@ static void server_maybe_free(struct net_server *s)
     cb = s->close_cb;
     ud = s->close_ud;
     net_web_unref(s->web);
+    free(s->peers);
     free(s);
     if (cb)
         cb(ud);
@@ -193,7 +255,7 @@ static void conn_handle_closed(uv_handle_t *h)
     struct conn *c = h->data;
     struct net_server *s = c->s;
 
-    if (--c->handles > 0 || c->work_pending)
+    if (--c->handles > 0)
         return;
     if (c->prev)
         c->prev->next = c->next;
@@ -208,10 +270,7 @@ static void conn_handle_closed(uv_handle_t *h)
     SSL_free(c->ssl); /* and its BIOs */
     net_web_unref(c->web);
     free(c->auth_user);
-    if (c->auth_pass)
-        OPENSSL_cleanse(c->auth_pass, strlen(c->auth_pass));
-    free(c->auth_pass);
-    free(c->auth_hash);
+    free_secret(c->auth_pass);
     free(c);
     server_maybe_free(s);
 }
@@ -289,9 +348,19 @@ static void run_remove(struct conn *c)
     c->queued = false;
 }
 
+/* The connection leaves its address queue, and its running check (if
+ * any) forgets it. */
 static void auth_remove(struct conn *c)
 {
-    cq_remove(&c->s->auth, c);
+    if (c->queued_at) {
+        cq_remove(&c->queued_at->q, c);
+        c->queued_at->queued--;
+        c->queued_at = NULL;
+    }
+    if (c->job) {
+        c->job->c = NULL;
+        c->job = NULL;
+    }
 }
 
 static void stream_end(struct conn *c)
@@ -707,15 +776,17 @@ static void send_error(struct conn *c, int status)
     buf_done(&body);
 }
 
-/* 401 with a Basic challenge; the connection stays usable. */
-static void auth_refuse(struct conn *c)
+/* 401 with a Basic challenge, or 429 when the client's address has
+ * enough checks waiting; the connection stays usable (a client that
+ * reconnects instead costs a TLS handshake each time). */
+static void auth_answer(struct conn *c, int status)
 {
     struct buf body;
     bool keep = c->req.keep_alive;
 
     buf_init(&body, 256);
-    buf_puts(&body, "401 Unauthorized\n");
-    if (send_answer(c, 401, NULL, &body, body.len, false, !keep, !keep) < 0)
+    buf_printf(&body, "%d %s\n", status, net__reason(status));
+    if (send_answer(c, status, NULL, &body, body.len, false, !keep, !keep) < 0)
         conn_close(c);
     buf_done(&body);
     if (c->state == CONN_OPEN) {
@@ -798,18 +869,18 @@ static void stream_step(struct conn *c)
 
 /* ------------------------------------------------------------ basic auth */
 
-static bool cache_key(const struct conn *c, unsigned char *md)
+static bool cache_key(const char *user, const char *pass, const char *hash, unsigned char *md)
 {
-    size_t u = strlen(c->auth_user) + 1, p = strlen(c->auth_pass) + 1, h = strlen(c->auth_hash);
+    size_t u = strlen(user) + 1, p = strlen(pass) + 1, h = strlen(hash);
     unsigned char *all = malloc(u + p + h);
     bool ok;
 
     /* user NUL password NUL hash: a changed hash invalidates the entry */
     if (!all)
         return false;
-    memcpy(all, c->auth_user, u);
-    memcpy(all + u, c->auth_pass, p);
-    memcpy(all + u + p, c->auth_hash, h);
+    memcpy(all, user, u);
+    memcpy(all + u, pass, p);
+    memcpy(all + u + p, hash, h);
     ok = EVP_Digest(all, u + p + h, md, NULL, EVP_sha256(), NULL) == 1;
     OPENSSL_cleanse(all, u + p + h);
     free(all);
@@ -818,11 +889,8 @@ static bool cache_key(const struct conn *c, unsigned char *md)
 
 static void auth_forget(struct conn *c)
 {
-    if (c->auth_pass)
-        OPENSSL_cleanse(c->auth_pass, strlen(c->auth_pass));
-    free(c->auth_pass);
-    free(c->auth_hash);
-    c->auth_pass = c->auth_hash = NULL;
+    free_secret(c->auth_pass);
+    c->auth_pass = NULL;
 }
 
 /* "Basic base64(user:password)" -> malloc'd user and password. 0 or -1. */
@@ -880,39 +948,67 @@ static int auth_parse(struct conn *c)
     return net__auth_parse(c->req.authorization, &c->auth_user, &c->auth_pass);
 }
 
-static void auth_work(uv_work_t *w)
+static void job_free(struct auth_job *j)
 {
-    struct conn *c = container_of(w, struct conn, work);
+    free_secret(j->pass);
+    free(j->hash);
+    free(j);
+}
 
-    c->auth_ok = net__web_verify(c->auth_pass, c->auth_hash);
+/* Drops one reference to the hub; the last frees it. */
+static void hub_unref_locked(struct auth_hub *h)
+{
+    bool last = --h->refs == 0;
+
+    pthread_mutex_unlock(&h->mu);
+    if (last) {
+        pthread_mutex_destroy(&h->mu);
+        free(h);
+    }
+}
+
+/* A check's thread: bcrypt, then the result to the loop, or away if the
+ * server has closed meanwhile. */
+static void *auth_thread(void *arg)
+{
+    struct auth_job *j = arg;
+    struct auth_hub *h = j->hub;
+
+    j->ok = net__web_verify(j->pass, j->hash) && j->known;
+    pthread_mutex_lock(&h->mu);
+    if (h->async) {
+        j->next = h->done;
+        h->done = j;
+        uv_async_send(h->async);
+        j = NULL;
+    }
+    hub_unref_locked(h);
+    if (j)
+        job_free(j);
+    return NULL;
 }
 
 static void auth_start_next(struct net_server *s);
 
-static void auth_done(uv_work_t *w, int status)
+/* A finished check, on the loop: answer its connection if still open. */
+static void auth_finish(struct net_server *s, struct auth_job *j)
 {
-    struct conn *c = container_of(w, struct conn, work);
-    struct net_server *s = c->s;
+    struct conn *c = j->c;
 
-    c->work_pending = false;
-    s->auth_busy = false;
-    if (status < 0)
-        c->auth_ok = false;
-    if (c->state == CONN_CLOSING) {
-        if (c->handles == 0) { /* its handles closed meanwhile */
-            c->handles = 1;
-            conn_handle_closed((uv_handle_t *)&c->tcp);
-        }
-    } else {
-        if (c->auth_ok && cache_key(c, s->auth_cache[s->auth_cache_next])) {
+    s->auth_running--;
+    j->peer->running = false;
+    j->peer->failed_ms = j->ok ? 0 : uv_now(s->loop);
+    if (c && c->state != CONN_CLOSING) {
+        c->job = NULL;
+        if (j->ok && cache_key(c->auth_user, j->pass, j->hash, s->auth_cache[s->auth_cache_next])) {
             s->auth_cache_next = (s->auth_cache_next + 1) % AUTH_CACHE;
             if (s->auth_cached < AUTH_CACHE)
                 s->auth_cached++;
         }
-        auth_forget(c);
+        c->auth_ok = j->ok;
         c->auth_wait = false;
         if (!c->auth_ok) {
-            auth_refuse(c);
+            auth_answer(c, 401);
         } else {
             dispatch(c);
             if (c->state == CONN_OPEN)
@@ -920,59 +1016,226 @@ static void auth_done(uv_work_t *w, int status)
         }
         conn_kick(c);
     }
+    job_free(j);
+}
+
+static void auth_async_cb(uv_async_t *a)
+{
+    struct net_server *s = a->data;
+    struct auth_job *list, *next;
+
+    pthread_mutex_lock(&s->hub->mu);
+    list = s->hub->done;
+    s->hub->done = NULL;
+    pthread_mutex_unlock(&s->hub->mu);
+    for (; list; list = next) {
+        next = list->next;
+        auth_finish(s, list);
+    }
     auth_start_next(s);
 }
 
-static void auth_job(void *arg)
+static void auth_async_closed(uv_handle_t *h)
 {
-    auth_work(&((struct conn *)arg)->work);
+    struct net_server *s = h->data;
+
+    s->handles--;
+    server_maybe_free(s);
 }
 
-static void auth_job_done(void *arg, int status)
+/* Lets running checks go on alone: their results are dropped. */
+static void hub_detach(struct net_server *s)
 {
-    auth_done(&((struct conn *)arg)->work, status);
+    struct auth_job *list, *next;
+
+    if (!s->hub)
+        return;
+    pthread_mutex_lock(&s->hub->mu);
+    s->hub->async = NULL;
+    list = s->hub->done;
+    s->hub->done = NULL;
+    hub_unref_locked(s->hub);
+    s->hub = NULL;
+    for (; list; list = next) {
+        next = list->next;
+        job_free(list);
+    }
+    uv_close((uv_handle_t *)&s->auth_async, auth_async_closed);
+}
+
+static int hub_init(struct net_server *s)
+{
+    struct auth_hub *h;
+
+    if (s->hub)
+        return 0;
+    if (!s->peers && !(s->peers = calloc(AUTH_PEERS, sizeof(*s->peers))))
+        return -ENOMEM;
+    if (!(h = calloc(1, sizeof(*h))))
+        return -ENOMEM;
+    if (pthread_mutex_init(&h->mu, NULL) != 0) {
+        free(h);
+        return -ENOMEM;
+    }
+    if (uv_async_init(s->loop, &s->auth_async, auth_async_cb) < 0) {
+        pthread_mutex_destroy(&h->mu);
+        free(h);
+        return -ENOMEM;
+    }
+    s->auth_async.data = s;
+    s->handles++;
+    h->async = &s->auth_async;
+    h->refs = 1;
+    s->hub = h;
+    return 0;
+}
+
+/* Starts a check on a detached thread; the job is its own from here. */
+static int auth_spawn(struct net_server *s, struct auth_job *j)
+{
+    pthread_attr_t attr;
+    pthread_t t;
+    int rc;
+
+    if (pthread_attr_init(&attr) != 0)
+        return -ENOMEM;
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    j->hub = s->hub;
+    pthread_mutex_lock(&s->hub->mu);
+    s->hub->refs++;
+    pthread_mutex_unlock(&s->hub->mu);
+    rc = pthread_create(&t, &attr, auth_thread, j);
+    pthread_attr_destroy(&attr);
+    if (rc != 0) {
+        pthread_mutex_lock(&s->hub->mu);
+        s->hub->refs--; /* the server still holds one */
+        pthread_mutex_unlock(&s->hub->mu);
+        return -rc;
+    }
+    return 0;
+}
+
+/* The address to serve next: one with a check waiting and none running;
+ * those without a recent wrong password first, then the least recently
+ * served. */
+static struct auth_peer *next_peer(struct net_server *s)
+{
+    uint64_t now = uv_now(s->loop);
+    struct auth_peer *best = NULL;
+    bool best_failed = false;
+
+    for (unsigned i = 0; i < AUTH_PEERS; i++) {
+        struct auth_peer *p = &s->peers[i];
+        bool failed;
+
+        if (!p->used || p->running || !p->queued)
+            continue;
+        failed = p->failed_ms && now - p->failed_ms < AUTH_FAIL_MS;
+        if (!best || (best_failed && !failed) ||
+            (best_failed == failed && p->served < best->served)) {
+            best = p;
+            best_failed = failed;
+        }
+    }
+    return best;
 }
 
 static void auth_start_next(struct net_server *s)
 {
-    struct conn *c;
+    struct auth_peer *p;
 
-    while (!s->auth_busy && !s->closing && (c = cq_pop(&s->auth)) != NULL) {
-        int rc = s->work ? workq_submit(s->work, 0, auth_job, auth_job_done, c)
-                         : uv_queue_work(s->loop, &c->work, auth_work, auth_done);
+    while (!s->closing && s->auth_running < AUTH_RUNNING && (p = next_peer(s)) != NULL) {
+        struct conn *c = cq_pop(&p->q);
+        const char *hash = net__web_hash(c->web, c->auth_user);
+        struct auth_job *j = calloc(1, sizeof(*j));
 
-        if (rc == 0) {
-            s->auth_busy = true;
-            c->work_pending = true;
-        } else {
-            c->auth_wait = false;
-            auth_refuse(c);
+        p->queued--;
+        c->queued_at = NULL;
+        if (j) {
+            j->known = hash != NULL;
+            j->hash = strdup(hash ? hash : net__web_dummy_hash(c->web));
+            j->pass = c->auth_pass;
+            j->peer = p;
+            j->c = c;
         }
+        if (!j || !j->hash || auth_spawn(s, j) < 0) {
+            if (j) {
+                j->pass = NULL; /* still the connection's */
+                job_free(j);
+            }
+            c->auth_wait = false;
+            auth_answer(c, 401);
+            conn_kick(c);
+            continue;
+        }
+        c->auth_pass = NULL;
+        c->job = j;
+        p->running = true;
+        p->served = ++s->auth_serial;
+        s->auth_running++;
     }
 }
 
+/* The queue of the connection's address: found, or a free slot, or the
+ * one idle the longest (failures forgotten first). */
+static struct auth_peer *find_peer(struct net_server *s, const unsigned char *addr)
+{
+    struct auth_peer *free_slot = NULL, *idle = NULL;
+
+    for (unsigned i = 0; i < AUTH_PEERS; i++) {
+        struct auth_peer *p = &s->peers[i];
+
+        if (!p->used) {
+            if (!free_slot)
+                free_slot = p;
+            continue;
+        }
+        if (memcmp(p->addr, addr, sizeof(p->addr)) == 0)
+            return p;
+        if (!p->running && !p->queued && (!idle || p->failed_ms < idle->failed_ms))
+            idle = p;
+    }
+    if (!free_slot)
+        free_slot = idle;
+    if (free_slot) {
+        memset(free_slot, 0, sizeof(*free_slot));
+        free_slot->used = true;
+        free_slot->served = ++s->auth_serial; /* behind those already waiting */
+        free_slot->q.link = offsetof(struct conn, auth_next);
+        memcpy(free_slot->addr, addr, sizeof(free_slot->addr));
+    }
+    return free_slot;
+}
+
 /* Checks the credentials of the parsed request: 0 when they are known
- * good, -1 when they are bad, 1 when the check runs off the loop. */
+ * good, -1 when they are bad, -2 when the address has too many checks
+ * waiting, 1 when the check runs off the loop. */
 static int auth_begin(struct conn *c)
 {
     struct net_server *s = c->s;
     unsigned char md[SHA256_DIGEST_LENGTH];
     const char *hash;
-    bool have;
+    struct auth_peer *p;
 
-    if (auth_parse(c) < 0 || !(hash = net__web_hash(c->web, c->auth_user)))
+    if (auth_parse(c) < 0)
         return -1;
-    if (!(c->auth_hash = strdup(hash)))
-        return -1;
-    have = cache_key(c, md);
-    for (unsigned i = 0; have && i < s->auth_cached; i++) {
-        if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
-            auth_forget(c);
-            return 0;
+    hash = net__web_hash(c->web, c->auth_user);
+    if (hash && cache_key(c->auth_user, c->auth_pass, hash, md)) {
+        for (unsigned i = 0; i < s->auth_cached; i++) {
+            if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
+                auth_forget(c);
+                return 0;
+            }
         }
     }
+    if (hub_init(s) < 0 || !(p = find_peer(s, c->peer)))
+        return -1;
+    if (p->queued >= AUTH_PEER_QUEUE)
+        return -2;
     c->auth_wait = true;
-    cq_push(&s->auth, c);
+    c->queued_at = p;
+    p->queued++;
+    cq_push(&p->q, c);
     auth_start_next(s);
     return 1;
 }
@@ -1004,10 +1267,14 @@ static void dispatch(struct conn *c)
         if (!c->auth_ok) {
             int a = auth_begin(c);
 
-            if (a > 0) /* being checked; dispatch_authed() continues */
+            if (a > 0) /* being checked; auth_finish() continues */
                 return;
+            if (a == -2) { /* its address has enough checks waiting */
+                auth_answer(c, 429);
+                return;
+            }
             if (a < 0) {
-                auth_refuse(c);
+                auth_answer(c, 401);
                 return;
             }
         }
@@ -1116,6 +1383,27 @@ static void server_turn(uv_idle_t *h)
         uv_idle_stop(&s->idle);
 }
 
+/* The client's address as the key of its auth queue: IPv4 as v4-mapped
+ * IPv6, IPv6 cut to its /64 (what one host usually gets). */
+static void peer_key(struct conn *c)
+{
+    struct sockaddr_storage ss;
+    int len = sizeof(ss);
+
+    memset(c->peer, 0, sizeof(c->peer));
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) < 0)
+        return;
+    if (ss.ss_family == AF_INET) {
+        c->peer[10] = c->peer[11] = 0xff;
+        memcpy(c->peer + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
+    } else if (ss.ss_family == AF_INET6) {
+        const unsigned char *a = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
+
+        /* a v4-mapped address keeps all of it */
+        memcpy(c->peer, a, IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr) ? 16 : 8);
+    }
+}
+
 /* A connection to close for a new one, or NULL: the oldest that is idle,
  * lingering or still sending its request; else the oldest whose answer has
  * been stuck for the header timeout. */
@@ -1180,6 +1468,7 @@ static void connection_cb(uv_stream_t *ls, int status)
         conn_close(c);
         return;
     }
+    peer_key(c);
     if (s->web) {
         c->web = net_web_ref(s->web);
         if (net__web_ssl(s->web)) {
@@ -1329,7 +1618,6 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     s->idle_ms = NET__IDLE_MS;
     s->header_ms = NET__HEADER_MS;
     s->run.link = offsetof(struct conn, run_next);
-    s->auth.link = offsetof(struct conn, auth_next);
     s->max_conns = NET__MAX_CONNS;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
@@ -1360,12 +1648,6 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
 int net_server_port(const struct net_server *s)
 {
     return s ? s->port : -1;
-}
-
-void net_server_set_workq(struct net_server *s, struct workq *q)
-{
-    if (s)
-        s->work = q;
 }
 
 void net_server_resume(struct net_server *s, const void *stream_state)
@@ -1434,6 +1716,7 @@ void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
     s->close_ud = ud;
     for (c = s->conns; c; c = c->next)
         conn_close(c);
+    hub_detach(s);
     uv_close((uv_handle_t *)&s->listener, listener_closed);
     uv_close((uv_handle_t *)&s->idle, listener_closed);
 }

@@ -1,18 +1,30 @@
 /* The status server's web configuration (--web.config.file), in the format
  * of Prometheus' exporter-toolkit: `tls_server_config` (cert_file,
- * key_file, client_ca_file, client_auth_type, min_version) and
+ * key_file, client_ca_file, client_auth_type, min_version, max_version,
+ * cipher_suites, prefer_server_cipher_suites, curve_preferences) and
  * `basic_auth_users` (user: bcrypt hash).
  *
  * Purpose. Loads the file with conf/ (so errors name FILE:LINE:COL), builds
  * the OpenSSL server context and checks the hashes; verifies a password
- * against its hash (libxcrypt's bcrypt, $2a$/$2b$/$2y$).
+ * against its hash (libxcrypt's bcrypt, $2a$/$2b$/$2y$). Go's names of
+ * cipher suites and curves are translated to OpenSSL's here.
+ *
+ * Costs. A hash's cost is refused outside WEB_COST_MIN..WEB_COST_MAX: one
+ * check doubles with each step (0.24 s of CPU at 12 on the reference
+ * machine, 0.95 s at 14), and a login may wait for one check before its
+ * own: at 12 that stays inside the 10 s header timeout with a twentieth of
+ * a core (a pod's CPU request can be that small, and a shared node's
+ * load made a cost-14 login miss it here); at 18 one check alone would not. Unknown users are checked against a dummy hash
+ * made at load with the cost most users have, so that a wrong password
+ * takes as long for a user that does not exist as for one that does.
  *
  * Threading and ownership. Loading runs on any thread. A loaded web config
  * is immutable and reference counted: the server holds one reference.
- * net__web_verify() is pure and runs on a libuv pool thread (a bcrypt hash
- * costs tens of milliseconds: never on the loop). */
+ * net__web_verify() is pure and runs on a thread of its own (a bcrypt hash
+ * costs tens of milliseconds at least: never on the loop). */
 #include <crypt.h>
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +35,23 @@
 
 #include "net/internal.h"
 
+/* The bcrypt costs taken: bcrypt's own minimum, and the highest whose
+ * check stays well inside the header timeout (see the top comment). */
+#define WEB_COST_MIN 4
+#define WEB_COST_MAX 12
+
 struct web_tls_cfg {
     char *cert_file;
     char *key_file;
     char *client_ca_file;
     char *client_auth_type;
     char *min_version;
+    char *max_version;
+    char **cipher_suites;
+    unsigned n_cipher_suites;
+    bool prefer_server_cipher_suites;
+    char **curve_preferences;
+    unsigned n_curve_preferences;
 };
 
 struct web_cfg {
@@ -39,6 +62,9 @@ struct web_cfg {
 
 #define OPT CYAML_FLAG_OPTIONAL
 #define STR(k, s, f) CYAML_FIELD_STRING_PTR(k, OPT, s, f, 0, CYAML_UNLIMITED)
+#define STRS(k, s, f, n)                                                                    \
+    CYAML_FIELD_SEQUENCE_COUNT(k, OPT | CYAML_FLAG_POINTER, s, f, n, &conf_string_entry, 0, \
+                               CYAML_UNLIMITED)
 
 static const cyaml_schema_field_t tls_fields[] = {
     STR("cert-file", struct web_tls_cfg, cert_file),
@@ -46,6 +72,11 @@ static const cyaml_schema_field_t tls_fields[] = {
     STR("client-ca-file", struct web_tls_cfg, client_ca_file),
     STR("client-auth-type", struct web_tls_cfg, client_auth_type),
     STR("min-version", struct web_tls_cfg, min_version),
+    STR("max-version", struct web_tls_cfg, max_version),
+    STRS("cipher-suites", struct web_tls_cfg, cipher_suites, n_cipher_suites),
+    CYAML_FIELD_BOOL("prefer-server-cipher-suites", OPT, struct web_tls_cfg,
+                     prefer_server_cipher_suites),
+    STRS("curve-preferences", struct web_tls_cfg, curve_preferences, n_curve_preferences),
     CYAML_FIELD_END,
 };
 
@@ -61,8 +92,80 @@ static const struct conf_key tls_keys[] = {
     { .key = "client-ca-file" },
     { .key = "client-auth-type", .def = "NoClientCert", .choices = auth_types },
     { .key = "min-version", .def = "TLS12", .choices = tls_versions },
+    { .key = "max-version", .def = "TLS13", .choices = tls_versions },
+    { .key = "cipher-suites" },
+    { .key = "prefer-server-cipher-suites", .def = "true" },
+    { .key = "curve-preferences" },
     { 0 },
 };
+
+/* Go's crypto/tls names (tls.CipherSuites() and InsecureCipherSuites())
+ * and OpenSSL's for the same TLS 1.0-1.2 suite. The TLS 1.3 suites are
+ * accepted and ignored, as Go ignores them: neither lets them be chosen.
+ * RC4 is gone from OpenSSL 3: named, so that the message says so. */
+static const struct {
+    const char *go, *ossl; /* ossl NULL: TLS 1.3, ""; not available */
+} cipher_names[] = {
+    { "TLS_AES_128_GCM_SHA256", NULL },
+    { "TLS_AES_256_GCM_SHA384", NULL },
+    { "TLS_CHACHA20_POLY1305_SHA256", NULL },
+    { "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA" },
+    { "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA" },
+    { "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA" },
+    { "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA" },
+    { "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256" },
+    { "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384" },
+    { "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256" },
+    { "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384" },
+    { "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305" },
+    { "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305" },
+    { "TLS_RSA_WITH_3DES_EDE_CBC_SHA", "DES-CBC3-SHA" },
+    { "TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA" },
+    { "TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA" },
+    { "TLS_RSA_WITH_AES_128_CBC_SHA256", "AES128-SHA256" },
+    { "TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256" },
+    { "TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384" },
+    { "TLS_ECDHE_RSA_WITH_3DES_EDE_CBC_SHA", "ECDHE-RSA-DES-CBC3-SHA" },
+    { "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA256", "ECDHE-ECDSA-AES128-SHA256" },
+    { "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256", "ECDHE-RSA-AES128-SHA256" },
+    { "TLS_RSA_WITH_RC4_128_SHA", "" },
+    { "TLS_ECDHE_ECDSA_WITH_RC4_128_SHA", "" },
+    { "TLS_ECDHE_RSA_WITH_RC4_128_SHA", "" },
+};
+
+/* exporter-toolkit's curve names (Go's tls.CurveID) and OpenSSL's groups. */
+static const struct {
+    const char *go, *ossl;
+} curve_names[] = {
+    { "CurveP256", "P-256" },
+    { "CurveP384", "P-384" },
+    { "CurveP521", "P-521" },
+    { "X25519", "X25519" },
+};
+
+static int version_index(const char *v)
+{
+    for (int i = 0; tls_versions[i]; i++)
+        if (strcmp(v, tls_versions[i]) == 0)
+            return i;
+    return -1;
+}
+
+static const char *cipher_ossl(const char *go)
+{
+    for (size_t i = 0; i < sizeof(cipher_names) / sizeof(cipher_names[0]); i++)
+        if (strcmp(go, cipher_names[i].go) == 0)
+            return cipher_names[i].ossl ? cipher_names[i].ossl : "tls13";
+    return NULL;
+}
+
+static const char *curve_ossl(const char *go)
+{
+    for (size_t i = 0; i < sizeof(curve_names) / sizeof(curve_names[0]); i++)
+        if (strcmp(go, curve_names[i].go) == 0)
+            return curve_names[i].ossl;
+    return NULL;
+}
 static const struct conf_key *const tls_key_tables[] = { tls_keys, NULL };
 
 static int tls_post(struct conf_load *ld, struct conf_node *n)
@@ -71,9 +174,33 @@ static int tls_post(struct conf_load *ld, struct conf_node *n)
 
     if (!conf_get(n, "cert-file") || !conf_get(n, "key-file"))
         return conf_fail(ld, n, "tls_server_config needs cert_file and key_file");
+    struct conf_node *cs = conf_get(n, "cipher-suites"), *cp = conf_get(n, "curve-preferences");
+
     if (strstr(type, "Verify") && !conf_get(n, "client-ca-file"))
         return conf_fail(ld, conf_get(n, "client-auth-type"),
                          "client_auth_type %s needs client_ca_file", type);
+    if (version_index(conf_str(conf_get(n, "max-version"))) <
+        version_index(conf_str(conf_get(n, "min-version"))))
+        return conf_fail(ld, conf_get(n, "max-version"), "max_version is below min_version");
+    for (size_t i = 0; cs && i < conf_len(cs); i++) {
+        const char *name = conf_str(conf_at(cs, i)), *o = name ? cipher_ossl(name) : NULL;
+
+        if (!o)
+            return conf_fail(ld, conf_at(cs, i),
+                             "cipher_suites: %s is not one of Go's cipher suite names "
+                             "(e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", name ? name : "");
+        if (!*o)
+            return conf_fail(ld, conf_at(cs, i),
+                             "cipher_suites: %s (RC4) is not available in OpenSSL 3", name);
+    }
+    for (size_t i = 0; cp && i < conf_len(cp); i++) {
+        const char *name = conf_str(conf_at(cp, i));
+
+        if (!name || !curve_ossl(name))
+            return conf_fail(ld, conf_at(cp, i),
+                             "curve_preferences: %s is not one of CurveP256, CurveP384, "
+                             "CurveP521, X25519", name ? name : "");
+    }
     return 0;
 }
 
@@ -111,6 +238,11 @@ static bool is_bcrypt(const char *h)
            h[4] >= '0' && h[4] <= '3' && h[5] >= '0' && h[5] <= '9' && h[6] == '$';
 }
 
+static int bcrypt_cost(const char *h)
+{
+    return (h[4] - '0') * 10 + (h[5] - '0');
+}
+
 static int top_post(struct conf_load *ld, struct conf_node *n)
 {
     struct conf_node *u = conf_get(n, "basic-auth-users");
@@ -127,6 +259,13 @@ static int top_post(struct conf_load *ld, struct conf_node *n)
             return conf_fail(ld, v,
                              "basic_auth_users: the password of %s must be a bcrypt hash "
                              "($2a$, $2b$ or $2y$; e.g. from htpasswd -nbB)", name);
+        if (bcrypt_cost(hash) < WEB_COST_MIN || bcrypt_cost(hash) > WEB_COST_MAX)
+            return conf_fail(ld, v,
+                             "basic_auth_users: the bcrypt cost of %s is %d; proflet takes %d to "
+                             "%d (each step doubles a check: 0.24 s of CPU at 12, 1 s at 14, 15 s at 18, "
+                             "and a login may wait for one check before its own within the "
+                             "header timeout)", name, bcrypt_cost(hash), WEB_COST_MIN,
+                             WEB_COST_MAX);
     }
     return 0;
 }
@@ -149,6 +288,7 @@ struct net_web {
     unsigned refs;
     struct conf_doc *doc;
     SSL_CTX *ssl; /* NULL without tls_server_config */
+    char dummy[CRYPT_GENSALT_OUTPUT_SIZE]; /* a salt and cost, never a match */
 };
 
 static int tls_error(char *err, size_t errlen, const char *what, const char *file)
@@ -159,6 +299,45 @@ static int tls_error(char *err, size_t errlen, const char *what, const char *fil
     snprintf(err, errlen, "%s %s: %s", what, file, e);
     ERR_clear_error();
     return -EINVAL;
+}
+
+/* cipher_suites (TLS 1.0-1.2 only: TLS 1.3 keeps OpenSSL's suites, as Go
+ * keeps its own), prefer_server_cipher_suites and curve_preferences. */
+static int set_ciphers(SSL_CTX *ctx, const struct web_tls_cfg *t, char *err, size_t errlen)
+{
+    struct buf list;
+    int rc = 0;
+
+    buf_init(&list, 4096);
+    for (unsigned i = 0; i < t->n_cipher_suites; i++) {
+        const char *o = cipher_ossl(t->cipher_suites[i]);
+
+        if (o && strcmp(o, "tls13") != 0)
+            buf_printf(&list, "%s%s", list.len ? ":" : "", o);
+    }
+    if (t->n_cipher_suites && list.len == 0) {
+        /* Only TLS 1.3 suites named: Go then offers no TLS 1.2 suite at
+         * all; the closest here is TLS 1.2 with none, i.e. TLS 1.3 only. */
+        SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
+    } else if (t->n_cipher_suites &&
+               (!list.data || SSL_CTX_set_cipher_list(ctx, list.data) != 1)) {
+        rc = tls_error(err, errlen, "cipher_suites:", "none of them is usable here");
+        goto out;
+    }
+    if (t->prefer_server_cipher_suites)
+        SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+    else
+        SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (t->n_curve_preferences) {
+        buf_reset(&list);
+        for (unsigned i = 0; i < t->n_curve_preferences; i++)
+            buf_printf(&list, "%s%s", list.len ? ":" : "", curve_ossl(t->curve_preferences[i]));
+        if (!list.data || SSL_CTX_set1_groups_list(ctx, list.data) != 1)
+            rc = tls_error(err, errlen, "curve_preferences:", "not usable here");
+    }
+out:
+    buf_done(&list);
+    return rc;
 }
 
 static int make_ctx(const struct web_tls_cfg *t, SSL_CTX **out, char *err, size_t errlen)
@@ -173,9 +352,11 @@ static int make_ctx(const struct web_tls_cfg *t, SSL_CTX **out, char *err, size_
         snprintf(err, errlen, "out of memory");
         return -ENOMEM;
     }
-    for (int i = 0; tls_versions[i]; i++)
-        if (strcmp(t->min_version, tls_versions[i]) == 0)
-            SSL_CTX_set_min_proto_version(ctx, versions[i]);
+    SSL_CTX_set_min_proto_version(ctx, versions[version_index(t->min_version)]);
+    SSL_CTX_set_max_proto_version(ctx, versions[version_index(t->max_version)]);
+    if ((rc = set_ciphers(ctx, t, err, errlen)) < 0)
+        goto fail;
+    rc = -EINVAL;
     if (SSL_CTX_use_certificate_chain_file(ctx, t->cert_file) != 1) {
         rc = tls_error(err, errlen, "cert_file", t->cert_file);
         goto fail;
@@ -224,6 +405,27 @@ int net__web_accept_any_cert(int ok, X509_STORE_CTX *x)
     return 1;
 }
 
+/* The setting (salt and cost) that unknown users are checked against: the
+ * cost most users have (the highest of those tied), so that a wrong
+ * password costs the same whether the user exists or not. A setting alone
+ * never equals a full hash, so nothing matches it. */
+static int make_dummy(const struct web_cfg *c, char *out, size_t len, char *err, size_t errlen)
+{
+    unsigned count[WEB_COST_MAX + 1] = { 0 };
+    int best = WEB_COST_MIN;
+
+    for (unsigned i = 0; i < c->n_users; i++)
+        count[bcrypt_cost(c->users[i].value)]++;
+    for (int k = WEB_COST_MIN; k <= WEB_COST_MAX; k++)
+        if (count[k] >= count[best])
+            best = k;
+    if (!crypt_gensalt_rn("$2b$", (unsigned long)best, NULL, 0, out, (int)len)) {
+        snprintf(err, errlen, "cannot make a bcrypt salt: %s", strerror(errno));
+        return -EIO;
+    }
+    return 0;
+}
+
 /* Wraps a loaded document; with `tls`, builds the TLS context its
  * tls_server_config names (reading the files). Takes `doc`'s reference. */
 static int web_new(struct conf_doc *doc, bool tls, struct net_web **out, char *err,
@@ -240,6 +442,10 @@ static int web_new(struct conf_doc *doc, bool tls, struct net_web **out, char *e
     }
     w->refs = 1;
     w->doc = doc;
+    if (c->n_users && (rc = make_dummy(c, w->dummy, sizeof(w->dummy), err, errlen)) < 0) {
+        net_web_unref(w);
+        return rc;
+    }
     if (tls && c->tls && (rc = make_ctx(c->tls, &w->ssl, err, errlen)) < 0) {
         net_web_unref(w);
         return rc;
@@ -323,6 +529,11 @@ const char *net__web_hash(const struct net_web *w, const char *user)
         if (strcmp(c->users[i].key, user) == 0)
             return c->users[i].value;
     return NULL;
+}
+
+const char *net__web_dummy_hash(const struct net_web *w)
+{
+    return w->dummy;
 }
 
 bool net__web_verify(const char *password, const char *hash)

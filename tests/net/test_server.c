@@ -1275,6 +1275,120 @@ TEST(cross_origin_state_changes_are_403)
     }
 }
 
+/* ------------------------------------------------------ basic auth */
+
+#define ALICE_12 "$2b$12$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S"
+
+static int thread_count(void)
+{
+    char line[256];
+    int n = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+
+    while (f && fgets(line, sizeof(line), f))
+        if (strncmp(line, "Threads:", 8) == 0)
+            n = atoi(line + 8);
+    if (f)
+        fclose(f);
+    return n;
+}
+
+static void job_wrong_password(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    /* alice:wrong; the connection stays open, the answer is not awaited */
+    c_sends(c, "GET / HTTP/1.1\r\nHost: t\r\nAuthorization: Basic YWxpY2U6d3Jvbmc=\r\n\r\n");
+    x->errors = c->fd; /* closed by the test once the server is down */
+    free(c->buf);
+    free(c);
+}
+
+/* Closing the server while a bcrypt check runs does not wait for it: the
+ * close completes (and the loop closes) in less than half a check. */
+TEST(close_does_not_wait_for_a_password_check)
+{
+    static const char yaml[] = "basic_auth_users:\n  alice: '" ALICE_12 "'\n";
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = {0};
+    struct net_web *w;
+    char err[256];
+    uint64_t t0, check_ns, close_ns;
+    int port, before;
+
+    ASSERT_EQ(net__web_load_string(yaml, sizeof(yaml) - 1, "web", &w, err, sizeof(err)), 0);
+    t0 = uv_hrtime();
+    ASSERT(!net__web_verify("wrong", ALICE_12));
+    check_ns = uv_hrtime() - t0;
+    port = server_up(&loop, &h, "127.0.0.1:0");
+    net_server_set_web(h.s, w);
+    net_web_unref(w);
+    before = thread_count();
+    run_job(&loop, port, job_wrong_password, &x);
+    /* The check's thread appears once the request is parsed. */
+    t0 = uv_hrtime();
+    while (thread_count() <= before && uv_hrtime() - t0 < 5000000000ULL)
+        uv_run(&loop, UV_RUN_NOWAIT);
+    ASSERT_GT(thread_count(), before);
+    t0 = uv_hrtime();
+    server_down(&loop, &h);
+    close_ns = uv_hrtime() - t0;
+    fprintf(stderr, "one check %.0f ms; the close took %.1f ms\n", check_ns / 1e6, close_ns / 1e6);
+    ASSERT_LT(close_ns, check_ns / 2);
+    ASSERT_EQ(h.calls, 0);
+    close(x.errors);
+}
+
+/* The web config's limits: bcrypt costs 4 to 12; Go's names of cipher
+ * suites and curves; max_version not below min_version. */
+TEST(web_config_costs_and_tls_names)
+{
+    static const struct {
+        const char *yaml;
+        bool ok;
+        const char *msg;
+    } cases[] = {
+        { "basic_auth_users:\n  a: '$2b$12$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+          true, NULL },
+        { "basic_auth_users:\n  a: '$2b$04$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+          true, NULL },
+        { "basic_auth_users:\n  a: '$2b$13$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+          false, "cost of a is 13" },
+        { "basic_auth_users:\n  a: '$2b$31$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+          false, "4 to 12" },
+        { "basic_auth_users:\n  a: '$2b$03$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+          false, "cost of a is 3" },
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n"
+          "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384]\n"
+          "  curve_preferences: [X25519, CurveP256]\n  prefer_server_cipher_suites: false\n"
+          "  max_version: TLS13\n", true, NULL },
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [ECDHE-RSA-AES128-GCM-SHA256]\n",
+          false, "Go's cipher suite names" },
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [TLS_ECDHE_RSA_WITH_RC4_128_SHA]\n",
+          false, "RC4" },
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  curve_preferences: [P-256]\n",
+          false, "curve_preferences" },
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  min_version: TLS13\n  max_version: TLS12\n",
+          false, "below min_version" },
+    };
+
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct net_web *w = NULL;
+        char err[512] = "";
+        int rc = net__web_load_string(cases[i].yaml, strlen(cases[i].yaml), "web", &w, err,
+                                      sizeof(err));
+
+        if ((rc == 0) != cases[i].ok || (cases[i].msg && !strstr(err, cases[i].msg)))
+            fprintf(stderr, "case %zu: rc %d: %s\n", i, rc, err);
+        ASSERT_EQ(rc == 0, cases[i].ok);
+        if (cases[i].msg)
+            ASSERT_NOT_NULL(strstr(err, cases[i].msg));
+        net_web_unref(w);
+    }
+}
+
 int main(int argc, char **argv)
 {
     return test_main(argc, argv);
