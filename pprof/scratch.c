@@ -8,12 +8,21 @@
  * libdeflate (de)compressor, from one call to the next: the pages stay
  * mapped and warm.
  *
- * Memory cost: a thread retains at most PPROF__SCRATCH_RETAIN bytes (64 MiB)
- * between calls, in practice about 3x the raw size of the largest recent
- * profile (about 30 MB for a 10 MB-raw heap profile, under 4 MB for
- * ordinary ones), plus one libdeflate compressor (under 1 MiB). A call that
- * needed more frees everything at its end. The agent runs deltas on the
- * libuv pool threads, so the retained total is bounded by workers x 64 MiB.
+ * Memory cost: a thread retains at most PPROF__SCRATCH_RETAIN bytes (8 MiB)
+ * between calls, about 3x the raw size of the largest recent profile (under
+ * 4 MB for ordinary ones), plus one libdeflate compressor (under 1 MiB). A
+ * call that needed more frees everything at its end. The agent runs deltas
+ * on any of the libuv pool's threads, so what is retained outside every
+ * job's grant is at most pool threads x 8 MiB; the cap is low so that this
+ * stays small beside the memory budget.
+ *
+ * Accounting. A call may be given a grant (pprof__acct_begin()): every
+ * buffer it grows here, and every block it mallocs elsewhere in pprof/
+ * (pprof__acct_charge()), is charged against it by its capacity, so the
+ * charge is the call's memory beyond what the thread retained from earlier
+ * calls. Charged per buffer growth, never per record: no cost in the hot
+ * loops. Past the grant the growth fails as an allocation failure would,
+ * and pprof__acct_over() tells the caller why.
  * pprof_thread_cleanup() frees a thread's scratch at once; a thread that
  * exits frees it through a thread-specific-data destructor.
  *
@@ -32,6 +41,9 @@ struct scratch {
     struct libdeflate_compressor *comp;
     int comp_level;
     struct libdeflate_decompressor *dec;
+    size_t grant;   /* bytes the current call may charge; 0: no limit */
+    size_t charged; /* bytes the current call has charged */
+    bool over;      /* a charge went past the grant */
 };
 
 static _Thread_local struct scratch *tls_scratch;
@@ -94,6 +106,10 @@ void *pprof__scratch(unsigned id, size_t bytes, bool keep)
     /* Some headroom, so that profiles that grow a little from one call to
      * the next do not reallocate every time. */
     want = bytes <= SIZE_MAX / 9 * 8 ? bytes / 8 * 9 + 64 : bytes;
+    /* The old block goes (freed or moved) as the new one comes: the call
+     * grows by the difference. */
+    if (!pprof__acct_charge(want - s->cap[id]))
+        return NULL;
     if (keep) {
         nb = realloc(s->buf[id], want);
         if (!nb)
@@ -153,6 +169,49 @@ struct libdeflate_decompressor *pprof__scratch_decompressor(void)
     if (!s->dec)
         s->dec = libdeflate_alloc_decompressor();
     return s->dec;
+}
+
+void pprof__acct_begin(size_t grant)
+{
+    struct scratch *s = scratch_get();
+
+    if (!s)
+        return;
+    s->grant = grant;
+    s->charged = 0;
+    s->over = false;
+}
+
+bool pprof__acct_charge(size_t bytes)
+{
+    struct scratch *s = tls_scratch;
+
+    if (!s)
+        return true;
+    s->charged = bytes <= SIZE_MAX - s->charged ? s->charged + bytes : SIZE_MAX;
+    if (s->grant && s->charged > s->grant) {
+        s->over = true;
+        return false;
+    }
+    return true;
+}
+
+size_t pprof__acct_charged(void)
+{
+    return tls_scratch ? tls_scratch->charged : 0;
+}
+
+bool pprof__acct_over(void)
+{
+    return tls_scratch && tls_scratch->over;
+}
+
+void pprof__acct_end(void)
+{
+    struct scratch *s = tls_scratch;
+
+    if (s)
+        s->grant = 0;
 }
 
 size_t pprof__scratch_bytes(void)
