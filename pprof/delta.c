@@ -2325,11 +2325,14 @@ static uint64_t need_of(const struct ctx *c)
     uint64_t n = c->n[F_SAMPLE], nl = c->n[F_LOCATION], nf = c->n[F_FUNCTION];
     uint64_t nm = c->n[F_MAPPING], ns = c->n[F_STRING], raw = c->len;
     uint64_t ncols = c->ncols ? c->ncols : 1, ncum = c->ncum ? c->ncum : 1;
-    uint64_t ids = nl > nf ? nl : nf, out, gz, need = 0;
+    uint64_t ids = nl > nf ? nl : nf, out, gz, raw_buf, need = 0;
 
     ids = ids > nm ? ids : nm;
-    /* The input, inflated; the span tables. */
-    need += scratch_size(raw);
+    /* The input, inflated: into a buffer of the trailer's size, unless
+     * that passes 64x the body (gzip.c), when it doubles from there: up to
+     * twice the size. Then the span tables. */
+    raw_buf = scratch_size(raw > 64 * (uint64_t)c->in_len + 4096 ? 2 * raw : raw);
+    need += raw_buf;
     for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++)
         need += scratch_size(spans_room(c->n[k], record_cap(c, k)) * sizeof(struct span));
     need += scratch_size(2 * c->n_comments * sizeof(int64_t));
@@ -2356,7 +2359,7 @@ static uint64_t need_of(const struct ctx *c)
      * (malloc'd, about as large as the input was). */
     out = raw + 4 * n + 11 * c->n_comments + 128;
     gz = out + out / 64 + 4096;
-    need += scratch_size(out) + (gz > raw ? scratch_size(gz) - scratch_size(raw) : 0) +
+    need += scratch_size(out) + (scratch_size(gz) > raw_buf ? scratch_size(gz) - raw_buf : 0) +
             2 * (uint64_t)c->in_len + 4096;
     return need;
 }
