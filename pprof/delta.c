@@ -2382,13 +2382,20 @@ static int check_need(struct ctx *c)
 
 uint64_t pprof_delta_need(const struct pprof_delta *d, size_t raw)
 {
+    uint64_t need;
+
     if (!d || !d->need || !d->need_raw)
         return 0;
     /* Scaled to the new size: a profile that shrank is not held to its
      * larger past. */
     if (raw >= d->need_raw)
-        return d->need / d->need_raw * raw + (d->need % d->need_raw) * raw / d->need_raw + 1;
-    return (uint64_t)((double)d->need * ((double)raw / (double)d->need_raw)) + 1;
+        need = d->need / d->need_raw * raw + (d->need % d->need_raw) * raw / d->need_raw + 1;
+    else
+        need = (uint64_t)((double)d->need * ((double)raw / (double)d->need_raw)) + 1;
+    /* An eighth more: the next profile of a target is seldom the same
+     * shape to the byte, and one that needs a little more than the last
+     * would stop at its grant again. */
+    return need + need / 8;
 }
 
 size_t pprof__delta_need_raw(const struct pprof_delta *d)

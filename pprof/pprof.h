@@ -172,7 +172,8 @@ int pprof_validate(const uint8_t *in, size_t in_len, const struct pprof_limits *
 
 /** The grant a delta of a profile of `raw` decompressed bytes needs, from
  * the structure (samples, columns, locations, functions, strings) of the
- * last profile the state saw, scaled to `raw`: 0 before any. For admission:
+ * last profile the state saw, scaled to `raw`, plus an eighth: 0 before
+ * any. For admission:
  * the first profile is admitted from its size alone (pprof_job_cost()), a
  * call finds its structure's need before its per-sample buffers, and one
  * over its grant (PPROF_EOVERBUDGET) leaves here what the next profile of
