@@ -2582,7 +2582,14 @@ fail:
                         "asked for)", lim->max_memory >> 20, (charged + (1 << 20) - 1) >> 20);
         if (d->need < 2 * (uint64_t)lim->max_memory)
             d->need = 2 * (uint64_t)lim->max_memory;
-        d->need_raw = raw_len ? raw_len : lim->max_decompressed;
+        /* Per decompressed byte: before the gunzip finished, the size
+         * its trailer announces. */
+        d->need_raw = raw_len;
+        if (!raw_len && in_len >= 18 && in[0] == 0x1f && in[1] == 0x8b)
+            d->need_raw = (size_t)in[in_len - 4] | (size_t)in[in_len - 3] << 8 |
+                          (size_t)in[in_len - 2] << 16 | (size_t)in[in_len - 1] << 24;
+        if (!d->need_raw)
+            d->need_raw = in_len ? in_len : 1;
     } else if (rc == -ENOMEM && err && errlen && !err[0]) {
         pprof__err(err, errlen, rc, "out of memory");
     }
