@@ -43,7 +43,7 @@
  * parallel. Ownership: input borrowed; output malloc'd for the caller.
  * Every per-call buffer (gunzipped input, span and id tables, per-entry
  * arrays, the output before gzip) is the calling thread's scratch
- * (scratch.c), kept between calls up to 8 MiB per thread; only the id maps
+ * (scratch.c), kept between calls up to 48 MiB for all threads; only the id maps
  * of sparse ids are malloc'd, and freed before returning.
  *
  * Memory. A call may be given a grant (limits.max_memory): every buffer it

@@ -332,9 +332,9 @@ enum {
     PPROF__S_COUNT
 };
 
-/** Bytes of scratch a thread keeps between calls; past it the call that
- * grew it frees all of it at its end. */
-#define PPROF__SCRATCH_RETAIN ((size_t)8 << 20)
+/** Bytes of scratch all threads together keep between calls; a call whose
+ * buffers would pass it frees all of them at its end. */
+#define PPROF__SCRATCH_RETAIN ((size_t)48 << 20)
 
 /** The calling thread's buffer `id` of at least `bytes` bytes (uninitialised;
  * with `keep`, the old contents are kept when it grows). NULL on OOM. Owned
@@ -353,7 +353,8 @@ size_t pprof__acct_charged(void);
 bool pprof__acct_over(void);
 /** Ends the call's accounting: later charges are not limited. */
 void pprof__acct_end(void);
-/** End of a call: frees the thread's buffers if they exceed the retain cap. */
+/** End of a call: frees the thread's buffers if keeping them would pass
+ * the process's retain cap. */
 void pprof__scratch_release(void);
 /** Bytes of scratch buffers the calling thread holds (tests). */
 size_t pprof__scratch_bytes(void);

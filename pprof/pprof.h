@@ -222,11 +222,11 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
 /** Frees a flame graph (NULL is fine). */
 void pprof_flame_free(struct pprof_flame *f);
 
-/** Frees the calling thread's cached delta scratch memory. A thread keeps
- * up to 8 MiB of buffers (about 3x the raw size of the largest recent
- * profile) and one libdeflate compressor between pprof_delta_process()
- * calls, so that their pages stay mapped; they are also freed when the
- * thread exits. Optional. */
+/** Frees the calling thread's cached delta scratch memory. The threads
+ * keep up to 48 MiB of buffers in all (about 3x the raw size of the
+ * largest recent profile) and one libdeflate compressor each between
+ * pprof_delta_process() calls, so that their pages stay mapped; they are
+ * also freed when the thread exits. Optional. */
 void pprof_thread_cleanup(void);
 
 #endif

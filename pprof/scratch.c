@@ -8,13 +8,17 @@
  * libdeflate (de)compressor, from one call to the next: the pages stay
  * mapped and warm.
  *
- * Memory cost: a thread retains at most PPROF__SCRATCH_RETAIN bytes (8 MiB)
- * between calls, about 3x the raw size of the largest recent profile (under
- * 4 MB for ordinary ones), plus one libdeflate compressor (under 1 MiB). A
- * call that needed more frees everything at its end. The agent runs deltas
- * on any of the libuv pool's threads, so what is retained outside every
- * job's grant is at most pool threads x 8 MiB; the cap is low so that this
- * stays small beside the memory budget.
+ * Memory cost: what the threads retain between calls is capped for the
+ * whole process, PPROF__SCRATCH_RETAIN bytes (48 MiB) in all, each thread
+ * keeping its buffers only while the total stays under the cap: about 3x
+ * the raw size of the largest recent profile (about 42 MB for a 10 MB-raw
+ * heap profile, under 4 MB for ordinary ones), plus one libdeflate
+ * compressor per thread (under 1 MiB). A call whose buffers do not fit
+ * frees them all at its end. The agent runs deltas on any of the libuv
+ * pool's threads, and what they retain lies outside every job's grant: one
+ * cap for the process, not one per thread, keeps that small beside the
+ * memory budget (a per-thread cap of 64 MiB was up to 320 MiB over it)
+ * while a single large target's deltas still find their pages mapped.
  *
  * Accounting. A call may be given a grant (pprof__acct_begin()): every
  * buffer it grows here, and every block it mallocs elsewhere in pprof/
@@ -41,12 +45,15 @@ struct scratch {
     struct libdeflate_compressor *comp;
     int comp_level;
     struct libdeflate_decompressor *dec;
+    size_t retained; /* bytes of buf[] counted in retained_total */
     size_t grant;   /* bytes the current call may charge; 0: no limit */
     size_t charged; /* bytes the current call has charged */
     bool over;      /* a charge went past the grant */
 };
 
 static _Thread_local struct scratch *tls_scratch;
+/* Bytes every thread's kept buffers take, between calls. */
+static size_t retained_total;
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static int scratch_key_ok;
@@ -55,6 +62,7 @@ static void scratch_free(struct scratch *s)
 {
     if (!s)
         return;
+    __atomic_sub_fetch(&retained_total, s->retained, __ATOMIC_RELAXED);
     for (int i = 0; i < PPROF__S_COUNT; i++)
         free(s->buf[i]);
     if (s->comp)
@@ -130,14 +138,24 @@ void *pprof__scratch(unsigned id, size_t bytes, bool keep)
 void pprof__scratch_release(void)
 {
     struct scratch *s = tls_scratch;
-    size_t total = 0;
+    size_t total = 0, all;
 
     if (!s)
         return;
     for (int i = 0; i < PPROF__S_COUNT; i++)
         total += s->cap[i];
-    if (total <= PPROF__SCRATCH_RETAIN)
+    /* Counted in the total as what it keeps now, in place of what it kept
+     * before; kept only while the total stays within the cap. */
+    if (total >= s->retained) {
+        all = __atomic_add_fetch(&retained_total, total - s->retained, __ATOMIC_RELAXED);
+    } else {
+        all = __atomic_sub_fetch(&retained_total, s->retained - total, __ATOMIC_RELAXED);
+    }
+    s->retained = total;
+    if (all <= PPROF__SCRATCH_RETAIN)
         return;
+    __atomic_sub_fetch(&retained_total, total, __ATOMIC_RELAXED);
+    s->retained = 0;
     for (int i = 0; i < PPROF__S_COUNT; i++) {
         free(s->buf[i]);
         s->buf[i] = NULL;

@@ -4,7 +4,8 @@ states,
 
   rest of the process (24 MiB for a few targets) + delta states
   + 2 x limits.memory-budget (work in flight, bodies waiting for it)
-  + pool threads x 9 MiB (scratch kept between jobs, a compressor)
+  + 48 MiB (buffers the pool threads keep between jobs)
+  + pool threads x 1 MiB (a gzip compressor each)
   + server.recent-profiles-bytes + queue.max-bytes + bodies being received,
 
 and each profile gets its outcome: a delta emitted and correct, or refused
@@ -29,6 +30,7 @@ POOL_THREADS = WORKERS + 3  # agent/main.c sizes libuv's pool so
 RECENT = 8 * MIB
 QUEUE = 16 * MIB
 REST = 24 * MIB
+KEPT = 48 * MIB
 
 # name: (samples, locations, depth, columns, functions, labels, name_len, extra_strings)
 PROFILES = {
@@ -149,7 +151,7 @@ remote-write:
     code = stop(p)
     check(code == 0, f"{name}: exit status {code}")
     b = size(budget)
-    bound = (REST + state + 2 * b + POOL_THREADS * 9 * MIB + RECENT + QUEUE +
+    bound = (REST + state + 2 * b + KEPT + POOL_THREADS * MIB + RECENT + QUEUE +
              bodies[profile] * ntargets)
     print(f"{name}: peak RSS {hwm / MIB:.1f} MiB, bound {bound / MIB:.1f} MiB "
           f"(budget {budget}, delta state {state / MIB:.1f} MiB), outcome {outcome}")
