@@ -13,6 +13,7 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <getopt.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -109,6 +110,18 @@ static void size_threadpool(unsigned workers)
      * the DNS lookups that share its pool. */
     snprintf(n, sizeof(n), "%u", workers + 3);
     setenv("UV_THREADPOOL_SIZE", n, 1);
+}
+
+/* Blocks of 128 KiB and more (profile bodies, a delta's buffers, its
+ * state, outputs) are mapped on their own and unmapped when freed. glibc
+ * would otherwise raise this threshold to the size of each large block
+ * freed, up to 32 MiB, and serve the next ones from the pool threads'
+ * arenas, which keep what is freed: a few large profiles then held the
+ * process hundreds of MiB above what the memory budget lets in flight.
+ * Setting it fixes it. */
+static void malloc_policy(void)
+{
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
 
 /* Library errors reach the log here, rate limited so a dead endpoint or a
@@ -578,6 +591,7 @@ int main(int argc, char **argv)
     bool targets = false;
     int c;
 
+    malloc_policy();
     /* Grafana's servers spell it -config.expand-env=true (one dash). */
     for (int i = 1; i < argc; i++) {
         static char grafana[64];

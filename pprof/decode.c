@@ -37,6 +37,7 @@ void pprof_limits_default(struct pprof_limits *l)
     l->max_labels = PPROF_DEFAULT_MAX_LABELS;
     l->max_stack_depth = PPROF_DEFAULT_MAX_STACK_DEPTH;
     l->gzip_level = PPROF_DEFAULT_GZIP_LEVEL;
+    l->max_memory = 0;
 }
 
 const char *pprof_strerror(int err)
@@ -50,6 +51,8 @@ const char *pprof_strerror(int err)
         return "profile too large";
     case PPROF_EFILTER:
         return "filter drops every sample type";
+    case PPROF_EOVERBUDGET:
+        return "over the job's memory grant";
     case -ENOMEM:
         return "out of memory";
     case -EINVAL:
@@ -90,6 +93,8 @@ int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n, int
     if (max_id <= 2 * (uint64_t)n + 1024) {
         m->dense_len = (size_t)max_id + 1;
         m->dense_scratch = scratch >= 0;
+        if (!m->dense_scratch && !pprof__acct_charge(m->dense_len * sizeof(*m->dense)))
+            return -ENOMEM;
         m->dense = m->dense_scratch
                        ? pprof__scratch((unsigned)scratch, m->dense_len * sizeof(*m->dense), false)
                        : malloc(m->dense_len * sizeof(*m->dense));
@@ -105,6 +110,8 @@ int pprof__idmap_init(struct pprof__idmap *m, const uint64_t *ids, size_t n, int
     }
     while (slots < 2 * n)
         slots *= 2;
+    if (!pprof__acct_charge(slots * (sizeof(*m->keys) + sizeof(*m->vals))))
+        return -ENOMEM;
     m->keys = calloc(slots, sizeof(*m->keys));
     m->vals = malloc(slots * sizeof(*m->vals));
     if (!m->keys || !m->vals)

@@ -152,7 +152,7 @@ static int gzip_with(struct libdeflate_compressor *c, const uint8_t *in, size_t 
         return -ENOMEM;
     n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
     if (scratch) {
-        if (n == 0 || !(res = malloc(n)))
+        if (n == 0 || !pprof__acct_charge(n) || !(res = malloc(n)))
             return -ENOMEM;
         memcpy(res, buf, n);
     } else {
@@ -268,19 +268,24 @@ int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **ou
     return gzip_cached(in, in_len, level, true, out, out_len);
 }
 
-/* Peak bytes per decompressed byte, measured with tests/bench/pprof's
- * heaps (docs/limits.md): a delta holds the input, the decompressed bytes,
- * the decode tables and the re-encoded output at once (about 4x); a
- * pass-through check holds the decompressed bytes. */
+/* The first grant of a delta, per decompressed byte, before its structure
+ * is known: what Go heap profiles need (the input, the decompressed bytes,
+ * the decode tables and the re-encoded output at once: about 4x, measured
+ * with tests/bench/pprof's heaps). It is a grant, not a bound on the
+ * profile: a call whose structure needs more stops as PPROF_EOVERBUDGET and
+ * leaves its need for the next admission (pprof_delta_need()). A
+ * pass-through check inflates into one scratch buffer of at most the size
+ * the trailer announces, plus the scratch's headroom of an eighth. */
 #define DELTA_COST_PER_RAW_BYTE 5
+/* Plus the tables every delta has whatever its size (id maps of at least
+ * 1025 entries, hash tables of at least 16 slots, the scratch's headroom):
+ * a few hundred KiB for a small profile. */
+#define DELTA_COST_FIXED ((uint64_t)1 << 20)
 #define DEFLATE_MAX_RATIO 1032
-#define CHECK_COST_PER_RAW_BYTE 1
 
 int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bool delta,
                    size_t *raw, uint64_t *cost)
 {
-    uint64_t per = delta ? DELTA_COST_PER_RAW_BYTE : CHECK_COST_PER_RAW_BYTE;
-
     *raw = in_len;
     if (is_gzip(in, in_len)) {
         if (in_len < 18)
@@ -293,6 +298,7 @@ int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bo
     }
     if (*raw > max_decompressed)
         return PPROF_ETOOLARGE;
-    *cost = (uint64_t)in_len + (uint64_t)*raw * per;
+    *cost = (uint64_t)in_len + (delta ? (uint64_t)*raw * DELTA_COST_PER_RAW_BYTE + DELTA_COST_FIXED
+                                      : (uint64_t)*raw + *raw / 8 + 64);
     return 0;
 }

@@ -217,6 +217,9 @@ static inline uint32_t pprof__idmap_get(const struct pprof__idmap *m, uint64_t i
     }
 }
 
+/** The decompressed size the state's need was found for (tests). */
+size_t pprof__delta_need_raw(const struct pprof_delta *d);
+
 /** Per-phase wall time of one pprof_delta_process() call, in nanoseconds
  * (benchmark instrumentation; "decode" is the wire scan and sample parse,
  * "delta" the state lookups and update, "encode" the output writer). */
@@ -329,15 +332,29 @@ enum {
     PPROF__S_COUNT
 };
 
-/** Bytes of scratch a thread keeps between calls; past it the call that
- * grew it frees all of it at its end. */
-#define PPROF__SCRATCH_RETAIN ((size_t)64 << 20)
+/** Bytes of scratch all threads together keep between calls; a call whose
+ * buffers would pass it frees all of them at its end. */
+#define PPROF__SCRATCH_RETAIN ((size_t)48 << 20)
 
 /** The calling thread's buffer `id` of at least `bytes` bytes (uninitialised;
  * with `keep`, the old contents are kept when it grows). NULL on OOM. Owned
  * by the thread: never freed by the caller. */
 void *pprof__scratch(unsigned id, size_t bytes, bool keep);
-/** End of a call: frees the thread's buffers if they exceed the retain cap. */
+/** Starts the calling thread's accounting of one call: `grant` bytes (0:
+ * no limit), nothing charged yet. */
+void pprof__acct_begin(size_t grant);
+/** Charges `bytes` the call is about to allocate; false (and the call is
+ * over its grant from then on) when that passes the grant. Without a
+ * started call, or with grant 0, always true. */
+bool pprof__acct_charge(size_t bytes);
+/** Bytes the call has charged so far. */
+size_t pprof__acct_charged(void);
+/** Whether a charge of the call went past its grant. */
+bool pprof__acct_over(void);
+/** Ends the call's accounting: later charges are not limited. */
+void pprof__acct_end(void);
+/** End of a call: frees the thread's buffers if keeping them would pass
+ * the process's retain cap. */
 void pprof__scratch_release(void);
 /** Bytes of scratch buffers the calling thread holds (tests). */
 size_t pprof__scratch_bytes(void);

@@ -36,6 +36,13 @@ struct pprof_limits {
     size_t max_labels;        /**< labels per sample */
     size_t max_stack_depth;   /**< locations per sample */
     int gzip_level;           /**< output gzip level 0..12 (0: no compression) */
+    /** Bytes one pprof_delta_process() call may allocate: its grant under
+     * the memory budget (0: no limit). Not a configuration key: the caller
+     * sets it per job. Every buffer the call grows and every block it
+     * allocates counts, by capacity, except the scratch its thread kept
+     * from earlier calls (pprof_thread_cleanup()); past it the call fails
+     * with PPROF_EOVERBUDGET. */
+    size_t max_memory;
 };
 
 /** Fills `l` with the PPROF_DEFAULT_* values. */
@@ -61,6 +68,7 @@ enum {
     PPROF_ECORRUPT = -2000,  /**< not gzip/pprof, or malformed */
     PPROF_ETOOLARGE = -2001, /**< a cap was exceeded */
     PPROF_EFILTER = -2002,   /**< the filter drops every sample type */
+    PPROF_EOVERBUDGET = -2003, /**< the call needs more than limits.max_memory */
 };
 
 /** Human text for an error code. */
@@ -162,6 +170,16 @@ int pprof_job_cost(const uint8_t *in, size_t in_len, size_t max_decompressed, bo
 int pprof_validate(const uint8_t *in, size_t in_len, const struct pprof_limits *lim, char *err,
                    size_t errlen);
 
+/** The grant a delta of a profile of `raw` decompressed bytes needs, from
+ * the structure (samples, columns, locations, functions, strings) of the
+ * last profile the state saw, scaled to `raw`, plus an eighth: 0 before
+ * any. For admission:
+ * the first profile is admitted from its size alone (pprof_job_cost()), a
+ * call finds its structure's need before its per-sample buffers, and one
+ * over its grant (PPROF_EOVERBUDGET) leaves here what the next profile of
+ * the pair should be admitted with. */
+uint64_t pprof_delta_need(const struct pprof_delta *d, size_t raw);
+
 /** Number of keys (unique stacks with their labels) the state holds. */
 size_t pprof_delta_keys(const struct pprof_delta *d);
 
@@ -210,11 +228,11 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
 /** Frees a flame graph (NULL is fine). */
 void pprof_flame_free(struct pprof_flame *f);
 
-/** Frees the calling thread's cached delta scratch memory. A thread keeps
- * up to 64 MiB of buffers (about 3x the raw size of the largest recent
- * profile) and one libdeflate compressor between pprof_delta_process()
- * calls, so that their pages stay mapped; they are also freed when the
- * thread exits. Optional. */
+/** Frees the calling thread's cached delta scratch memory. The threads
+ * keep up to 48 MiB of buffers in all (about 3x the raw size of the
+ * largest recent profile) and one libdeflate compressor each between
+ * pprof_delta_process() calls, so that their pages stay mapped; they are
+ * also freed when the thread exits. Optional. */
 void pprof_thread_cleanup(void);
 
 #endif

@@ -8,12 +8,25 @@
  * libdeflate (de)compressor, from one call to the next: the pages stay
  * mapped and warm.
  *
- * Memory cost: a thread retains at most PPROF__SCRATCH_RETAIN bytes (64 MiB)
- * between calls, in practice about 3x the raw size of the largest recent
- * profile (about 30 MB for a 10 MB-raw heap profile, under 4 MB for
- * ordinary ones), plus one libdeflate compressor (under 1 MiB). A call that
- * needed more frees everything at its end. The agent runs deltas on the
- * libuv pool threads, so the retained total is bounded by workers x 64 MiB.
+ * Memory cost: what the threads retain between calls is capped for the
+ * whole process, PPROF__SCRATCH_RETAIN bytes (48 MiB) in all, each thread
+ * keeping its buffers only while the total stays under the cap: about 3x
+ * the raw size of the largest recent profile (about 42 MB for a 10 MB-raw
+ * heap profile, under 4 MB for ordinary ones), plus one libdeflate
+ * compressor per thread (under 1 MiB). A call whose buffers do not fit
+ * frees them all at its end. The agent runs deltas on any of the libuv
+ * pool's threads, and what they retain lies outside every job's grant: one
+ * cap for the process, not one per thread, keeps that small beside the
+ * memory budget (a per-thread cap of 64 MiB was up to 320 MiB over it)
+ * while a single large target's deltas still find their pages mapped.
+ *
+ * Accounting. A call may be given a grant (pprof__acct_begin()): every
+ * buffer it grows here, and every block it mallocs elsewhere in pprof/
+ * (pprof__acct_charge()), is charged against it by its capacity, so the
+ * charge is the call's memory beyond what the thread retained from earlier
+ * calls. Charged per buffer growth, never per record: no cost in the hot
+ * loops. Past the grant the growth fails as an allocation failure would,
+ * and pprof__acct_over() tells the caller why.
  * pprof_thread_cleanup() frees a thread's scratch at once; a thread that
  * exits frees it through a thread-specific-data destructor.
  *
@@ -32,9 +45,15 @@ struct scratch {
     struct libdeflate_compressor *comp;
     int comp_level;
     struct libdeflate_decompressor *dec;
+    size_t retained; /* bytes of buf[] counted in retained_total */
+    size_t grant;   /* bytes the current call may charge; 0: no limit */
+    size_t charged; /* bytes the current call has charged */
+    bool over;      /* a charge went past the grant */
 };
 
 static _Thread_local struct scratch *tls_scratch;
+/* Bytes every thread's kept buffers take, between calls. */
+static size_t retained_total;
 static pthread_key_t scratch_key;
 static pthread_once_t scratch_once = PTHREAD_ONCE_INIT;
 static int scratch_key_ok;
@@ -43,6 +62,7 @@ static void scratch_free(struct scratch *s)
 {
     if (!s)
         return;
+    __atomic_sub_fetch(&retained_total, s->retained, __ATOMIC_RELAXED);
     for (int i = 0; i < PPROF__S_COUNT; i++)
         free(s->buf[i]);
     if (s->comp)
@@ -94,6 +114,10 @@ void *pprof__scratch(unsigned id, size_t bytes, bool keep)
     /* Some headroom, so that profiles that grow a little from one call to
      * the next do not reallocate every time. */
     want = bytes <= SIZE_MAX / 9 * 8 ? bytes / 8 * 9 + 64 : bytes;
+    /* The old block goes (freed or moved) as the new one comes: the call
+     * grows by the difference. */
+    if (!pprof__acct_charge(want - s->cap[id]))
+        return NULL;
     if (keep) {
         nb = realloc(s->buf[id], want);
         if (!nb)
@@ -114,14 +138,24 @@ void *pprof__scratch(unsigned id, size_t bytes, bool keep)
 void pprof__scratch_release(void)
 {
     struct scratch *s = tls_scratch;
-    size_t total = 0;
+    size_t total = 0, all;
 
     if (!s)
         return;
     for (int i = 0; i < PPROF__S_COUNT; i++)
         total += s->cap[i];
-    if (total <= PPROF__SCRATCH_RETAIN)
+    /* Counted in the total as what it keeps now, in place of what it kept
+     * before; kept only while the total stays within the cap. */
+    if (total >= s->retained) {
+        all = __atomic_add_fetch(&retained_total, total - s->retained, __ATOMIC_RELAXED);
+    } else {
+        all = __atomic_sub_fetch(&retained_total, s->retained - total, __ATOMIC_RELAXED);
+    }
+    s->retained = total;
+    if (all <= PPROF__SCRATCH_RETAIN)
         return;
+    __atomic_sub_fetch(&retained_total, total, __ATOMIC_RELAXED);
+    s->retained = 0;
     for (int i = 0; i < PPROF__S_COUNT; i++) {
         free(s->buf[i]);
         s->buf[i] = NULL;
@@ -153,6 +187,49 @@ struct libdeflate_decompressor *pprof__scratch_decompressor(void)
     if (!s->dec)
         s->dec = libdeflate_alloc_decompressor();
     return s->dec;
+}
+
+void pprof__acct_begin(size_t grant)
+{
+    struct scratch *s = scratch_get();
+
+    if (!s)
+        return;
+    s->grant = grant;
+    s->charged = 0;
+    s->over = false;
+}
+
+bool pprof__acct_charge(size_t bytes)
+{
+    struct scratch *s = tls_scratch;
+
+    if (!s)
+        return true;
+    s->charged = bytes <= SIZE_MAX - s->charged ? s->charged + bytes : SIZE_MAX;
+    if (s->grant && s->charged > s->grant) {
+        s->over = true;
+        return false;
+    }
+    return true;
+}
+
+size_t pprof__acct_charged(void)
+{
+    return tls_scratch ? tls_scratch->charged : 0;
+}
+
+bool pprof__acct_over(void)
+{
+    return tls_scratch && tls_scratch->over;
+}
+
+void pprof__acct_end(void)
+{
+    struct scratch *s = tls_scratch;
+
+    if (s)
+        s->grant = 0;
 }
 
 size_t pprof__scratch_bytes(void)

@@ -176,7 +176,10 @@ static void delta_after(void *arg, int status)
         char msg[300];
 
         snprintf(msg, sizeof(msg), "%s", j->err[0] ? j->err : pprof_strerror(j->rc));
-        set_error(p, j->rc == PPROF_ETOOLARGE ? FAIL_TOO_LARGE : FAIL_DECODE, msg);
+        set_error(p, j->rc == PPROF_ETOOLARGE     ? FAIL_TOO_LARGE
+                     : j->rc == PPROF_EOVERBUDGET ? FAIL_OVER_BUDGET
+                                                  : FAIL_DECODE,
+                  msg);
     } else if (j->rc == PPROF_DELTA_BASELINE) {
         p->stats->delta_baselines++;
         clear_error(p);
@@ -314,9 +317,14 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         if (p->delta)
             pprof_delta_set_filter(p->delta, prof->filter);
         j->passthrough = !p->delta;
-        /* Admission: the job's peak memory, from the size the gzip trailer
-         * announces, must fit the shared budget; the job is then held to
-         * that size. */
+        /* Admission: the job's peak memory must fit the shared budget. It
+         * is known from the size the gzip trailer announces and, once a
+         * delta of the pair has seen the profile's structure (its samples,
+         * locations, strings), from what that structure needs, scaled to
+         * the new size. The job is then held to that size and a delta to
+         * that grant: past it, it stops as over_budget and leaves its need
+         * for the next admission, which then fits it or refuses it before
+         * anything is inflated. */
         r = pprof_job_cost(body, len, j->limits.max_decompressed, !j->passthrough, &raw, &cost);
         if (r < 0) {
             free(j->in);
@@ -328,6 +336,12 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
             return;
         }
         j->limits.max_decompressed = raw;
+        if (p->delta) {
+            uint64_t need = pprof_delta_need(p->delta, raw);
+            if (need && len + need > cost)
+                cost = len + need;
+            j->limits.max_memory = (size_t)(cost - len);
+        }
         p->busy = true;
         j->doc = conf_doc_ref(p->job->doc);
         /* While it waits for a worker the job holds the body it carries. */

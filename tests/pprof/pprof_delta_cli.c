@@ -5,7 +5,10 @@
  *
  *   pprof-delta -k memory -o /tmp/out a.pb.gz b.pb.gz c.pb.gz
  *
- * prints one line per input: "<n> emitted|baseline|reset|error <detail>".
+ * prints one line per input: "<n> emitted|baseline|reset|error <detail>",
+ * then " charged=<bytes> need=<bytes>": what the call charged to its grant
+ * and what the state says a profile of that size needs. `-m BYTES` gives
+ * every call that grant (limits.max_memory).
  * Exit status 0 unless a file cannot be read or written. */
 #include <errno.h>
 #include <stdio.h>
@@ -13,9 +16,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pprof/pprof.h"
+#include "pprof/internal.h"
 
-#define MAX_INPUT (512u << 20)
+#define MAX_FILE (512u << 20)
 
 static int read_file(const char *path, uint8_t **data, size_t *len)
 {
@@ -28,7 +31,7 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
     for (;;) {
         if (n == cap) {
             uint8_t *nb;
-            if (cap >= MAX_INPUT) {
+            if (cap >= MAX_FILE) {
                 free(buf);
                 fclose(f);
                 return -EFBIG;
@@ -55,7 +58,7 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pprof-delta [-k memory|contention] [-l gzip-level] [-o outdir] "
+    fprintf(stderr, "usage: pprof-delta [-k memory|contention] [-l gzip-level] [-m grant] [-o outdir] "
                     "file...\n");
 }
 
@@ -68,7 +71,7 @@ int main(int argc, char **argv)
     int opt, status = 0;
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "k:l:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "k:l:m:o:")) != -1) {
         switch (opt) {
         case 'k':
             if (strcmp(optarg, "memory") == 0) {
@@ -82,6 +85,9 @@ int main(int argc, char **argv)
             break;
         case 'l':
             lim.gzip_level = atoi(optarg);
+            break;
+        case 'm':
+            lim.max_memory = (size_t)strtoull(optarg, NULL, 10);
             break;
         case 'o':
             outdir = optarg;
@@ -111,6 +117,8 @@ int main(int argc, char **argv)
         }
         rc = pprof_delta_process(d, in, in_len, &lim, &out, &out_len, err, sizeof(err));
         free(in);
+        fprintf(stderr, "%d charged=%zu need=%llu\n", i - optind, pprof__acct_charged(),
+                (unsigned long long)pprof_delta_need(d, pprof__delta_need_raw(d)));
         switch (rc) {
         case PPROF_DELTA_BASELINE:
             printf("%d baseline\n", i - optind);

@@ -2600,6 +2600,162 @@ TEST(scratch_kept_per_thread_capped_and_freed)
     pprof_delta_free(d);
 }
 
+/* ---- memory grants ---- */
+
+/* A contention profile of `n` samples, each a distinct stack of two of
+ * 1,000 locations with values (i % 7 + 1) * scale and 1000 * scale,
+ * written by hand (protobuf-c would need hundreds of bytes of structs per
+ * sample) and gzipped; `*raw` is its size before gzip. */
+static uint8_t *small_samples(size_t n, int64_t scale, size_t *len, size_t *raw)
+{
+    struct twb w = {0}, m = {0}, inner = {0};
+    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+    uint8_t *out = NULL;
+
+    twb_bytes(&w, 1, "\x08\x01\x10\x02", 4);
+    twb_bytes(&w, 1, "\x08\x03\x10\x04", 4);
+    for (size_t i = 0; i < n; i++) {
+        m.len = 0;
+        inner.len = 0;
+        twb_varint(&inner, 1 + i % 1000);
+        twb_varint(&inner, 1 + (i / 1000) % 1000);
+        twb_bytes(&m, 1, inner.data, inner.len);
+        inner.len = 0;
+        twb_varint(&inner, (uint64_t)(scale * (int64_t)(1 + i % 7)));
+        twb_varint(&inner, (uint64_t)(scale * 1000));
+        twb_bytes(&m, 2, inner.data, inner.len);
+        twb_bytes(&w, 2, m.data, m.len);
+    }
+    for (uint64_t l = 1; l <= 1000; l++) {
+        m.len = 0;
+        inner.len = 0;
+        twb_uint(&inner, 1, 1);
+        twb_uint(&inner, 2, l);
+        twb_uint(&m, 1, l);
+        twb_uint(&m, 3, 0x400000 + 16 * l);
+        twb_bytes(&m, 4, inner.data, inner.len);
+        twb_bytes(&w, 4, m.data, m.len);
+    }
+    m.len = 0;
+    twb_uint(&m, 1, 1);
+    twb_uint(&m, 2, 5);
+    twb_uint(&m, 4, 6);
+    twb_bytes(&w, 5, m.data, m.len);
+    for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
+        twb_bytes(&w, 6, strs[i], strlen(strs[i]));
+    *raw = w.len;
+    ASSERT_EQ(pprof_gzip(w.data, w.len, 1, &out, len), 0);
+    twb_free(&w);
+    twb_free(&m);
+    twb_free(&inner);
+    return out;
+}
+
+/* Feeds `in` (freed) to `d` under `lim`; the output, if any, is freed. */
+static int feed(struct pprof_delta *d, uint8_t *in, size_t len, const struct pprof_limits *lim,
+                char *err, size_t errlen, size_t *samples)
+{
+    uint8_t *out = NULL;
+    size_t out_len = 0;
+    int rc = pprof_delta_process(d, in, len, lim, &out, &out_len, err, errlen);
+
+    free(in);
+    if (rc == PPROF_DELTA_EMITTED) {
+        struct pprof__decoded dec;
+        tp_decode(out, out_len, &dec);
+        *samples = dec.prof->n_sample;
+        pprof__decoded_done(&dec);
+    }
+    free(out);
+    return rc;
+}
+
+TEST(grant_refuses_a_structure_too_large_before_its_samples)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_limits lim;
+    size_t len, raw, samples = 0;
+    uint64_t need;
+    char err[256];
+    uint8_t *in;
+
+    pprof_thread_cleanup();
+    pprof_limits_default(&lim);
+    ASSERT_EQ(lim.max_memory, 0);
+    /* 100,000 samples of 6 bytes: about 1 MB, admitted as 5x that, but
+     * their structure needs three times more. */
+    in = small_samples(100000, 1, &len, &raw);
+    lim.max_memory = 5 * raw;
+    ASSERT_EQ(feed(d, in, len, &lim, err, sizeof(err), &samples), PPROF_EOVERBUDGET);
+    ASSERT(strstr(err, "over its grant") != NULL);
+    /* Stopped by the structure's need, before any per-sample buffer: no
+     * charge went past the grant. */
+    ASSERT_FALSE(pprof__acct_over());
+    ASSERT_LE(pprof__acct_charged(), lim.max_memory);
+    need = pprof_delta_need(d, raw);
+    ASSERT_GT(need, lim.max_memory);
+    ASSERT_STR_EQ(pprof_strerror(PPROF_EOVERBUDGET), "over the job's memory grant");
+
+    /* Granted that need, the profile seeds the state, and what the call
+     * charged is within it; the next one is differenced exactly. */
+    pprof_thread_cleanup();
+    in = small_samples(100000, 1, &len, &raw);
+    lim.max_memory = (size_t)need;
+    ASSERT_EQ(feed(d, in, len, &lim, err, sizeof(err), &samples), PPROF_DELTA_BASELINE);
+    ASSERT_LE(pprof__acct_charged(), need);
+    pprof_thread_cleanup();
+    in = small_samples(100000, 2, &len, &raw);
+    lim.max_memory = (size_t)pprof_delta_need(d, raw);
+    ASSERT_EQ(feed(d, in, len, &lim, err, sizeof(err), &samples), PPROF_DELTA_EMITTED);
+    ASSERT_LE(pprof__acct_charged(), lim.max_memory);
+    ASSERT_EQ(samples, 100000);
+    pprof_thread_cleanup();
+    pprof_delta_free(d);
+}
+
+TEST(grant_passed_while_running_stops_the_call_and_asks_for_more)
+{
+    struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
+    struct pprof_limits lim;
+    size_t len, raw, samples = 0;
+    char err[256];
+    uint8_t *in;
+
+    /* The accounting itself: a growth past the grant fails as an
+     * allocation would, and says why; without a grant nothing is held. */
+    pprof_thread_cleanup();
+    pprof__acct_begin(1000);
+    ASSERT_NOT_NULL(pprof__scratch(PPROF__S_OUT, 500, false));
+    ASSERT_NULL(pprof__scratch(PPROF__S_OUT, 4096, false));
+    ASSERT_TRUE(pprof__acct_over());
+    pprof__acct_end();
+    ASSERT_NOT_NULL(pprof__scratch(PPROF__S_OUT, 4096, false));
+    pprof_thread_cleanup();
+
+    /* A grant below the inflated size: the gunzip passes it. */
+    pprof_limits_default(&lim);
+    in = small_samples(20000, 1, &len, &raw);
+    lim.max_memory = raw / 2;
+    ASSERT_EQ(feed(d, in, len, &lim, err, sizeof(err), &samples), PPROF_EOVERBUDGET);
+    ASSERT(strstr(err, "passed its memory grant") != NULL);
+    ASSERT_TRUE(pprof__acct_over());
+    /* The next admission asks for at least twice as much. */
+    ASSERT_GE(pprof_delta_need(d, raw), 2 * (uint64_t)lim.max_memory);
+    /* The state was poisoned; its memory is back (the call released its
+     * scratch past the retention cap, and kept at most that). */
+    ASSERT_EQ(pprof_delta_keys(d), 0);
+    ASSERT_LE(pprof__scratch_bytes(), PPROF__SCRATCH_RETAIN);
+    /* Without a grant the same profile goes through. */
+    lim.max_memory = 0;
+    in = small_samples(20000, 1, &len, &raw);
+    ASSERT_EQ(feed(d, in, len, &lim, err, sizeof(err), &samples), PPROF_DELTA_BASELINE);
+    in = small_samples(20000, 3, &len, &raw);
+    ASSERT_EQ(feed(d, in, len, &lim, err, sizeof(err), &samples), PPROF_DELTA_EMITTED);
+    ASSERT_EQ(samples, 20000);
+    pprof_thread_cleanup();
+    pprof_delta_free(d);
+}
+
 int main(int argc, char **argv)
 {
     return test_main(argc, argv);
