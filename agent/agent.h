@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "agent/config.h"
+#include "agent/looplag.h"
 #include "common/labels.h"
 #include "common/workq.h"
 
@@ -36,6 +37,7 @@ struct agent {
     struct recent *recent;             /**< latest profile per pair, for the web UI */
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t shutdown_timer;
+    struct looplag lag;                /**< the loop's own stalls (/metrics) */
     bool stopping;
     uint64_t shutdown_deadline_ms;
     bool log_level_fixed;              /**< --log-level (or `targets`) overrides the file */
