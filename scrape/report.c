@@ -423,6 +423,42 @@ void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out
     }
 }
 
+/* Found through an index, since every pair of a reload asks: a walk of the
+ * list made a reload of thousands of jobs quadratic. The list stays, in
+ * creation order, for the metrics. */
+struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
+                                       const char *type)
+{
+    uint64_t key = scrape__name_key(job, type);
+    struct scrape_stats *s = hashmap_get(&m->stats_by_name, key);
+
+    if (s && strcmp(s->job, job) == 0 && strcmp(s->type, type) == 0)
+        return s;
+    /* Two names of one hash, or an index that missed an insert: the list
+     * holds them all. */
+    if (s || m->stats_unindexed)
+        for (s = m->stats; s; s = s->next)
+            if (strcmp(s->job, job) == 0 && strcmp(s->type, type) == 0)
+                return s;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->job = strdup(job);
+    s->type = strdup(type);
+    if (!s->job || !s->type) {
+        free(s->job);
+        free(s->type);
+        free(s);
+        return NULL;
+    }
+    prom_hist_init(&s->duration, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
+    s->next = m->stats;
+    m->stats = s;
+    if (!hashmap_get(&m->stats_by_name, key) && hashmap_put(&m->stats_by_name, key, s) < 0)
+        m->stats_unindexed = true;
+    return s;
+}
+
 /* The per-(job, type) counters, all plain uint64_t fields of scrape_stats. */
 static const struct stats_counter {
     const char *name;
