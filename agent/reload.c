@@ -4,8 +4,18 @@
  * forwarder cannot apply, fails the reload (counted, logged) and leaves the
  * running configuration in place; at start it fails start-up.
  *
- * Loop thread only. The agent keeps a reference to the configuration in
- * force; modules keep their own for what they still use. */
+ * A reload reads, parses and checks the file (and compiles its rules) as
+ * one job of the work queue, which owns its copy of the path and the
+ * document it loads until the loop takes it: a file of thousands of jobs
+ * takes seconds to load, and the loop goes on scraping meanwhile. Only the
+ * apply runs on the loop. One load runs at a time; reloads asked for while
+ * it runs are coalesced into one more load after it, so that the last
+ * request sees the file as it was then. Start-up loads on the loop, before
+ * it runs.
+ *
+ * Loop thread only, but for the job's function. The agent keeps a
+ * reference to the configuration in force; modules keep their own for what
+ * they still use. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,16 +60,15 @@ static void note_fixed(struct agent *a, const struct agent_config *c)
              "running", was, "configured", now);
 }
 
-int agent__reload(struct agent *a, const char *why)
+/* Applies a loaded document (`doc`, owned; NULL when the load failed with
+ * `r` and `err`), or counts and logs the failure. */
+static int apply(struct agent *a, struct conf_doc *doc, int r, char *err, size_t errlen,
+                 const char *why)
 {
     const struct agent_config *c;
     struct scrape_settings ss;
-    struct conf_doc *doc = NULL;
     bool cluster_applied = false;
-    char err[1024];
-    int r;
 
-    r = agent_config_load(a->config_path, a->config_flags, &doc, err, sizeof(err));
     if (r < 0)
         goto fail;
     c = agent_config(doc);
@@ -67,7 +76,7 @@ int agent__reload(struct agent *a, const char *why)
         log_warn("configuration", "warning", conf_doc_warning(doc, i));
     /* The membership first: it can fail (a kubeconfig, the in-cluster
      * environment, a name that is not a peer) and then changes nothing. */
-    r = cluster_apply(a->cluster, &c->cluster, &c->discovery, err, sizeof(err));
+    r = cluster_apply(a->cluster, &c->cluster, &c->discovery, err, errlen);
     if (r < 0)
         goto fail;
     cluster_applied = true;
@@ -75,12 +84,12 @@ int agent__reload(struct agent *a, const char *why)
      * in-cluster environment) fails there, and a failed apply changes
      * nothing, so a job that cannot run fails the whole reload and the
      * running configuration goes on. */
-    r = apply_discovery(a, c, err, sizeof(err));
+    r = apply_discovery(a, c, err, errlen);
     if (r < 0)
         goto fail;
     if (a->fwd) {
         r = fwd_apply(a->fwd, doc, c->remote, c->n_remote, &c->spool, c->external_labels,
-                      c->n_external_labels, err, sizeof(err));
+                      c->n_external_labels, err, errlen);
         if (r < 0) {
             char again[512];
 
@@ -91,7 +100,7 @@ int agent__reload(struct agent *a, const char *why)
         }
     }
     ss = (struct scrape_settings){ &c->limits.pprof, c->limits.max_body_bytes };
-    r = scrape_manager_apply(a->scrape, doc, c->scrape, c->n_scrape, &ss, err, sizeof(err));
+    r = scrape_manager_apply(a->scrape, doc, c->scrape, c->n_scrape, &ss, err, errlen);
     if (r < 0)
         goto fail;
     workq_set_limits(a->work, a->workers, c->limits.max_jobs_backlog);
@@ -121,4 +130,156 @@ fail:
     log_error("configuration reload failed; keeping the running configuration", "trigger", why,
               "err", err);
     return r < 0 ? r : -EINVAL;
+}
+
+int agent__reload(struct agent *a, const char *why)
+{
+    struct conf_doc *doc = NULL;
+    char err[1024];
+    int r;
+
+    r = agent_config_load(a->config_path, a->config_flags, &doc, err, sizeof(err));
+    return apply(a, doc, r, err, sizeof(err), why);
+}
+
+/* ------------------------------------------------------ reloads off the loop */
+
+/* One load on the work queue. The function reads only the job's own
+ * fields; the agent is used by the completion, on the loop. */
+struct reload_job {
+    struct agent *a;
+    char *path;          /* a copy; NULL: the embedded default */
+    unsigned flags;
+    const char *why;     /* a static string */
+    struct conf_doc *doc; /* the result, owned by the job until applied */
+    int rc;
+    char err[1024];
+};
+
+static void reload_work(void *arg)
+{
+    struct reload_job *j = arg;
+
+    j->rc = agent_config_load(j->path, j->flags, &j->doc, j->err, sizeof(j->err));
+}
+
+static void answer_waiters(struct agent_reload_waiter **list, int status)
+{
+    while (*list) {
+        struct agent_reload_waiter *w = *list;
+
+        *list = w->next;
+        w->next = NULL;
+        w->queued = false;
+        w->done(w, status);
+    }
+}
+
+static int start_load(struct agent *a, const char *why);
+
+static void reload_after(void *arg, int status)
+{
+    struct reload_job *j = arg;
+    struct agent *a = j->a;
+    int r;
+
+    a->reload_running = false;
+    if (status < 0 || a->stopping) {
+        conf_doc_unref(j->doc);
+        r = status < 0 ? status : -ECANCELED;
+    } else {
+        r = apply(a, j->doc, j->rc, j->err, sizeof(j->err), j->why);
+    }
+    free(j->path);
+    free(j);
+    answer_waiters(&a->reload_current, r);
+    if (a->reload_again && !a->stopping) {
+        a->reload_again = false;
+        r = start_load(a, a->reload_again_why);
+        if (r < 0) {
+            a->reloads_failed++;
+            a->last_reload_ok = false;
+            log_error("configuration reload could not start", "trigger", a->reload_again_why,
+                      "err", strerror(-r));
+            answer_waiters(&a->reload_next, r);
+        }
+    }
+    if (a->stopping) {
+        answer_waiters(&a->reload_next, -ECANCELED);
+        a->reload_again = false;
+    }
+}
+
+/* Starts a load; the waiters that asked before it now wait for it. */
+static int start_load(struct agent *a, const char *why)
+{
+    struct reload_job *j = calloc(1, sizeof(*j));
+    int r;
+
+    if (!j)
+        return -ENOMEM;
+    j->a = a;
+    j->flags = a->config_flags;
+    j->why = why;
+    if (a->config_path && !(j->path = strdup(a->config_path))) {
+        free(j);
+        return -ENOMEM;
+    }
+    r = workq_submit(a->work, 0, reload_work, reload_after, j);
+    if (r < 0) {
+        free(j->path);
+        free(j);
+        return r;
+    }
+    a->reload_running = true;
+    a->reload_current = a->reload_next;
+    a->reload_next = NULL;
+    return 0;
+}
+
+int agent__reload_request(struct agent *a, const char *why, struct agent_reload_waiter *w)
+{
+    int r;
+
+    if (a->stopping)
+        return -ECANCELED;
+    if (w) {
+        w->next = a->reload_next;
+        w->queued = true;
+        a->reload_next = w;
+    }
+    if (a->reload_running) {
+        /* The running load may have read the file before this request:
+         * one more follows it, for every request made meanwhile. */
+        a->reload_again = true;
+        a->reload_again_why = why;
+        return 0;
+    }
+    r = start_load(a, why);
+    if (r < 0) {
+        if (w)
+            agent__reload_forget(a, w);
+        a->reloads_failed++;
+        a->last_reload_ok = false;
+        log_error("configuration reload could not start", "trigger", why, "err", strerror(-r));
+    }
+    return r;
+}
+
+void agent__reload_forget(struct agent *a, struct agent_reload_waiter *w)
+{
+    struct agent_reload_waiter **lists[] = { &a->reload_next, &a->reload_current };
+
+    if (!w->queued)
+        return;
+    for (size_t i = 0; i < 2; i++) {
+        for (struct agent_reload_waiter **pp = lists[i]; *pp; pp = &(*pp)->next) {
+            if (*pp == w) {
+                *pp = w->next;
+                w->next = NULL;
+                w->queued = false;
+                return;
+            }
+        }
+    }
 }
