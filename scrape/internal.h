@@ -200,6 +200,7 @@ struct scrape_manager {
     struct scrape_job *jobs;
     struct hashmap jobs_by_name;       /* scrape__name_key(name) -> struct scrape_job */
     bool jobs_unindexed;               /* an index insert failed: look up by the list */
+    uint64_t jobs_gen;                 /* bumped whenever `jobs` is replaced */
     struct hashmap pairs;              /* key -> struct scrape_pair */
     struct scrape_stats *stats;
     struct hashmap stats_by_name;      /* scrape__name_key(job, type) -> struct scrape_stats */

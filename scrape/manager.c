@@ -193,6 +193,7 @@ static void set_jobs(struct scrape_manager *m, struct scrape_job *jobs)
     hashmap_done(&m->jobs_by_name);
     hashmap_init(&m->jobs_by_name);
     m->jobs = jobs;
+    m->jobs_gen++;
     m->jobs_unindexed = false;
     for (struct scrape_job *j = jobs; j; j = j->next) {
         uint64_t key = scrape__name_key(j->name, NULL);

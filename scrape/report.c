@@ -81,6 +81,9 @@ struct scrape_targets_iter {
     char *only_job;
     enum iter_phase phase;
     size_t job_idx;        /* ordinal in m->jobs */
+    const struct scrape_job *at; /* the job at ordinal at_idx when m->jobs_gen was at_gen */
+    size_t at_idx;
+    uint64_t at_gen;
     char *job_name;        /* the job at job_idx when last seen, or NULL */
     size_t slot;           /* sources slot of the current source */
     uint64_t source_key;   /* its key, 0 before the first */
@@ -215,8 +218,18 @@ static const struct scrape_job *iter_job(struct scrape_targets_iter *it)
     const struct scrape_job *j = it->m->jobs;
     size_t n = 0;
 
+    /* From where the last call stood while the list is the same one: a
+     * walk from the head for every job made a listing of thousands of jobs
+     * quadratic, and it runs on the loop. */
+    if (it->at && it->at_gen == it->m->jobs_gen && it->at_idx <= it->job_idx) {
+        j = it->at;
+        n = it->at_idx;
+    }
     for (; j && n < it->job_idx; j = j->next)
         n++;
+    it->at = j;
+    it->at_idx = n;
+    it->at_gen = it->m->jobs_gen;
     if (j && it->job_name && strcmp(j->name, it->job_name) != 0) {
         size_t k = 0;
 
