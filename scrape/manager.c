@@ -27,13 +27,6 @@ static uint64_t source_key(const char *s)
     return XXH64(s, strlen(s), 0);
 }
 
-uint64_t scrape__name_key(const char *a, const char *b)
-{
-    uint64_t h = XXH64(a, strlen(a), 0);
-
-    return b ? XXH64(b, strlen(b), h) : h;
-}
-
 static void entry_free(struct source_entry *e)
 {
     if (!e)

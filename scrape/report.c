@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <json-c/json.h>
+#include <xxhash.h>
 
 #include "common/macros.h"
 #include "scrape/internal.h"
@@ -434,6 +435,13 @@ void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out
                    (double)p->last_duration_us / 1e6, p->tp.url, p->last_error ? "  " : "",
                    p->last_error ? p->last_error : "");
     }
+}
+
+uint64_t scrape__name_key(const char *a, const char *b)
+{
+    uint64_t h = XXH64(a, strlen(a), 0);
+
+    return b ? XXH64(b, strlen(b), h) : h;
 }
 
 /* Found through an index, since every pair of a reload asks: a walk of the
