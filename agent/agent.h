@@ -52,37 +52,22 @@ struct agent {
     bool reload_running;               /**< a load is on the work queue */
     bool reload_again;                 /**< asked for meanwhile: one more load follows */
     const char *reload_again_why;
-    struct agent_reload_waiter *reload_next;    /**< waiting for the next load to start */
-    struct agent_reload_waiter *reload_current; /**< waiting for the running load */
     int exit_code;
 };
 
 /* reload.c */
-/** Loads the configuration file and applies it to every module, on the
- * loop thread (start-up, before the loop runs); an invalid file or one a
- * module refuses leaves the running configuration in place. Returns 0 or
- * a negative code (logged). */
+/** Loads the configuration file and applies it to every module, all on
+ * the loop thread (start-up, before the loop runs, and POST /-/reload,
+ * whose answer waits for the outcome); an invalid file or one a module
+ * refuses leaves the running configuration in place. Returns 0 or a
+ * negative code (logged). */
 int agent__reload(struct agent *a, const char *why);
-
-/** Someone who waits for the outcome of a reload (POST /-/reload). Owned
- * by the caller, which must agent__reload_forget() it if it goes first. */
-struct agent_reload_waiter {
-    /** Called once, on the loop: 0, or the negative code of a reload that
-     * failed (logged), or -ECANCELED at shutdown. */
-    void (*done)(struct agent_reload_waiter *w, int status);
-    struct agent_reload_waiter *next; /* private */
-    bool queued;                      /* private */
-};
 
 /** Asks for a reload, loaded on the work queue and applied on the loop
  * when ready (`why` is a static string, logged). A request made while a
- * load runs is coalesced into one more load after it. `w` (may be NULL)
- * learns the outcome of the first load that starts after this call.
- * Returns 0, or a negative code if no load could start (then `w` is not
- * called). */
-int agent__reload_request(struct agent *a, const char *why, struct agent_reload_waiter *w);
-/** Takes a waiter off the lists; nothing happens if it was answered. */
-void agent__reload_forget(struct agent *a, struct agent_reload_waiter *w);
+ * load runs is coalesced into one more load after it. Returns 0, or a
+ * negative code if no load could start (counted and logged). */
+int agent__reload_request(struct agent *a, const char *why);
 
 /* status.c */
 struct net_http_request;

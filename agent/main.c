@@ -297,7 +297,7 @@ static void on_signal(uv_signal_t *h, int signum)
 
     if (signum == SIGHUP) {
         if (!a->stopping)
-            agent__reload_request(a, "SIGHUP", NULL);
+            agent__reload_request(a, "SIGHUP");
         return;
     }
     begin_shutdown(a, signum == SIGTERM ? "SIGTERM" : "SIGINT");

@@ -4,14 +4,14 @@
  * forwarder cannot apply, fails the reload (counted, logged) and leaves the
  * running configuration in place; at start it fails start-up.
  *
- * A reload reads, parses and checks the file (and compiles its rules) as
- * one job of the work queue, which owns its copy of the path and the
+ * A reload on SIGHUP reads, parses and checks the file (and compiles its
+ * rules) as one job of the work queue, which owns its copy of the path and the
  * document it loads until the loop takes it: a file of thousands of jobs
  * takes seconds to load, and the loop goes on scraping meanwhile. Only the
  * apply runs on the loop. One load runs at a time; reloads asked for while
  * it runs are coalesced into one more load after it, so that the last
  * request sees the file as it was then. Start-up loads on the loop, before
- * it runs.
+ * it runs, and so does POST /-/reload, whose answer says the outcome.
  *
  * Loop thread only, but for the job's function. The agent keeps a
  * reference to the configuration in force; modules keep their own for what
@@ -145,7 +145,14 @@ int agent__reload(struct agent *a, const char *why)
     int r;
 
     r = agent_config_load(a->config_path, a->config_flags, &doc, err, sizeof(err));
-    return apply(a, doc, r, err, sizeof(err), why, clock_mono_ns() - t0);
+    r = apply(a, doc, r, err, sizeof(err), why, clock_mono_ns() - t0);
+    /* A load on the queue may have read the file before this one: one more
+     * follows it, so that what it applies is not the last word. */
+    if (a->reload_running) {
+        a->reload_again = true;
+        a->reload_again_why = why;
+    }
+    return r;
 }
 
 /* ------------------------------------------------------ reloads off the loop */
@@ -172,18 +179,6 @@ static void reload_work(void *arg)
     j->load_ns = clock_mono_ns() - t0;
 }
 
-static void answer_waiters(struct agent_reload_waiter **list, int status)
-{
-    while (*list) {
-        struct agent_reload_waiter *w = *list;
-
-        *list = w->next;
-        w->next = NULL;
-        w->queued = false;
-        w->done(w, status);
-    }
-}
-
 static int start_load(struct agent *a, const char *why);
 
 static void reload_after(void *arg, int status)
@@ -193,15 +188,13 @@ static void reload_after(void *arg, int status)
     int r;
 
     a->reload_running = false;
-    if (status < 0 || a->stopping) {
+    /* Cancelled at shutdown, or done after it began: nothing to apply. */
+    if (status < 0 || a->stopping)
         conf_doc_unref(j->doc);
-        r = status < 0 ? status : -ECANCELED;
-    } else {
-        r = apply(a, j->doc, j->rc, j->err, sizeof(j->err), j->why, j->load_ns);
-    }
+    else
+        apply(a, j->doc, j->rc, j->err, sizeof(j->err), j->why, j->load_ns); /* logs */
     free(j->path);
     free(j);
-    answer_waiters(&a->reload_current, r);
     if (a->reload_again && !a->stopping) {
         a->reload_again = false;
         r = start_load(a, a->reload_again_why);
@@ -210,16 +203,13 @@ static void reload_after(void *arg, int status)
             a->last_reload_ok = false;
             log_error("configuration reload could not start", "trigger", a->reload_again_why,
                       "err", strerror(-r));
-            answer_waiters(&a->reload_next, r);
         }
     }
-    if (a->stopping) {
-        answer_waiters(&a->reload_next, -ECANCELED);
+    if (a->stopping)
         a->reload_again = false;
-    }
 }
 
-/* Starts a load; the waiters that asked before it now wait for it. */
+/* Starts a load on the work queue. */
 static int start_load(struct agent *a, const char *why)
 {
     struct reload_job *j = calloc(1, sizeof(*j));
@@ -241,22 +231,15 @@ static int start_load(struct agent *a, const char *why)
         return r;
     }
     a->reload_running = true;
-    a->reload_current = a->reload_next;
-    a->reload_next = NULL;
     return 0;
 }
 
-int agent__reload_request(struct agent *a, const char *why, struct agent_reload_waiter *w)
+int agent__reload_request(struct agent *a, const char *why)
 {
     int r;
 
     if (a->stopping)
         return -ECANCELED;
-    if (w) {
-        w->next = a->reload_next;
-        w->queued = true;
-        a->reload_next = w;
-    }
     if (a->reload_running) {
         /* The running load may have read the file before this request:
          * one more follows it, for every request made meanwhile. */
@@ -266,29 +249,9 @@ int agent__reload_request(struct agent *a, const char *why, struct agent_reload_
     }
     r = start_load(a, why);
     if (r < 0) {
-        if (w)
-            agent__reload_forget(a, w);
         a->reloads_failed++;
         a->last_reload_ok = false;
         log_error("configuration reload could not start", "trigger", why, "err", strerror(-r));
     }
     return r;
-}
-
-void agent__reload_forget(struct agent *a, struct agent_reload_waiter *w)
-{
-    struct agent_reload_waiter **lists[] = { &a->reload_next, &a->reload_current };
-
-    if (!w->queued)
-        return;
-    for (size_t i = 0; i < 2; i++) {
-        for (struct agent_reload_waiter **pp = lists[i]; *pp; pp = &(*pp)->next) {
-            if (*pp == w) {
-                *pp = w->next;
-                w->next = NULL;
-                w->queued = false;
-                return;
-            }
-        }
-    }
 }
