@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "agent/config.h"
+#include "agent/looplag.h"
 #include "common/labels.h"
 #include "common/workq.h"
 
@@ -36,6 +37,7 @@ struct agent {
     struct recent *recent;             /**< latest profile per pair, for the web UI */
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t shutdown_timer;
+    struct looplag lag;                /**< the loop's own stalls (/metrics) */
     bool stopping;
     uint64_t shutdown_deadline_ms;
     bool log_level_fixed;              /**< --log-level (or `targets`) overrides the file */
@@ -47,14 +49,25 @@ struct agent {
     uint64_t reloads_ok, reloads_failed;
     uint64_t last_reload_ns;
     bool last_reload_ok;
+    bool reload_running;               /**< a load is on the work queue */
+    bool reload_again;                 /**< asked for meanwhile: one more load follows */
+    const char *reload_again_why;
     int exit_code;
 };
 
 /* reload.c */
-/** Loads the configuration file again and applies it to every module; an
- * invalid file or one a module refuses leaves the running configuration in
- * place. Returns 0 or a negative code (logged). */
+/** Loads the configuration file and applies it to every module, all on
+ * the loop thread (start-up, before the loop runs, and POST /-/reload,
+ * whose answer waits for the outcome); an invalid file or one a module
+ * refuses leaves the running configuration in place. Returns 0 or a
+ * negative code (logged). */
 int agent__reload(struct agent *a, const char *why);
+
+/** Asks for a reload, loaded on the work queue and applied on the loop
+ * when ready (`why` is a static string, logged). A request made while a
+ * load runs is coalesced into one more load after it. Returns 0, or a
+ * negative code if no load could start (counted and logged). */
+int agent__reload_request(struct agent *a, const char *why);
 
 /* status.c */
 struct net_http_request;

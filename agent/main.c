@@ -254,6 +254,7 @@ static void finish_close(struct agent *a)
     uv_close((uv_handle_t *)&a->sig_int, NULL);
     uv_close((uv_handle_t *)&a->sig_hup, NULL);
     uv_close((uv_handle_t *)&a->shutdown_timer, NULL);
+    looplag_close(&a->lag);
 }
 
 static void fwd_closed(void *ud)
@@ -309,7 +310,7 @@ static void on_signal(uv_signal_t *h, int signum)
 
     if (signum == SIGHUP) {
         if (!a->stopping)
-            agent__reload(a, "SIGHUP");
+            agent__reload_request(a, "SIGHUP");
         return;
     }
     begin_shutdown(a, signum == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -549,6 +550,8 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         uv_timer_start(&targets_timer, targets_check, 10, 10);
     }
     a.started = true;
+    /* From here on the loop runs: the start-up load above is not a stall. */
+    looplag_start(&a.lag, &loop);
 
 run_loop:
     uv_run(&loop, UV_RUN_DEFAULT);
@@ -565,7 +568,14 @@ run_loop:
     curl_global_cleanup();
     if (targets_mode && !targets_printed && !a.exit_code)
         a.exit_code = 1;
-    log_info("proflet stopped", "exit_code", a.exit_code ? "1" : "0");
+    {
+        char lag[32], busy[32];
+
+        snprintf(lag, sizeof(lag), "%.6f", (double)looplag_max_ns(&a.lag) / 1e9);
+        snprintf(busy, sizeof(busy), "%.6f", (double)looplag_max_busy_ns(&a.lag) / 1e9);
+        log_info("proflet stopped", "exit_code", a.exit_code ? "1" : "0", "loop_lag_max_seconds",
+                 lag, "loop_busy_max_seconds", busy);
+    }
     return a.exit_code;
 }
 

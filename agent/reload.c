@@ -4,8 +4,18 @@
  * forwarder cannot apply, fails the reload (counted, logged) and leaves the
  * running configuration in place; at start it fails start-up.
  *
- * Loop thread only. The agent keeps a reference to the configuration in
- * force; modules keep their own for what they still use. */
+ * A reload on SIGHUP reads, parses and checks the file (and compiles its
+ * rules) as one job of the work queue, which owns its copy of the path and the
+ * document it loads until the loop takes it: a file of thousands of jobs
+ * takes seconds to load, and the loop goes on scraping meanwhile. Only the
+ * apply runs on the loop. One load runs at a time; reloads asked for while
+ * it runs are coalesced into one more load after it, so that the last
+ * request sees the file as it was then. Start-up loads on the loop, before
+ * it runs, and so does POST /-/reload, whose answer says the outcome.
+ *
+ * Loop thread only, but for the job's function. The agent keeps a
+ * reference to the configuration in force; modules keep their own for what
+ * they still use. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,16 +60,17 @@ static void note_fixed(struct agent *a, const struct agent_config *c)
              "running", was, "configured", now);
 }
 
-int agent__reload(struct agent *a, const char *why)
+/* Applies a loaded document (`doc`, owned; NULL when the load failed with
+ * `r` and `err`), or counts and logs the failure. */
+static int apply(struct agent *a, struct conf_doc *doc, int r, char *err, size_t errlen,
+                 const char *why, uint64_t load_ns)
 {
     const struct agent_config *c;
     struct scrape_settings ss;
-    struct conf_doc *doc = NULL;
     bool cluster_applied = false;
-    char err[1024];
-    int r;
+    uint64_t t0 = clock_mono_ns();
+    char load_s[32], apply_s[32];
 
-    r = agent_config_load(a->config_path, a->config_flags, &doc, err, sizeof(err));
     if (r < 0)
         goto fail;
     c = agent_config(doc);
@@ -67,7 +78,7 @@ int agent__reload(struct agent *a, const char *why)
         log_warn("configuration", "warning", conf_doc_warning(doc, i));
     /* The membership first: it can fail (a kubeconfig, the in-cluster
      * environment, a name that is not a peer) and then changes nothing. */
-    r = cluster_apply(a->cluster, &c->cluster, &c->discovery, err, sizeof(err));
+    r = cluster_apply(a->cluster, &c->cluster, &c->discovery, err, errlen);
     if (r < 0)
         goto fail;
     cluster_applied = true;
@@ -75,12 +86,12 @@ int agent__reload(struct agent *a, const char *why)
      * in-cluster environment) fails there, and a failed apply changes
      * nothing, so a job that cannot run fails the whole reload and the
      * running configuration goes on. */
-    r = apply_discovery(a, c, err, sizeof(err));
+    r = apply_discovery(a, c, err, errlen);
     if (r < 0)
         goto fail;
     if (a->fwd) {
         r = fwd_apply(a->fwd, doc, c->remote, c->n_remote, &c->spool, c->external_labels,
-                      c->n_external_labels, err, sizeof(err));
+                      c->n_external_labels, err, errlen);
         if (r < 0) {
             char again[512];
 
@@ -91,7 +102,7 @@ int agent__reload(struct agent *a, const char *why)
         }
     }
     ss = (struct scrape_settings){ &c->limits.pprof, c->limits.max_body_bytes };
-    r = scrape_manager_apply(a->scrape, doc, c->scrape, c->n_scrape, &ss, err, sizeof(err));
+    r = scrape_manager_apply(a->scrape, doc, c->scrape, c->n_scrape, &ss, err, errlen);
     if (r < 0)
         goto fail;
     workq_set_limits(a->work, a->workers, c->limits.max_jobs_backlog);
@@ -104,8 +115,11 @@ int agent__reload(struct agent *a, const char *why)
     a->reloads_ok++;
     a->last_reload_ok = true;
     a->last_reload_ns = clock_wall_ns();
+    snprintf(load_s, sizeof(load_s), "%.3f", (double)load_ns / 1e9);
+    snprintf(apply_s, sizeof(apply_s), "%.3f", (double)(clock_mono_ns() - t0) / 1e9);
     log_info("configuration reloaded", "trigger", why, "file",
-             a->config_path ? a->config_path : "<default>");
+             a->config_path ? a->config_path : "<default>", "load_seconds", load_s,
+             "apply_seconds", apply_s);
     return 0;
 fail:
     if (cluster_applied && a->doc) {
@@ -121,4 +135,123 @@ fail:
     log_error("configuration reload failed; keeping the running configuration", "trigger", why,
               "err", err);
     return r < 0 ? r : -EINVAL;
+}
+
+int agent__reload(struct agent *a, const char *why)
+{
+    struct conf_doc *doc = NULL;
+    uint64_t t0 = clock_mono_ns();
+    char err[1024];
+    int r;
+
+    r = agent_config_load(a->config_path, a->config_flags, &doc, err, sizeof(err));
+    r = apply(a, doc, r, err, sizeof(err), why, clock_mono_ns() - t0);
+    /* A load on the queue may have read the file before this one: one more
+     * follows it, so that what it applies is not the last word. */
+    if (a->reload_running) {
+        a->reload_again = true;
+        a->reload_again_why = why;
+    }
+    return r;
+}
+
+/* ------------------------------------------------------ reloads off the loop */
+
+/* One load on the work queue. The function reads only the job's own
+ * fields; the agent is used by the completion, on the loop. */
+struct reload_job {
+    struct agent *a;
+    char *path;          /* a copy; NULL: the embedded default */
+    unsigned flags;
+    const char *why;     /* a static string */
+    struct conf_doc *doc; /* the result, owned by the job until applied */
+    uint64_t load_ns;
+    int rc;
+    char err[1024];
+};
+
+static void reload_work(void *arg)
+{
+    struct reload_job *j = arg;
+    uint64_t t0 = clock_mono_ns();
+
+    j->rc = agent_config_load(j->path, j->flags, &j->doc, j->err, sizeof(j->err));
+    j->load_ns = clock_mono_ns() - t0;
+}
+
+static int start_load(struct agent *a, const char *why);
+
+static void reload_after(void *arg, int status)
+{
+    struct reload_job *j = arg;
+    struct agent *a = j->a;
+    int r;
+
+    a->reload_running = false;
+    /* Cancelled at shutdown, or done after it began: nothing to apply. */
+    if (status < 0 || a->stopping)
+        conf_doc_unref(j->doc);
+    else
+        apply(a, j->doc, j->rc, j->err, sizeof(j->err), j->why, j->load_ns); /* logs */
+    free(j->path);
+    free(j);
+    if (a->reload_again && !a->stopping) {
+        a->reload_again = false;
+        r = start_load(a, a->reload_again_why);
+        if (r < 0) {
+            a->reloads_failed++;
+            a->last_reload_ok = false;
+            log_error("configuration reload could not start", "trigger", a->reload_again_why,
+                      "err", strerror(-r));
+        }
+    }
+    if (a->stopping)
+        a->reload_again = false;
+}
+
+/* Starts a load on the work queue. */
+static int start_load(struct agent *a, const char *why)
+{
+    struct reload_job *j = calloc(1, sizeof(*j));
+    int r;
+
+    if (!j)
+        return -ENOMEM;
+    j->a = a;
+    j->flags = a->config_flags;
+    j->why = why;
+    if (a->config_path && !(j->path = strdup(a->config_path))) {
+        free(j);
+        return -ENOMEM;
+    }
+    r = workq_submit(a->work, 0, reload_work, reload_after, j);
+    if (r < 0) {
+        free(j->path);
+        free(j);
+        return r;
+    }
+    a->reload_running = true;
+    return 0;
+}
+
+int agent__reload_request(struct agent *a, const char *why)
+{
+    int r;
+
+    if (a->stopping)
+        return -ECANCELED;
+    if (a->reload_running) {
+        /* The running load may have read the file before this request:
+         * one more follows it, for every request made meanwhile. */
+        a->reload_again = true;
+        a->reload_again_why = why;
+        return 0;
+    }
+    r = start_load(a, why);
+    if (r < 0) {
+        a->reloads_failed++;
+        a->last_reload_ok = false;
+        log_error("configuration reload could not start", "trigger", why, "err", strerror(-r));
+    }
+    return r;
 }

@@ -70,6 +70,7 @@ static void metrics(struct agent *a, struct buf *b)
              1);
     prom_head(b, "proflet_start_time_seconds", "gauge", "Start time of the process.");
     prom_f64(b, "proflet_start_time_seconds", NULL, (double)a->start_time_ns / 1e9);
+    looplag_metrics(&a->lag, b);
     scrape_manager_metrics(a->scrape, b);
     if (a->cluster) {
         size_t owned, elsewhere;

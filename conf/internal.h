@@ -11,7 +11,11 @@
 #include "common/buf.h"
 #include "conf/conf.h"
 
-#define CONF__MAX_ARENA (64u << 20)  /* parse tree */
+/* The parse tree, defaults included: about 14 KiB per scrape job of one
+ * static target (every job carries its defaults), so 10,000 such jobs take
+ * 140 MiB; the cap bounds what one load may take beside the running
+ * configuration, since defaults make it grow faster than the file. */
+#define CONF__MAX_ARENA (256u << 20)
 #define CONF__MAX_EMIT (64u << 20)   /* normalised text handed to libcyaml */
 #define CONF__MAX_DEPTH 64
 #define CONF__MAX_MAP 65536          /* entries of one user map (labels...) */

@@ -103,7 +103,9 @@ struct disc__provider {
     struct disc__srctab *_srcs; /**< the provider's groups, by source */
     struct disc__sub *_subs;    /**< the jobs it feeds */
     bool _closing;
-    struct disc__provider *_next;
+    struct disc__provider *_next, *_prev; /**< the manager's list */
+    struct disc__pbucket *_bucket;        /**< the manager's index: same kind and key */
+    struct disc__provider *_hnext;        /**< next provider of the bucket */
 };
 
 /** Initialises the base fields (copies job). Returns 0 or -ENOMEM. */

@@ -72,8 +72,17 @@ struct disc__sub {
     struct disc__sub *jnext;   /* next provider of the job, in subscription order */
 };
 
+/* The providers of one kind and one key (the settings signature of a
+ * shareable kind, else the job's name), so an apply finds a job's provider
+ * without a walk of all of them. */
+struct disc__pbucket {
+    struct strtab_node node; /* first; the name is "kind\x1fkey" */
+    struct disc__provider *head;
+};
+
 struct disc__job {
     char *name;
+    struct strtab_node tnode;    /* in the manager's index of jobs (name borrowed) */
     struct disc__sub *subs;
     struct strtab dirty_set;
     struct dsrc *dirty; /* the same entries, as a list */
@@ -104,8 +113,10 @@ struct disc_manager {
     void (*close_cb)(void *ud);
     void *close_ud;
     struct disc__job *jobs;
+    struct strtab jobs_idx;            /* the jobs by name */
     struct disc__job *dirty_jobs;
     struct disc__provider *providers;
+    struct strtab providers_idx;       /* struct disc__pbucket by kind and key */
     size_t n_providers;
     struct disc__stats *stats;
     uint64_t updates;
@@ -214,20 +225,24 @@ static const struct psrc *provider_src(const struct disc__provider *p, const cha
 
 /* ---------------------------------------------------------------- jobs */
 
+/* Through the index: an apply looks up every job, and a walk of the list
+ * made a reload of thousands of jobs quadratic. */
 static struct disc__job *job_find(struct disc_manager *m, const char *name, bool create)
 {
+    struct strtab_node *e = strtab_find(&m->jobs_idx, name);
     struct disc__job *j;
 
-    for (j = m->jobs; j; j = j->next)
-        if (strcmp(j->name, name) == 0)
-            return j;
+    if (e)
+        return (struct disc__job *)((char *)e - offsetof(struct disc__job, tnode));
     if (!create)
         return NULL;
     j = calloc(1, sizeof(*j));
     if (!j)
         return NULL;
     j->name = strdup(name);
-    if (!j->name) {
+    j->tnode.name = j->name;
+    if (!j->name || strtab_insert(&m->jobs_idx, &j->tnode) < 0) {
+        free(j->name);
         free(j);
         return NULL;
     }
@@ -253,6 +268,7 @@ static void forget_idle_jobs(struct disc_manager *m)
 
         if (!j->subs && !j->n_dirty && !j->listed_dirty) {
             *pp = j->next;
+            strtab_unlink(&m->jobs_idx, &j->tnode);
             job_free(j);
         } else {
             pp = &j->next;
@@ -719,17 +735,82 @@ static void unsubscribe(struct disc_manager *m, struct disc__sub *s)
     free(s);
 }
 
-static void provider_stop(struct disc_manager *m, struct disc__provider *p)
+/* The index key of a provider: its kind, and its signature or job. */
+static char *provider_key(const struct disc__provider_ops *ops, const char *sig, const char *job)
 {
-    struct disc__provider **pp;
+    size_t len = strlen(ops->name) + 1 + strlen(sig ? sig : job) + 1;
+    char *k = malloc(len);
 
-    for (pp = &m->providers; *pp; pp = &(*pp)->_next) {
-        if (*pp == p) {
-            *pp = p->_next;
-            break;
+    if (k)
+        snprintf(k, len, "%s\x1f%s", ops->name, sig ? sig : job);
+    return k;
+}
+
+static int provider_link(struct disc_manager *m, struct disc__provider *p)
+{
+    char *key = provider_key(p->ops, p->_sig, p->job);
+    struct disc__pbucket *b;
+
+    if (!key)
+        return -ENOMEM;
+    b = (struct disc__pbucket *)strtab_find(&m->providers_idx, key);
+    if (b) {
+        free(key);
+    } else {
+        if (!(b = calloc(1, sizeof(*b)))) {
+            free(key);
+            return -ENOMEM;
+        }
+        b->node.name = key;
+        if (strtab_insert(&m->providers_idx, &b->node) < 0) {
+            free(key);
+            free(b);
+            return -ENOMEM;
         }
     }
+    p->_hnext = b->head;
+    b->head = p;
+    p->_bucket = b;
+    p->_prev = NULL;
+    p->_next = m->providers;
+    if (m->providers)
+        m->providers->_prev = p;
+    m->providers = p;
+    m->n_providers++;
+    return 0;
+}
+
+static void provider_unlink(struct disc_manager *m, struct disc__provider *p)
+{
+    struct disc__pbucket *b = p->_bucket;
+
+    if (p->_prev)
+        p->_prev->_next = p->_next;
+    else if (m->providers == p)
+        m->providers = p->_next;
+    if (p->_next)
+        p->_next->_prev = p->_prev;
+    p->_next = p->_prev = NULL;
+    if (b) {
+        for (struct disc__provider **pp = &b->head; *pp; pp = &(*pp)->_hnext) {
+            if (*pp == p) {
+                *pp = p->_hnext;
+                break;
+            }
+        }
+        if (!b->head) {
+            strtab_unlink(&m->providers_idx, &b->node);
+            free(b->node.name);
+            free(b);
+        }
+        p->_bucket = NULL;
+    }
     m->n_providers--;
+}
+
+static void provider_stop(struct disc_manager *m, struct disc__provider *p)
+{
+    provider_unlink(m, p);
     while (p->_subs)
         unsubscribe(m, p->_subs);
     p->n_targets = 0;
@@ -742,7 +823,21 @@ static struct disc__provider *find_provider(struct disc_manager *m,
                                             const struct disc__provider_ops *ops, const char *sig,
                                             const struct disc_job *job, unsigned idx)
 {
-    for (struct disc__provider *p = m->providers; p; p = p->_next) {
+    char *key = provider_key(ops, sig, job->name);
+    struct disc__pbucket *b;
+
+    if (!key) {
+        /* No memory for the key: the walk finds it all the same. */
+        for (struct disc__provider *p = m->providers; p; p = p->_next)
+            if (p->ops == ops && (sig ? strcmp(p->_sig, sig) == 0
+                                      : strcmp(p->job, job->name) == 0 &&
+                                            ops->same(p, job->sd, idx)))
+                return p;
+        return NULL;
+    }
+    b = (struct disc__pbucket *)strtab_find(&m->providers_idx, key);
+    free(key);
+    for (struct disc__provider *p = b ? b->head : NULL; p; p = p->_hnext) {
         if (p->ops != ops)
             continue;
         if (sig ? strcmp(p->_sig, sig) == 0
@@ -791,9 +886,17 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
     }
     p->_sig = sig;
     p->_srcs = calloc(1, sizeof(*p->_srcs));
-    p->_next = m->providers;
-    m->providers = p;
-    m->n_providers++;
+    if (provider_link(m, p) < 0) {
+        /* Stopped as any other: on the list, in no bucket. */
+        p->_prev = NULL;
+        p->_next = m->providers;
+        if (m->providers)
+            m->providers->_prev = p;
+        m->providers = p;
+        m->n_providers++;
+        provider_stop(m, p);
+        goto oom;
+    }
     if (!p->_srcs || !(s = subscribe(m, p, j))) {
         provider_stop(m, p);
         goto oom;
@@ -895,6 +998,9 @@ static void manager_maybe_free(struct disc_manager *m)
         return;
     cb = m->close_cb;
     ud = m->close_ud;
+    /* The indexes first: they read their entries. */
+    strtab_done(&m->jobs_idx, NULL);
+    strtab_done(&m->providers_idx, NULL);
     while (m->jobs) {
         struct disc__job *j = m->jobs;
 

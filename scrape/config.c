@@ -666,23 +666,51 @@ static const struct conf_section job_section = {
     .release = job_release,
 };
 
+/* Finds the earlier job of the same name, by a hash of the names seen so
+ * far: a file of ten thousand jobs compared pairwise took a second. */
+static struct conf_node *earlier_job(struct hashmap *seen, struct conf_node *jobs, size_t i,
+                                     const char *name, int *rc)
+{
+    uint64_t key = XXH64(name, strlen(name), 0);
+    struct conf_node *b = hashmap_get(seen, key);
+
+    *rc = 0;
+    if (b && strcmp(conf_str(b), name) == 0)
+        return b;
+    if (b) { /* two names of one hash: compare with every earlier one */
+        for (size_t j = 0; j < i; j++) {
+            b = conf_get(conf_at(jobs, j), "job-name");
+            if (strcmp(conf_str(b), name) == 0)
+                return b;
+        }
+        return NULL;
+    }
+    *rc = hashmap_put(seen, key, conf_get(conf_at(jobs, i), "job-name"));
+    return NULL;
+}
+
 int scrape_cfg_check_jobs(struct conf_load *ld, struct conf_node *jobs, const char *scheme)
 {
-    for (size_t i = 0; i < conf_len(jobs); i++) {
-        struct conf_node *job = conf_at(jobs, i), *a = conf_get(job, "job-name");
+    struct hashmap seen;
+    int rc = 0;
 
-        for (size_t j = 0; j < i; j++) {
-            struct conf_node *b = conf_get(conf_at(jobs, j), "job-name");
+    hashmap_init(&seen);
+    for (size_t i = 0; i < conf_len(jobs) && rc == 0; i++) {
+        struct conf_node *job = conf_at(jobs, i), *a = conf_get(job, "job-name"), *b;
 
-            if (strcmp(conf_str(b), conf_str(a)) == 0)
-                return conf_fail(ld, a, "duplicate job-name \"%.80s\" (also at line %u)",
-                                 conf_str(a), conf_line(b));
+        b = earlier_job(&seen, jobs, i, conf_str(a), &rc);
+        if (rc < 0) {
+            rc = conf_oom(ld);
+        } else if (b) {
+            rc = conf_fail(ld, a, "duplicate job-name \"%.80s\" (also at line %u)", conf_str(a),
+                           conf_line(b));
+        } else if (!conf_get(job, "name-validation-scheme") &&
+                   conf_set(ld, job, "name-validation-scheme", scheme) < 0) {
+            rc = -1;
         }
-        if (!conf_get(job, "name-validation-scheme") &&
-            conf_set(ld, job, "name-validation-scheme", scheme) < 0)
-            return -1;
     }
-    return 0;
+    hashmap_done(&seen);
+    return rc;
 }
 
 const struct conf_section *const scrape_cfg_sections[] = {

@@ -209,8 +209,13 @@ struct scrape_manager {
     struct net_client *clients[SCRAPE_CLIENTS]; /* the default transport */
     struct conf_doc *doc;              /* current configuration (ref held) */
     struct scrape_job *jobs;
+    struct hashmap jobs_by_name;       /* scrape__name_key(name) -> struct scrape_job */
+    bool jobs_unindexed;               /* an index insert failed: look up by the list */
+    uint64_t jobs_gen;                 /* bumped whenever `jobs` is replaced */
     struct hashmap pairs;              /* key -> struct scrape_pair */
     struct scrape_stats *stats;
+    struct hashmap stats_by_name;      /* scrape__name_key(job, type) -> struct scrape_stats */
+    bool stats_unindexed;              /* an index insert failed: look up by the list */
     struct prom_hist lateness;
     uint64_t gen;
     uint64_t pairs_created, pairs_removed;
@@ -232,8 +237,13 @@ struct scrape_pair *scrape__pair_new(struct scrape_manager *m, struct scrape_job
 void scrape__pair_update(struct scrape_manager *m, struct scrape_pair *p,
                          struct scrape_job *job, struct target_pair *tp);
 void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p);
+/* The counters of (job, type), created on first use; NULL on OOM. Constant
+ * time: a reload asks once per pair. */
 struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
                                        const char *type);
+/* The key of a name in the manager's indexes: xxhash of `a`, and of `b`
+ * after it when not NULL. */
+uint64_t scrape__name_key(const char *a, const char *b);
 extern const char *const scrape__fail_names[FAIL_N];
 
 /* sample.c: stable target sampling (pure). */

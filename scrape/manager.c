@@ -163,12 +163,38 @@ static void entry_release(struct scrape_manager *m, struct scrape_job *job,
     }
 }
 
-static struct scrape_job *job_find(struct scrape_job *jobs, const char *name)
+/* The current job of that name, through the index: a reload and the first
+ * discovery sync look up every job, and a walk of the list made them
+ * quadratic in the number of jobs. */
+static struct scrape_job *job_find(struct scrape_manager *m, const char *name)
 {
-    for (; jobs; jobs = jobs->next)
-        if (strcmp(jobs->name, name) == 0)
-            return jobs;
+    struct scrape_job *j = hashmap_get(&m->jobs_by_name, scrape__name_key(name, NULL));
+
+    if (j && strcmp(j->name, name) == 0)
+        return j;
+    /* Two names of one hash, or an index that missed an insert. */
+    if (j || m->jobs_unindexed)
+        for (j = m->jobs; j; j = j->next)
+            if (strcmp(j->name, name) == 0)
+                return j;
     return NULL;
+}
+
+/* Makes `jobs` the current jobs and indexes them by name. */
+static void set_jobs(struct scrape_manager *m, struct scrape_job *jobs)
+{
+    hashmap_done(&m->jobs_by_name);
+    hashmap_init(&m->jobs_by_name);
+    m->jobs = jobs;
+    m->jobs_gen++;
+    m->jobs_unindexed = false;
+    for (struct scrape_job *j = jobs; j; j = j->next) {
+        uint64_t key = scrape__name_key(j->name, NULL);
+
+        /* Names are unique; the first of two sharing a hash is indexed. */
+        if (!hashmap_get(&m->jobs_by_name, key) && hashmap_put(&m->jobs_by_name, key, j) < 0)
+            m->jobs_unindexed = true;
+    }
 }
 
 static void job_free(struct scrape_job *job)
@@ -255,7 +281,7 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
         uint64_t k;
         void *v;
 
-        old = job_find(m->jobs, job->name);
+        old = job_find(m, job->name);
         if (!old)
             continue;
         /* The choice survives a reload: the chosen stay chosen. */
@@ -290,7 +316,7 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
             entry_release(m, old, v);
     }
     free_jobs(m->jobs);
-    m->jobs = jobs;
+    set_jobs(m, jobs);
     conf_doc_unref(m->doc);
     m->doc = conf_doc_ref(doc);
     for (struct scrape_job *job = m->jobs; job; job = job->next)
@@ -442,7 +468,7 @@ void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
 void scrape_manager_sync(const char *jobname, const struct disc_group *groups, size_t n, void *ud)
 {
     struct scrape_manager *m = ud;
-    struct scrape_job *job = job_find(m->jobs, jobname);
+    struct scrape_job *job = job_find(m, jobname);
 
     if (!job || m->stopping)
         return;
@@ -533,8 +559,10 @@ static void maybe_closed(struct scrape_manager *m)
     if (!m->closing || m->pending_closes || m->live_pairs)
         return;
     free_jobs(m->jobs);
+    hashmap_done(&m->jobs_by_name);
     conf_doc_unref(m->doc);
     hashmap_done(&m->pairs);
+    hashmap_done(&m->stats_by_name);
     while (m->stats) {
         struct scrape_stats *next = m->stats->next;
 
@@ -588,6 +616,8 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     m->owner_ud = o->owner_ud;
     m->pair_freed = pair_freed;
     hashmap_init(&m->pairs);
+    hashmap_init(&m->jobs_by_name);
+    hashmap_init(&m->stats_by_name);
     prom_hist_init(&m->lateness, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
     if (o->transport) {
         m->transport = *o->transport;

@@ -27,31 +27,6 @@ const char *const scrape__fail_names[FAIL_N] = {
     [FAIL_BACKLOG] = "backlog",     [FAIL_OVER_BUDGET] = "over_budget",
 };
 
-struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
-                                       const char *type)
-{
-    struct scrape_stats *s;
-
-    for (s = m->stats; s; s = s->next)
-        if (strcmp(s->job, job) == 0 && strcmp(s->type, type) == 0)
-            return s;
-    s = calloc(1, sizeof(*s));
-    if (!s)
-        return NULL;
-    s->job = strdup(job);
-    s->type = strdup(type);
-    if (!s->job || !s->type) {
-        free(s->job);
-        free(s->type);
-        free(s);
-        return NULL;
-    }
-    prom_hist_init(&s->duration, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
-    s->next = m->stats;
-    m->stats = s;
-    return s;
-}
-
 static bool is_cumulative(const struct scrape_profile_cfg *prof)
 {
     return prof->kind == SCRAPE_KIND_CUMULATIVE_MEMORY ||

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include <json-c/json.h>
+#include <xxhash.h>
 
 #include "common/macros.h"
 #include "common/utf8.h"
@@ -77,6 +78,9 @@ struct scrape_targets_iter {
     char *only_job;
     enum iter_phase phase;
     size_t job_idx;        /* ordinal in m->jobs */
+    const struct scrape_job *at; /* the job at ordinal at_idx when m->jobs_gen was at_gen */
+    size_t at_idx;
+    uint64_t at_gen;
     char *job_name;        /* the job at job_idx when last seen, or NULL */
     size_t slot;           /* sources slot of the current source */
     uint64_t source_key;   /* its key, 0 before the first */
@@ -211,8 +215,18 @@ static const struct scrape_job *iter_job(struct scrape_targets_iter *it)
     const struct scrape_job *j = it->m->jobs;
     size_t n = 0;
 
+    /* From where the last call stood while the list is the same one: a
+     * walk from the head for every job made a listing of thousands of jobs
+     * quadratic, and it runs on the loop. */
+    if (it->at && it->at_gen == it->m->jobs_gen && it->at_idx <= it->job_idx) {
+        j = it->at;
+        n = it->at_idx;
+    }
     for (; j && n < it->job_idx; j = j->next)
         n++;
+    it->at = j;
+    it->at_idx = n;
+    it->at_gen = it->m->jobs_gen;
     if (j && it->job_name && strcmp(j->name, it->job_name) != 0) {
         size_t k = 0;
 
@@ -434,6 +448,49 @@ void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out
         }
         buf_puts(out, "\n");
     }
+}
+
+uint64_t scrape__name_key(const char *a, const char *b)
+{
+    uint64_t h = XXH64(a, strlen(a), 0);
+
+    return b ? XXH64(b, strlen(b), h) : h;
+}
+
+/* Found through an index, since every pair of a reload asks: a walk of the
+ * list made a reload of thousands of jobs quadratic. The list stays, in
+ * creation order, for the metrics. */
+struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
+                                       const char *type)
+{
+    uint64_t key = scrape__name_key(job, type);
+    struct scrape_stats *s = hashmap_get(&m->stats_by_name, key);
+
+    if (s && strcmp(s->job, job) == 0 && strcmp(s->type, type) == 0)
+        return s;
+    /* Two names of one hash, or an index that missed an insert: the list
+     * holds them all. */
+    if (s || m->stats_unindexed)
+        for (s = m->stats; s; s = s->next)
+            if (strcmp(s->job, job) == 0 && strcmp(s->type, type) == 0)
+                return s;
+    s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->job = strdup(job);
+    s->type = strdup(type);
+    if (!s->job || !s->type) {
+        free(s->job);
+        free(s->type);
+        free(s);
+        return NULL;
+    }
+    prom_hist_init(&s->duration, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
+    s->next = m->stats;
+    m->stats = s;
+    if (!hashmap_get(&m->stats_by_name, key) && hashmap_put(&m->stats_by_name, key, s) < 0)
+        m->stats_unindexed = true;
+    return s;
 }
 
 /* The per-(job, type) counters, all plain uint64_t fields of scrape_stats. */

@@ -1697,7 +1697,7 @@ TEST(load_file)
     fclose(f);
     rc = cfg_load_file(path, &c, err, sizeof(err));
     ASSERT_LT(rc, 0);
-    ASSERT_NOT_NULL(strstr(err, ": config too large: its parsed form passes 64 MiB here"));
+    ASSERT_NOT_NULL(strstr(err, ": config too large: its parsed form passes 256 MiB here"));
     ASSERT_EQ(strncmp(err + strlen(path), ":", 1), 0);
     ASSERT(atoi(err + strlen(path) + 1) > 2);
     unlink(path);

@@ -6,11 +6,21 @@ cleanup runs.
 Every test starts real processes on 127.0.0.1 only, waits on conditions with
 bounded deadlines (never a bare sleep standing in for a condition), and
 cleans up its children and temporary directories, even on failure.
+
+Every proflet started through start_proflet() is watched: when it stops
+(stop(), or the end of environment()), the longest stall of its event loop
+must stay under LOOP_LAG_MAX, or the test fails, naming itself and the
+stall. The stall counted is the part of a late loop iteration the loop
+thread spent on the CPU (proflet_loop_busy_max_seconds, or the "proflet
+stopped" log line): on a loaded machine a process can wait for a core
+longer than that, which is not proflet's doing; proflet_loop_lag_max_seconds
+(wall clock) is reported beside it.
 """
 import contextlib
 import gzip
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -102,6 +112,84 @@ def demoapp_binary(tmp):
     return go_build(os.path.join(SRC, "examples", "demoapp"), os.path.join(tmp, "demoapp"))
 
 
+def _sanitized_build():
+    """An ASan/UBSan build: meson's own record of the options, else the name."""
+    try:
+        with open(os.path.join(BUILD, "meson-info", "intro-buildoptions.json")) as f:
+            for o in json.load(f):
+                if o.get("name") == "b_sanitize":
+                    return o.get("value") not in (None, "", "none")
+    except (OSError, ValueError):
+        pass
+    return "asan" in os.path.basename(BUILD)
+
+
+# The longest the event loop may stall in any test, in seconds: a stall
+# delays every scrape timer, connection and request of the process at once.
+# Sanitized builds run several times slower.
+LOOP_LAG_MAX = float(os.environ.get("PROFLET_LOOP_LAG_MAX") or (0.5 if _sanitized_build() else 0.1))
+_TEST_NAME = os.path.basename(sys.argv[0] or "test")
+
+
+def _listen_port(config_text):
+    m = re.search(r"listen[-_]address:\s*[\"']?(?:127\.0\.0\.1|localhost)?:(\d+)", config_text)
+    return int(m.group(1)) if m else None
+
+
+def loop_lag(proc, name="proflet_loop_busy_max_seconds"):
+    """The longest loop stall of a running proflet so far, in seconds, from
+    its /metrics (None when it cannot be read, e.g. behind TLS). The gauge is
+    rendered before the rest, so this read does not count its own cost.
+    `name` may also be proflet_loop_lag_max_seconds (wall clock)."""
+    port = getattr(proc, "lag_port", None)
+    if port is None or proc.poll() is not None:
+        return None
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as r:
+            head = r.read(1 << 16).decode(errors="replace")
+    except Exception:
+        return None
+    return metric_value(head, name)
+
+
+def _logged_lag(proc, name="loop_busy_max_seconds"):
+    """A stall figure of the "proflet stopped" line of an exited proflet."""
+    try:
+        with open(proc.log_path, errors="replace") as f:
+            m = re.findall(r'msg="proflet stopped".*?' + name + r'=([0-9.]+)', f.read())
+    except (OSError, AttributeError, TypeError):
+        return None
+    return float(m[-1]) if m else None
+
+
+def _note_lag(proc, value, wall=None):
+    if value is not None:
+        proc.lag_seen = max(getattr(proc, "lag_seen", 0.0), value)
+    if wall is not None:
+        proc.lag_wall = max(getattr(proc, "lag_wall", 0.0), wall)
+
+
+def _read_lags(proc):
+    _note_lag(proc, loop_lag(proc), loop_lag(proc, "proflet_loop_lag_max_seconds"))
+
+
+def _read_logged_lags(proc):
+    _note_lag(proc, _logged_lag(proc), _logged_lag(proc, "loop_lag_max_seconds"))
+
+
+def lag_failures(procs):
+    """Messages for the watched proflets whose loop stalled past LOOP_LAG_MAX."""
+    out = []
+    for p in procs:
+        lag = getattr(p, "lag_seen", None)
+        if getattr(p, "lag_port", False) is not False and lag is not None and lag > LOOP_LAG_MAX:
+            wall = getattr(p, "lag_wall", None)
+            out.append(f"{_TEST_NAME}: proflet's event loop stalled {lag * 1000:.0f} ms on the CPU "
+                       f"(limit {LOOP_LAG_MAX * 1000:.0f} ms; wall-clock lag "
+                       f"{'?' if wall is None else f'{wall * 1000:.0f}'} ms)\n{tail(getattr(p, 'log_path', None), 15)}")
+    return out
+
+
 class Procs:
     """Owns child processes; whatever is left at the end is stopped. With
     `log`, a child writes stdout and stderr to that file and runs in a
@@ -121,7 +209,17 @@ class Procs:
         return p
 
     def close(self):
+        """Stops every child; returns the loop-stall messages of the watched
+        proflets (see lag_failures)."""
         for p in reversed(self.procs):
+            if getattr(p, "lag_port", False) is not False and p.poll() is None:
+                _read_lags(p)
+                if getattr(p, "lag_seen", None) is None:
+                    # No /metrics to read (TLS, no listener): its last log line says.
+                    with contextlib.suppress(Exception):
+                        p.send_signal(signal.SIGTERM)
+                        p.wait(timeout=15)
+                        _read_logged_lags(p)
             if getattr(p, "_log", None) is not None:
                 stop_group(p)
             elif p.poll() is None:
@@ -129,12 +227,17 @@ class Procs:
         for p in self.procs:
             with contextlib.suppress(Exception):
                 p.wait(timeout=10)
+        return lag_failures(self.procs)
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        failures = self.close()
+        if failures and exc_type is None:
+            raise TestFailure("; ".join(failures))
+        for f in failures:
+            print(f"also: {f}", file=sys.stderr)
 
 
 def stop_group(p, timeout=15):
@@ -173,11 +276,18 @@ def alive(p):
 def environment():
     tmp = tempfile.mkdtemp(prefix="proflet-it-")
     procs = Procs()
+    failures = []
+    ok = False
     try:
         yield tmp, procs
+        ok = True
     finally:
-        procs.close()
+        failures = procs.close()
         shutil.rmtree(tmp, ignore_errors=True)
+        for f in failures if not ok else ():
+            print(f"also: {f}", file=sys.stderr)
+    if failures:
+        raise TestFailure("; ".join(failures))
 
 
 def start_demoapp(tmp, procs, name="demoapp"):
@@ -198,6 +308,7 @@ def start_proflet(tmp, procs, config_text, name="proflet", extra=()):
     p = procs.start([PROFLET, "--config", cfg, *extra], stderr=log)
     p.config_path = cfg
     p.log_path = log.name
+    p.lag_port = _listen_port(config_text)  # watched (see LOOP_LAG_MAX)
     return p
 
 
@@ -269,9 +380,17 @@ def late_ticks(text):
 
 
 def stop(proc, timeout=20):
-    """SIGTERM, and the exit status (proflet exits 0 only if uv_loop_close succeeded)."""
+    """SIGTERM, and the exit status (proflet exits 0 only if uv_loop_close succeeded).
+    A watched proflet's loop stalls are noted on the way (checked at the end
+    of environment())."""
+    watched = getattr(proc, "lag_port", False) is not False
+    # Its log line, not /metrics: the whole of /metrics is built on the loop,
+    # and with thousands of jobs that read would be the stall it reports.
     proc.send_signal(signal.SIGTERM)
-    return proc.wait(timeout=timeout)
+    code = proc.wait(timeout=timeout)
+    if watched:
+        _read_logged_lags(proc)
+    return code
 
 
 def sink_profiles(root):

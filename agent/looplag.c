@@ -1,0 +1,97 @@
+/* The loop-lag gauge: a timer repeating every LAG_TICK_MS measures, at each
+ * tick, how much later than planned it ran. libuv re-arms a repeating timer
+ * from the loop's time before running its callback, so a tick is late by
+ * the time the loop spent elsewhere (a long callback, a long poll phase):
+ * the lateness of the ticks bounds every stall of the loop from below,
+ * within a tick. The thread's CPU time over the same span tells how much
+ * of a lateness was the loop's own work (a long callback) rather than the
+ * process waiting for a core on a loaded machine; a stall of that kind is
+ * a bug wherever it runs.
+ *
+ * Loop thread only; the struct is embedded in the agent and owns its timer
+ * handle, closed with the agent's other handles at shutdown. */
+#include <time.h>
+
+#include "agent/looplag.h"
+
+#include "common/macros.h"
+
+#define LAG_TICK_MS 10
+
+/* Finer than the request latencies at the low end: a healthy loop is late
+ * by well under a millisecond, a stall worth noticing by tens. */
+static const double lag_bounds[] = {
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10,
+};
+
+static uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void tick(uv_timer_t *t)
+{
+    struct looplag *l = t->data;
+    uint64_t now = uv_hrtime(), due = l->last_ns + (uint64_t)LAG_TICK_MS * 1000000u;
+    uint64_t late = now > due ? now - due : 0, cpu = thread_cpu_ns();
+    uint64_t spent = cpu > l->last_cpu_ns ? cpu - l->last_cpu_ns : 0;
+    uint64_t busy = spent < late ? spent : late;
+
+    l->last_ns = now;
+    l->last_cpu_ns = cpu;
+    if (late > l->max_ns)
+        l->max_ns = late;
+    if (busy > l->max_busy_ns)
+        l->max_busy_ns = busy;
+    prom_hist_observe(&l->hist, (double)late / 1e9);
+}
+
+int looplag_start(struct looplag *l, uv_loop_t *loop)
+{
+    int r;
+
+    prom_hist_init(&l->hist, lag_bounds, ARRAY_SIZE(lag_bounds));
+    l->max_ns = l->max_busy_ns = 0;
+    r = uv_timer_init(loop, &l->timer);
+    if (r < 0)
+        return r;
+    l->timer.data = l;
+    l->last_ns = uv_hrtime();
+    l->last_cpu_ns = thread_cpu_ns();
+    /* Not a reason to keep the loop running: shutdown closes it anyway. */
+    uv_unref((uv_handle_t *)&l->timer);
+    return uv_timer_start(&l->timer, tick, LAG_TICK_MS, LAG_TICK_MS);
+}
+
+void looplag_close(struct looplag *l)
+{
+    if (l->timer.loop && !uv_is_closing((uv_handle_t *)&l->timer))
+        uv_close((uv_handle_t *)&l->timer, NULL);
+}
+
+uint64_t looplag_max_ns(const struct looplag *l)
+{
+    return l->max_ns;
+}
+
+uint64_t looplag_max_busy_ns(const struct looplag *l)
+{
+    return l->max_busy_ns;
+}
+
+void looplag_metrics(const struct looplag *l, struct buf *b)
+{
+    prom_head(b, "proflet_loop_lag_seconds", "histogram",
+              "How late the event loop ran a timer due every 10ms: the loop's stalls.");
+    prom_hist(b, "proflet_loop_lag_seconds", NULL, &l->hist);
+    prom_head(b, "proflet_loop_lag_max_seconds", "gauge",
+              "The longest lateness of that timer since start.");
+    prom_f64(b, "proflet_loop_lag_max_seconds", NULL, (double)l->max_ns / 1e9);
+    prom_head(b, "proflet_loop_busy_max_seconds", "gauge",
+              "The longest lateness of that timer that the loop thread spent computing.");
+    prom_f64(b, "proflet_loop_busy_max_seconds", NULL, (double)l->max_busy_ns / 1e9);
+}
