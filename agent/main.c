@@ -217,6 +217,15 @@ static void on_profile(const struct labels *labels, uint8_t *data, size_t len, i
     fwd_profile_unref(prof);
 }
 
+/* A (target, profile type) that stopped: its kept profile goes too. */
+static void on_pair_gone(const struct labels *labels, void *ud)
+{
+    struct agent *a = ud;
+
+    if (a->recent)
+        recent_forget(a->recent, labels_hash(labels));
+}
+
 /* ------------------------------------------------------------- shutdown */
 
 static void closed(void *ud)
@@ -385,6 +394,7 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .dry_run = targets_mode,
         .offset_seed = offset_seed(c),
         .on_profile = on_profile,
+        .on_pair_gone = on_pair_gone,
         .on_error = on_scrape_error,
         .ud = a,
     };
