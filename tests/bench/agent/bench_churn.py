@@ -3,10 +3,16 @@
 A fake Kubernetes API server holds up to 100 pod names; every 0.05 s one of
 them is ADDED (if absent) or DELETED (if present), so about half are live
 at a time and every pod lives a few seconds. Each pod is a scrape target
-(memory and goroutines, every second) on a fixture that serves a small real pprof
-on 127.0.0.1, one port per pod name; every new pod also carries a new uid
-and pod-template-hash, as a rolled-out pod does. proflet is reloaded
-(SIGHUP) every 30 s. The profiles go to a receiver that only counts.
+(memory and goroutines, every second) on a fixture on 127.0.0.1 that
+serves two real heap profiles in turn and a small goroutine profile. Every
+new pod takes the next of 1,000 fixture ports, so it is a new host:port as
+a new pod's IP is, and carries a new uid and pod-template-hash, as a
+rolled-out pod does. proflet is reloaded (SIGHUP) every 30 s. The
+profiles go to a receiver that only counts.
+
+BENCH_CHURN_PORTS=100 gives each pod name its own port instead (a pod that
+comes back is the same host:port); BENCH_CHURN_PORTS=0 puts every pod on
+one port of an HTTP/1.0 server that closes each connection.
 
 Prints RSS (and anonymous RSS, live scrape pairs, open fds) every
 BENCH_CHURN_STEP seconds, then the slope of RSS in MiB per minute fitted
@@ -134,7 +140,7 @@ def slope(points):
 def main():
     seconds = float(os.environ.get("BENCH_CHURN_SECONDS", "1800"))
     step = float(os.environ.get("BENCH_CHURN_STEP", "60" if seconds >= 600 else "15"))
-    ports = int(os.environ.get("BENCH_CHURN_PORTS", str(PODS)))
+    ports = int(os.environ.get("BENCH_CHURN_PORTS", "1000"))
     with environment() as (tmp, procs):
         # Memory: two real heap profiles of a Go service served in turn (a
         # real delta, then a reset); goroutines: a small valid profile.
