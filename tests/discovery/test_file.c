@@ -136,9 +136,12 @@ static void write_file(const char *path, const char *s)
     ASSERT_EQ(rename(tmp, path), 0);
 }
 
+static char last_err[512];
+
 static void on_err(const char *job, const char *prov, const char *msg, void *ud)
 {
     (*(int *)ud)++;
+    snprintf(last_err, sizeof(last_err), "%s", msg);
 }
 
 TEST(provider_watches_files)
@@ -207,6 +210,23 @@ TEST(provider_watches_files)
     snprintf(src, sizeof(src), "%s:0", a);
     ASSERT_STR_EQ(labels_get(&rec_find(&r, "f", src)->t[0], "__address__"), "h9:9");
 
+    /* A NUL in a label value refuses the file, named with the position,
+     * and the last good targets stay as they were, value included. */
+    {
+        int before = errors;
+
+        write_file(a, "[{\"targets\": [\"h9:9\"], \"labels\": {\"v\": \"\\u0000nul\"}}]");
+        RUN_UNTIL(&loop, errors > before, 5000);
+        ASSERT_GT(errors, before);
+        ASSERT_NOT_NULL(strstr(last_err, a));
+        ASSERT_NOT_NULL(strstr(last_err, "NUL"));
+        ASSERT_NOT_NULL(strstr(last_err, "line 1 column 41"));
+        s = rec_find(&r, "f", src);
+        ASSERT_NOT_NULL(s);
+        ASSERT_EQ(s->n, 1);
+        ASSERT_NULL(labels_get(&s->t[0], "v"));
+    }
+
     /* Removing a file removes its groups. */
     ASSERT_EQ(unlink(b), 0);
     snprintf(src, sizeof(src), "%s:0", b);
@@ -218,8 +238,14 @@ TEST(provider_watches_files)
 
         buf_init(&mb, 1 << 20);
         disc_manager_metrics(m, &mb);
-        ASSERT_NOT_NULL(strstr(mb.data, "proflet_discovery_errors_total{job=\"f\","
-                                        "provider=\"file\",kind=\"file_parse\"} 1\n"));
+        const char *line = strstr(mb.data, "proflet_discovery_errors_total{job=\"f\","
+                                           "provider=\"file\",kind=\"file_parse\"} ");
+
+        /* One for the truncated file, one or more for the NUL (a change
+         * event may bring a second read of the same bad file). */
+        ASSERT_NOT_NULL(line);
+        ASSERT_GE(strtol(strchr(line, '}') + 2, NULL, 10), 2);
+        ASSERT_EQ(strtol(strchr(line, '}') + 2, NULL, 10), errors);
         buf_done(&mb);
     }
     ticker_stop(&tk);
