@@ -296,6 +296,7 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
     m->doc = conf_doc_ref(doc);
     for (struct scrape_job *job = m->jobs; job; job = job->next)
         job_reselect(m, job);
+    size_clients(m); /* a job may have gone with its pairs */
     return 0;
 }
 
