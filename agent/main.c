@@ -98,6 +98,22 @@ static void usage(FILE *f)
             PROFLET_VERSION, SHUTDOWN_GRACE_MS / 1000);
 }
 
+/* glibc serves allocations from 128 KiB up with their own mappings, but
+ * raises that threshold (up to 32 MiB) each time such a mapping is freed.
+ * Once it has, profile bodies, a delta's buffers and outputs, and push
+ * batches are carved from the pool threads' arenas, which keep what is
+ * freed: a few large profiles then held the process hundreds of MiB above
+ * what the memory budget lets in flight, and under target churn the holes
+ * left between longer-lived blocks stayed resident (docs/limits.md,
+ * docs/benchmarks.md). Fixing the threshold at its initial value keeps
+ * them mapped and unmapped whole. A threshold set in the environment wins. */
+static void fix_mmap_threshold(void)
+{
+    if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("GLIBC_TUNABLES"))
+        return;
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+}
+
 /* libuv reads UV_THREADPOOL_SIZE once, at the pool's first use: set it from
  * the config before anything can touch the pool. */
 static void size_threadpool(unsigned workers)
@@ -110,18 +126,6 @@ static void size_threadpool(unsigned workers)
      * the DNS lookups that share its pool. */
     snprintf(n, sizeof(n), "%u", workers + 3);
     setenv("UV_THREADPOOL_SIZE", n, 1);
-}
-
-/* Blocks of 128 KiB and more (profile bodies, a delta's buffers, its
- * state, outputs) are mapped on their own and unmapped when freed. glibc
- * would otherwise raise this threshold to the size of each large block
- * freed, up to 32 MiB, and serve the next ones from the pool threads'
- * arenas, which keep what is freed: a few large profiles then held the
- * process hundreds of MiB above what the memory budget lets in flight.
- * Setting it fixes it. */
-static void malloc_policy(void)
-{
-    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
 }
 
 /* Library errors reach the log here, rate limited so a dead endpoint or a
@@ -228,6 +232,15 @@ static void on_profile(const struct labels *labels, uint8_t *data, size_t len, i
         return;
     fwd_submit(a->fwd, prof);
     fwd_profile_unref(prof);
+}
+
+/* A (target, profile type) that stopped: its kept profile goes too. */
+static void on_pair_gone(const struct labels *labels, void *ud)
+{
+    struct agent *a = ud;
+
+    if (a->recent)
+        recent_forget(a->recent, labels_hash(labels));
 }
 
 /* ------------------------------------------------------------- shutdown */
@@ -399,6 +412,7 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .dry_run = targets_mode,
         .offset_seed = offset_seed(c),
         .on_profile = on_profile,
+        .on_pair_gone = on_pair_gone,
         .on_error = on_scrape_error,
         .ud = a,
     };
@@ -463,6 +477,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     int r;
 
     memset(&a, 0, sizeof(a));
+    fix_mmap_threshold();
     /* A peer that went away must cost its connection, not the process:
      * writes to a closed socket or pipe then fail with EPIPE, which every
      * writer (status server, forwarder, libcurl) handles as an error. */
@@ -601,7 +616,6 @@ int main(int argc, char **argv)
     bool targets = false;
     int c;
 
-    malloc_policy();
     /* Grafana's servers spell it -config.expand-env=true (one dash). */
     for (int i = 1; i < argc; i++) {
         static char grafana[64];

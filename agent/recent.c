@@ -1,7 +1,10 @@
 /* The most recent profile of each (target, profile type), for the web UI:
  * a copy of what was handed to the forwarder, kept in insertion order
  * under a byte cap (the oldest go first), found by the hash of the labels
- * the profile was sent with.
+ * the profile was sent with. A pair that stops takes its profile with it
+ * (recent_forget()): under pod churn every new pod is a new target, and
+ * the profiles of the departed ones, which no page lists, would otherwise
+ * fill the whole cap.
  *
  * Loop thread only. The store owns its copies; a profile returned by
  * recent_get() is valid until the next recent_put() or recent_free(). */
@@ -91,6 +94,14 @@ void recent_put(struct recent *r, uint64_t key, const char *labels, const uint8_
         unlink_entry(r, r->oldest);
         r->evicted++;
     }
+}
+
+void recent_forget(struct recent *r, uint64_t key)
+{
+    struct recent_entry *e = r ? hashmap_get(&r->by_key, key) : NULL;
+
+    if (e)
+        unlink_entry(r, e);
 }
 
 const struct recent_profile *recent_get(const struct recent *r, uint64_t key)

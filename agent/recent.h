@@ -31,6 +31,10 @@ void recent_put(struct recent *r, uint64_t key, const char *labels, const uint8_
 /** The latest profile of `key`, or NULL (never kept, or gone). Valid until
  * the next recent_put() or recent_free(). */
 const struct recent_profile *recent_get(const struct recent *r, uint64_t key);
+
+/** Drops the profile kept under `key`, if any: its (target, profile type)
+ * is gone, and no page can show it any more. */
+void recent_forget(struct recent *r, uint64_t key);
 void recent_stats(const struct recent *r, struct recent_stats *out);
 /** Frees the store (NULL is fine). */
 void recent_free(struct recent *r);

@@ -132,6 +132,31 @@ oom:
     return -ENOMEM;
 }
 
+/* The first NUL a JSON text's strings would hold, escaped (\u0000) or raw:
+ * its byte offset, or `len` if none. json-c decodes \u0000 into the string
+ * but hands keys and values back as C strings, so a NUL would silently cut
+ * a label name, value or target short (and merge groups that differ only
+ * after it); label values are UTF-8 strings in which NUL has no place. */
+static size_t json_first_nul(const char *data, size_t len)
+{
+    bool in_string = false;
+
+    for (size_t i = 0; i < len; i++) {
+        if (data[i] == '\0')
+            return i;
+        if (!in_string) {
+            in_string = data[i] == '"';
+        } else if (data[i] == '"') {
+            in_string = false;
+        } else if (data[i] == '\\' && i + 1 < len) {
+            if (data[i + 1] == 'u' && i + 5 < len && memcmp(data + i + 2, "0000", 4) == 0)
+                return i;
+            i++; /* the escaped character: a quote there does not end the string */
+        }
+    }
+    return len;
+}
+
 int disc__file_parse(const char *data, size_t len, bool yaml, const char *path,
                      struct disc__file_group **out, size_t *n_out, char *err, size_t errlen)
 {
@@ -149,6 +174,7 @@ int disc__file_parse(const char *data, size_t len, bool yaml, const char *path,
     } else {
         struct json_tokener *tok = json_tokener_new();
         enum json_tokener_error jerr;
+        size_t nul;
 
         if (!tok) {
             snprintf(err, errlen, "out of memory");
@@ -158,6 +184,24 @@ int disc__file_parse(const char *data, size_t len, bool yaml, const char *path,
             json_tokener_free(tok);
             snprintf(err, errlen, "file too large");
             return -E2BIG;
+        }
+        nul = json_first_nul(data, len);
+        if (nul < len) {
+            size_t line = 1, col = 1;
+
+            for (size_t i = 0; i < nul; i++) {
+                if (data[i] == '\n') {
+                    line++;
+                    col = 1;
+                } else {
+                    col++;
+                }
+            }
+            json_tokener_free(tok);
+            snprintf(err, errlen, "JSON: a NUL character at line %zu column %zu (offset %zu): "
+                     "label names, values and targets cannot hold one",
+                     line, col, nul);
+            return -EINVAL;
         }
         root = json_tokener_parse_ex(tok, data, (int)len);
         jerr = json_tokener_get_error(tok);

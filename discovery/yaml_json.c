@@ -4,7 +4,8 @@
  * objects: mappings become objects, sequences arrays, and every scalar a
  * string (as Go's YAML decoder hands them to string fields), except a plain
  * `~`, `null` or empty scalar, which becomes JSON null. Anchors/aliases are
- * rejected (no billion-laughs expansion). Depth and node count are capped.
+ * rejected (no billion-laughs expansion), and so is a scalar holding a NUL
+ * (json-c's readers would cut it there). Depth and node count are capped.
  *
  * Threading: pure, any thread. Ownership: the caller owns the returned
  * object (json_object_put). */
@@ -97,6 +98,15 @@ int disc__yaml_to_json(const char *data, size_t len, json_object **out, char *er
             rc = -EINVAL;
             break;
         case YAML_SCALAR_EVENT:
+            /* A "\0" escape decodes to a NUL that every C-string reader of
+             * the tree would cut the scalar at: refused, not truncated. */
+            if (ev.data.scalar.length &&
+                memchr(ev.data.scalar.value, 0, ev.data.scalar.length) != NULL) {
+                snprintf(err, errlen, "YAML scalar at line %zu column %zu holds a NUL character",
+                         ev.start_mark.line + 1, ev.start_mark.column + 1);
+                rc = -EINVAL;
+                break;
+            }
             v = scalar(&ev);
             is_scalar = true;
             break;

@@ -112,6 +112,8 @@ int target_result_json(const struct target_result *r, bool show_dropped, struct 
  * cache of thousands of kept-alive connections stalls the loop in one long
  * burst; eight caches make eight short ones. */
 #define SCRAPE_CLIENTS 8
+/* Idle connections a scrape client keeps beyond one per pair. */
+#define SCRAPE_SPARE_CONNECTS 4
 
 /* Why a scrape failed (label `reason` of proflet_scrape_failures_total). */
 enum scrape_fail {
@@ -200,6 +202,7 @@ struct scrape_manager {
     bool stopping;
     uint64_t offset_seed;
     scrape_profile_cb on_profile;
+    void (*on_pair_gone)(const struct labels *labels, void *ud);
     scrape_error_cb on_error;
     void *ud;
     uint64_t (*now_ns)(void);

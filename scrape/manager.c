@@ -63,6 +63,7 @@ static void apply_owner(struct scrape_manager *m, struct target_result *r)
  * sources whose targets changed side. */
 
 static void job_reselect(struct scrape_manager *m, struct scrape_job *job);
+static void size_clients(struct scrape_manager *m);
 
 static bool job_selects(const struct scrape_job *job)
 {
@@ -321,6 +322,7 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
     m->doc = conf_doc_ref(doc);
     for (struct scrape_job *job = m->jobs; job; job = job->next)
         job_reselect(m, job);
+    size_clients(m); /* a job may have gone with its pairs */
     return 0;
 }
 
@@ -504,10 +506,7 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
         }
     }
     job_reselect(m, job);
-    for (int i = 0; i < SCRAPE_CLIENTS; i++) {
-        if (m->clients[i])
-            net_client_set_max_connects(m->clients[i], m->pairs.n / SCRAPE_CLIENTS * 2 + 64);
-    }
+    size_clients(m);
 }
 
 /* ------------------------------------------------------------ lifecycle */
@@ -525,6 +524,33 @@ static unsigned client_of(const char *url)
     for (const char *c = url; c < end; c++)
         h = (h ^ (unsigned char)*c) * 1099511628211ULL;
     return (unsigned)(h % SCRAPE_CLIENTS);
+}
+
+/* Each client's keep-alive cache holds as many connections as the client
+ * has pairs, plus a few. libcurl closes the connection idle the longest
+ * once its cache is over that size, and a target that left (a deleted pod,
+ * whose IP:port will not come back) is never asked again, so its connection
+ * is the first to go, at the client's next completed transfer. A large
+ * floor would keep, under pod churn, an idle connection (an fd, a poll
+ * handle and libcurl's state) to nearly every departed target, since
+ * libcurl's maximum idle age (118 s) outlasts many pods. */
+static void size_clients(struct scrape_manager *m)
+{
+    size_t per[SCRAPE_CLIENTS] = {0};
+    size_t pos = 0;
+    uint64_t key;
+    void *v;
+
+    while (hashmap_next(&m->pairs, &pos, &key, &v)) {
+        const struct scrape_pair *p = v;
+
+        if (p->tp.url)
+            per[client_of(p->tp.url)]++;
+    }
+    for (int i = 0; i < SCRAPE_CLIENTS; i++) {
+        if (m->clients[i])
+            net_client_set_max_connects(m->clients[i], per[i] + SCRAPE_SPARE_CONNECTS);
+    }
 }
 
 static int curl_start(void *ctx, const struct net_request_opts *o, net_done_cb cb, void *ud,
@@ -609,6 +635,7 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     m->dry_run = o->dry_run;
     m->offset_seed = o->offset_seed;
     m->on_profile = o->on_profile;
+    m->on_pair_gone = o->on_pair_gone;
     m->on_error = o->on_error;
     m->ud = o->ud;
     m->now_ns = o->now_ns ? o->now_ns : wall_ns;

@@ -483,6 +483,8 @@ void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p)
     p->closing = true;
     hashmap_del(&m->pairs, p->key);
     m->pairs_removed++;
+    if (m->on_pair_gone)
+        m->on_pair_gone(&p->tp.labels, m->ud);
     if (p->req) {
         m->transport.cancel(m->transport.ctx, p->req);
         p->req = NULL;

@@ -180,7 +180,11 @@ struct scrape_opts {
     uint64_t offset_seed;
     scrape_profile_cb on_profile;
     scrape_error_cb on_error;   /**< may be NULL */
-    void *ud;                   /**< for both callbacks */
+    /** May be NULL. A pair stopped (its target left, or no longer has
+     * that profile type): no profile comes with these labels (borrowed
+     * for the call) until a pair has them again. */
+    void (*on_pair_gone)(const struct labels *labels, void *ud);
+    void *ud;                   /**< for the callbacks */
     /** NULL: scrape through libcurl. Borrowed for the manager's life. */
     const struct scrape_transport *transport;
     /** NULL: the real wall clock (nanoseconds since the epoch). */

@@ -35,6 +35,35 @@ TEST(replace_and_evict_oldest_first)
     recent_free(r);
 }
 
+TEST(forget_drops_one_key_and_its_bytes)
+{
+    static uint8_t data[1000];
+    struct recent *r = recent_new(1 << 20);
+    struct recent_stats st;
+
+    ASSERT_NOT_NULL(r);
+    recent_put(r, 1, "{a}", data, 1000, 10);
+    recent_put(r, 2, "{b}", data, 700, 20);
+    recent_put(r, 3, "{c}", data, 300, 30);
+    recent_forget(r, 2); /* the middle one: the order of the others holds */
+    recent_forget(r, 9); /* not kept: nothing happens */
+    ASSERT_NULL(recent_get(r, 2));
+    ASSERT_EQ(recent_get(r, 1)->len, 1000);
+    ASSERT_EQ(recent_get(r, 3)->len, 300);
+    recent_stats(r, &st);
+    ASSERT_EQ(st.profiles, 2);
+    ASSERT_EQ(st.evicted, 0);
+    recent_forget(r, 1);
+    recent_forget(r, 3);
+    recent_stats(r, &st);
+    ASSERT_EQ(st.profiles, 0);
+    ASSERT_EQ(st.bytes, 0);
+    recent_put(r, 4, "{d}", data, 10, 40); /* the list is sound after emptying */
+    ASSERT_EQ(recent_get(r, 4)->len, 10);
+    recent_forget(NULL, 4);
+    recent_free(r);
+}
+
 TEST(too_large_and_zero_cap)
 {
     static uint8_t data[5000];

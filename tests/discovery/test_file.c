@@ -1,5 +1,6 @@
 /* file_sd: parsing (JSON, YAML, errors) and the provider on a loop (globs,
  * change events, a bad file keeping its last good targets, removal). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,6 +68,60 @@ TEST(parse_errors)
               0);
 }
 
+/* A NUL in a label name, value or target would cut the C string that carries
+ * it (merging groups that differ only after it): refused with its position,
+ * in JSON (\u0000 or a raw NUL) and in YAML ("\0"). */
+TEST(parse_refuses_nul)
+{
+    static const struct {
+        const char *text;
+        size_t len;
+        bool yaml;
+        const char *where;
+    } bad[] = {
+        {"[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"\\u0000nul\"}}]", 0, false,
+         "line 1 column 40"},
+        {"[{\"targets\": [\"a:1\"],\n  \"labels\": {\"v\": \"x\\u0000\"}}]", 0, false,
+         "line 2 column 21"},
+        {"[{\"targets\": [\"a:1\"], \"labels\": {\"k\\u0000x\": \"v\"}}]", 0, false,
+         "line 1 column 36"},
+        {"[{\"targets\": [\"a:1\\u0000\"]}]", 0, false, "line 1 column 19"},
+        {"[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"a\0b\"}}]", 46, false,
+         "line 1 column 41"},
+        {"- targets: ['a:1']\n  labels:\n    v: \"\\0nul\"\n", 0, true, "line 3 column 8"},
+        {"- targets: [\"a:1\\0\"]\n", 0, true, "line 1 column 13"},
+        {"- targets: ['a:1']\n  labels:\n    \"k\\0\": v\n", 0, true, "line 3 column 5"},
+    };
+    struct disc__file_group *g;
+    size_t n;
+    char err[256];
+
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        size_t len = bad[i].len ? bad[i].len : strlen(bad[i].text);
+
+        err[0] = '\0';
+        g = NULL;
+        ASSERT_EQ(disc__file_parse(bad[i].text, len, bad[i].yaml, "f", &g, &n, err, sizeof(err)),
+                  -EINVAL);
+        ASSERT_NULL(g);
+        ASSERT_NOT_NULL(strstr(err, "NUL"));
+        ASSERT_NOT_NULL(strstr(err, bad[i].where));
+    }
+
+    /* An escaped backslash before "u0000" is text, not a NUL; nor is a
+     * single-quoted YAML "\0". */
+    const char *js = "[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"\\\\u0000\", \"w\": \"\\\"\\\\\"}}]";
+    ASSERT_EQ(disc__file_parse(js, strlen(js), false, "f", &g, &n, err, sizeof(err)), 0);
+    ASSERT_EQ(n, 1);
+    ASSERT_STR_EQ(labels_get(&g[0].targets[0], "v"), "\\u0000");
+    ASSERT_STR_EQ(labels_get(&g[0].targets[0], "w"), "\"\\");
+    disc__file_groups_free(g, n);
+    const char *ym = "- targets: ['a:1']\n  labels: {v: '\\0nul'}\n";
+    ASSERT_EQ(disc__file_parse(ym, strlen(ym), true, "f", &g, &n, err, sizeof(err)), 0);
+    ASSERT_STR_EQ(labels_get(&g[0].targets[0], "v"), "\\0nul");
+    disc__file_groups_free(g, n);
+}
+
 static void write_file(const char *path, const char *s)
 {
     char tmp[512];
@@ -81,9 +136,12 @@ static void write_file(const char *path, const char *s)
     ASSERT_EQ(rename(tmp, path), 0);
 }
 
+static char last_err[512];
+
 static void on_err(const char *job, const char *prov, const char *msg, void *ud)
 {
     (*(int *)ud)++;
+    snprintf(last_err, sizeof(last_err), "%s", msg);
 }
 
 TEST(provider_watches_files)
@@ -152,6 +210,23 @@ TEST(provider_watches_files)
     snprintf(src, sizeof(src), "%s:0", a);
     ASSERT_STR_EQ(labels_get(&rec_find(&r, "f", src)->t[0], "__address__"), "h9:9");
 
+    /* A NUL in a label value refuses the file, named with the position,
+     * and the last good targets stay as they were, value included. */
+    {
+        int before = errors;
+
+        write_file(a, "[{\"targets\": [\"h9:9\"], \"labels\": {\"v\": \"\\u0000nul\"}}]");
+        RUN_UNTIL(&loop, errors > before, 5000);
+        ASSERT_GT(errors, before);
+        ASSERT_NOT_NULL(strstr(last_err, a));
+        ASSERT_NOT_NULL(strstr(last_err, "NUL"));
+        ASSERT_NOT_NULL(strstr(last_err, "line 1 column 41"));
+        s = rec_find(&r, "f", src);
+        ASSERT_NOT_NULL(s);
+        ASSERT_EQ(s->n, 1);
+        ASSERT_NULL(labels_get(&s->t[0], "v"));
+    }
+
     /* Removing a file removes its groups. */
     ASSERT_EQ(unlink(b), 0);
     snprintf(src, sizeof(src), "%s:0", b);
@@ -163,8 +238,14 @@ TEST(provider_watches_files)
 
         buf_init(&mb, 1 << 20);
         disc_manager_metrics(m, &mb);
-        ASSERT_NOT_NULL(strstr(mb.data, "proflet_discovery_errors_total{job=\"f\","
-                                        "provider=\"file\",kind=\"file_parse\"} 1\n"));
+        const char *line = strstr(mb.data, "proflet_discovery_errors_total{job=\"f\","
+                                           "provider=\"file\",kind=\"file_parse\"} ");
+
+        /* One for the truncated file, one or more for the NUL (a change
+         * event may bring a second read of the same bad file). */
+        ASSERT_NOT_NULL(line);
+        ASSERT_GE(strtol(strchr(line, '}') + 2, NULL, 10), 2);
+        ASSERT_EQ(strtol(strchr(line, '}') + 2, NULL, 10), errors);
         buf_done(&mb);
     }
     ticker_stop(&tk);
