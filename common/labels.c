@@ -3,6 +3,7 @@
  * names and values share their bytes, and copying a set copies its array
  * and takes references, not strings. Sets are small (tens of labels) and a
  * binary search finds a name. */
+#include "common/array.h"
 #include "labels.h"
 
 #include <errno.h>
@@ -107,15 +108,13 @@ int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *va
         return 0;
     }
     if (ls->n == ls->_cap) {
-        size_t cap = ls->_cap ? ls->_cap * 2 : 8;
-        struct label *v = realloc(ls->v, cap * sizeof(*v));
+        struct label *v = array_grow(ls->v, &ls->_cap, ls->n, sizeof(*v), 8);
 
         if (!v) {
             label_done(&l);
             return -ENOMEM;
         }
         ls->v = v;
-        ls->_cap = cap;
     }
     at = -at - 1;
     memmove(&ls->v[at + 1], &ls->v[at], (ls->n - (size_t)at) * sizeof(ls->v[0]));

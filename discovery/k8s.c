@@ -35,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "discovery/internal.h"
 
 #define LIST_LIMIT 500
@@ -348,13 +349,11 @@ static void prune(struct informer *inf, unsigned gen)
         if (en->gen == gen)
             continue;
         if (n == cap) {
-            size_t nc = cap ? cap * 2 : 16;
-            char **g = realloc(gone, nc * sizeof(*g));
+            char **g = array_grow(gone, &cap, n, sizeof(*g), 16);
 
             if (!g)
                 break;
             gone = g;
-            cap = nc;
         }
         gone[n] = strdup(en->key);
         if (gone[n])

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "discovery/internal.h"
 #include "relabel/relabel.h"
 
@@ -207,13 +208,11 @@ struct tvec {
 static struct labels *tvec_push(struct tvec *t)
 {
     if (t->n == t->cap) {
-        size_t cap = t->cap ? t->cap * 2 : 4;
-        struct labels *v = realloc(t->v, cap * sizeof(*v));
+        struct labels *v = array_grow(t->v, &t->cap, t->n, sizeof(*v), 4);
 
         if (!v)
             return NULL;
         t->v = v;
-        t->cap = cap;
     }
     labels_init(&t->v[t->n]);
     return &t->v[t->n++];

@@ -23,6 +23,7 @@
 
 #include <json-c/json.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/fsutil.h"
 #include "forward/internal.h"
@@ -95,13 +96,11 @@ static int index_push(struct dir_index *x, char *rel, uint64_t ms, uint64_t byte
             x->head = 0;
         }
         if (x->n == x->cap) {
-            size_t cap = x->cap ? x->cap * 2 : 64;
-            struct dir_ent *v = realloc(x->v, cap * sizeof(*v));
+            struct dir_ent *v = array_grow(x->v, &x->cap, x->n, sizeof(*v), 64);
 
             if (!v)
                 return -ENOMEM;
             x->v = v;
-            x->cap = cap;
         }
     }
     x->v[x->n++] = (struct dir_ent){rel, ms, bytes};
@@ -311,14 +310,13 @@ static void enforce_cap(struct dir_sink *d)
         struct dir_ent *e = &d->idx.v[d->idx.head++];
 
         if (j->n == cap) {
-            char **v = realloc(j->rel, cap * 2 * sizeof(*v));
+            char **v = array_grow(j->rel, &cap, j->n, sizeof(*v), 16);
 
             if (!v) {
                 d->idx.head--;
                 break;
             }
             j->rel = v;
-            cap *= 2;
         }
         j->rel[j->n++] = e->rel;
         d->total -= e->bytes;

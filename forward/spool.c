@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "common/clock.h"
 #include "common/fsutil.h"
 #include "forward/internal.h"
@@ -394,15 +395,13 @@ void fwd__spool_append(struct fwd__spool *s, struct fwd_profile *p)
         return;
     }
     if (s->n_pend == s->cap_pend) {
-        size_t cap = s->cap_pend ? s->cap_pend * 2 : 64;
-        struct fwd__pend *v = realloc(s->pend, cap * sizeof(*v));
+        struct fwd__pend *v = array_grow(s->pend, &s->cap_pend, s->n_pend, sizeof(*v), 64);
 
         if (!v) {
             fwd__ep_drop(s->ep, FWD_DROP_IO, 1, p->len);
             return;
         }
         s->pend = v;
-        s->cap_pend = cap;
     }
     pd = &s->pend[s->n_pend++];
     pd->p = fwd_profile_ref(p);
@@ -603,12 +602,11 @@ static void scan_work(struct fwd__job *job)
         if (e->d_name[0] == '.' || strcmp(end, ".seg") != 0 || end == e->d_name)
             continue;
         if (j->n == cap) {
-            struct fwd__seg *v = realloc(j->segs, (cap ? cap * 2 : 16) * sizeof(*v));
+            struct fwd__seg *v = array_grow(j->segs, &cap, j->n, sizeof(*v), 16);
 
             if (!v)
                 break;
             j->segs = v;
-            cap = cap ? cap * 2 : 16;
         }
         memset(&j->segs[j->n], 0, sizeof(j->segs[0]));
         j->segs[j->n++].id = id;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/array.h"
 #include "forward/internal.h"
 
 #define ZLEVEL 1
@@ -114,13 +115,11 @@ static void lose(struct fwd__seg_scan *s, uint32_t from, uint32_t to, uint32_t d
 static int add_rec(struct fwd__seg_scan *s, const struct fwd__srec *r)
 {
     if (s->n == s->cap) {
-        size_t cap = s->cap ? s->cap * 2 : 64;
-        struct fwd__srec *v = realloc(s->recs, cap * sizeof(*v));
+        struct fwd__srec *v = array_grow(s->recs, &s->cap, s->n, sizeof(*v), 64);
 
         if (!v)
             return -ENOMEM;
         s->recs = v;
-        s->cap = cap;
     }
     s->recs[s->n++] = *r;
     return 0;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "forward/internal.h"
 
 /* Tokens name a record: segment id above, record number in the low bits. */
@@ -114,13 +115,11 @@ static bool ackmap_get(const struct fwd__seg *g, size_t i)
 static struct fwd__seg *seg_slot(struct fwd__spool_index *x)
 {
     if (x->n_segs == x->cap_segs) {
-        size_t cap = x->cap_segs ? x->cap_segs * 2 : 16;
-        struct fwd__seg *v = realloc(x->segs, cap * sizeof(*v));
+        struct fwd__seg *v = array_grow(x->segs, &x->cap_segs, x->n_segs, sizeof(*v), 16);
 
         if (!v)
             return NULL;
         x->segs = v;
-        x->cap_segs = cap;
     }
     return &x->segs[x->n_segs];
 }
@@ -186,13 +185,11 @@ uint64_t fwd__idx_seg_remove(struct fwd__spool_index *x, size_t i)
 int fwd__idx_rec_add(struct fwd__seg *g, const struct fwd__srec *r, uint64_t wall_ms)
 {
     if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 64;
-        struct fwd__srec *v = realloc(g->recs, cap * sizeof(*v));
+        struct fwd__srec *v = array_grow(g->recs, &g->cap, g->n, sizeof(*v), 64);
 
         if (!v)
             return -ENOMEM;
         g->recs = v;
-        g->cap = cap;
     }
     if (g->n / 8 >= g->ackmap_len) {
         size_t len = g->ackmap_len ? g->ackmap_len * 2 : 16;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/array.h"
 #include "common/hashmap.h"
 #include "pprof/internal.h"
 
@@ -36,21 +37,6 @@ struct builder {
     size_t max_nodes;
 };
 
-static int grow(void **v, size_t *cap, size_t n, size_t size)
-{
-    void *nv;
-    size_t nc;
-
-    if (n < *cap)
-        return 0;
-    nc = *cap ? *cap * 2 : 64;
-    if (!(nv = realloc(*v, nc * size)))
-        return -ENOMEM;
-    *v = nv;
-    *cap = nc;
-    return 0;
-}
-
 /* The child of `parent` named `name`, created if room is left; NONE when
  * the tree is full (the value then stays with the parent, as self). */
 static int child(struct builder *b, uint32_t parent, uint32_t name, uint32_t *out)
@@ -58,7 +44,7 @@ static int child(struct builder *b, uint32_t parent, uint32_t name, uint32_t *ou
     struct pprof_flame *f = b->f;
     uint64_t key = (uint64_t)parent << 32 | name;
     uintptr_t got = (uintptr_t)hashmap_get(&b->children, key);
-    struct pprof_flame_node *n;
+    struct pprof_flame_node *n, *nodes;
 
     if (got) {
         *out = (uint32_t)(got - 1);
@@ -69,8 +55,10 @@ static int child(struct builder *b, uint32_t parent, uint32_t name, uint32_t *ou
         *out = NONE;
         return 0;
     }
-    if (grow((void **)&f->nodes, &f->cap_nodes, f->n_nodes, sizeof(*f->nodes)) < 0 ||
-        hashmap_put(&b->children, key, (void *)(uintptr_t)(f->n_nodes + 1)) < 0)
+    if (!(nodes = array_grow(f->nodes, &f->cap_nodes, f->n_nodes, sizeof(*nodes), 64)))
+        return -ENOMEM;
+    f->nodes = nodes;
+    if (hashmap_put(&b->children, key, (void *)(uintptr_t)(f->n_nodes + 1)) < 0)
         return -ENOMEM;
     n = &f->nodes[f->n_nodes];
     memset(n, 0, sizeof(*n));
@@ -154,13 +142,11 @@ static int name_of(struct builder *b, const Perftools__Profiles__Profile *p, uin
             return -ENOMEM;
     }
     if (f->n_names >= f->cap_names) {
-        size_t nc = f->cap_names * 2;
-        size_t *no = realloc(b->name_off, nc * sizeof(*no));
+        size_t *no = array_grow(b->name_off, &f->cap_names, f->n_names, sizeof(*no), 64);
 
         if (!no)
             return -ENOMEM;
         b->name_off = no;
-        f->cap_names = nc;
     }
     b->name_off[f->n_names] = off;
     if (hashmap_put(&b->func_name, func_id, (void *)(uintptr_t)(f->n_names + 1)) < 0)
@@ -306,7 +292,7 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
             rc = -ENOMEM;
             goto done;
         }
-    if ((rc = grow((void **)&f->nodes, &f->cap_nodes, 0, sizeof(*f->nodes))) < 0 ||
+    if (!(f->nodes = array_grow(NULL, &f->cap_nodes, 0, sizeof(*f->nodes), 64)) ||
         !(b.name_off = malloc(64 * sizeof(*b.name_off))) ||
         (rc = store_name(&b, "total", &b.name_off[0])) < 0) {
         rc = -ENOMEM;

@@ -1,8 +1,9 @@
-/* Unit tests for common/: capped buffers, interned strings, label sets and
- * their Prometheus hash, durations. */
+/* Unit tests for common/: capped buffers, array growth, interned strings,
+ * label sets and their Prometheus hash, durations. */
 #include <errno.h>
 #include <stdlib.h>
 
+#include "common/array.h"
 #include "common/buf.h"
 #include "common/duration.h"
 #include "common/hashmap.h"
@@ -24,6 +25,40 @@ TEST(buf_cap)
     ASSERT_STR_EQ(b.data, "42-x");
     ASSERT_EQ(buf_printf(&b, "%s", "too long!"), -E2BIG);
     buf_done(&b);
+}
+
+TEST(array_grow_doubles_and_refuses_overflow)
+{
+    size_t cap = 0, n;
+    uint32_t *v = NULL, *nv;
+    char *big;
+
+    /* First room: `first` elements; then doubling, keeping the contents. */
+    ASSERT((v = array_grow(v, &cap, 0, sizeof(*v), 4)) != NULL);
+    ASSERT_EQ(cap, 4);
+    for (n = 0; n < 100; n++) {
+        ASSERT((nv = array_grow(v, &cap, n, sizeof(*v), 4)) != NULL);
+        v = nv;
+        ASSERT(n < cap);
+        v[n] = (uint32_t)n * 3;
+    }
+    ASSERT_EQ(cap, 128);
+    for (n = 0; n < 100; n++)
+        ASSERT_EQ(v[n], n * 3);
+    /* Room already there: the same array, cap unchanged. */
+    ASSERT(array_grow(v, &cap, 100, sizeof(*v), 4) == v);
+    ASSERT_EQ(cap, 128);
+    /* A size whose doubled product wraps is refused, the array kept. */
+    n = cap;
+    ASSERT(array_grow(v, &cap, n, SIZE_MAX / 200, 4) == NULL);
+    ASSERT_EQ(cap, 128);
+    ASSERT_EQ(v[99], 297);
+    /* So is a count whose doubling wraps. */
+    big = NULL;
+    cap = SIZE_MAX / 2 + 1;
+    ASSERT(array_grow(big, &cap, cap, 1, 4) == NULL);
+    ASSERT_EQ(cap, SIZE_MAX / 2 + 1);
+    free(v);
 }
 
 TEST(intern_shares_and_counts)
