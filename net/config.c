@@ -22,6 +22,7 @@
 #include <openssl/pem.h>
 
 #include "common/fsutil.h"
+#include "net/internal.h"
 #include "net/net.h"
 
 #define OPT CYAML_FLAG_OPTIONAL
@@ -200,16 +201,11 @@ const struct conf_section net_basic_auth_cfg_section = {
 
 /* -------------------------------------------------------- authorization */
 
-static bool has_crlf(const char *s)
-{
-    return s && strpbrk(s, "\r\n") != NULL;
-}
-
 /* A key whose value goes into a header line must not hold CR or LF (it
  * would end the line and fail every request). */
 static int no_crlf(struct conf_load *ld, struct conf_node *map, const char *key, const char *what)
 {
-    if (has_crlf(conf_str(conf_get(map, key))))
+    if (net__has_crlf(conf_str(conf_get(map, key))))
         return conf_fail(ld, conf_get(map, key), "%s in %s must not contain CR or LF", key, what);
     return 0;
 }
@@ -294,7 +290,7 @@ static int header_values_ok(struct conf_load *ld, struct conf_node *list, const 
                             const char *key)
 {
     for (size_t i = 0; i < conf_len(list); i++) {
-        if (has_crlf(conf_str(conf_at(list, i))))
+        if (net__has_crlf(conf_str(conf_at(list, i))))
             return conf_fail(ld, conf_at(list, i), "%s of header \"%.80s\" must not contain CR "
                              "or LF", key, name);
     }

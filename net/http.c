@@ -656,16 +656,11 @@ static void rebuild(struct net_client *c, CURLMcode mc)
     }
 }
 
-static bool has_crlf(const char *s)
-{
-    return s && strpbrk(s, "\r\n") != NULL;
-}
-
 static int slist_add(struct curl_slist **l, const char *h)
 {
     struct curl_slist *n;
 
-    if (has_crlf(h))
+    if (net__has_crlf(h))
         return -EINVAL;
     n = curl_slist_append(*l, h);
     if (!n)
@@ -868,7 +863,7 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
     } else if (strcmp(method, "HEAD") == 0) {
         SET(CURLOPT_NOBODY, 1L);
     } else {
-        if (has_crlf(method) || strchr(method, ' '))
+        if (net__has_crlf(method) || strchr(method, ' '))
             return -EINVAL;
         if (strcmp(method, "POST") != 0)
             SET(CURLOPT_CUSTOMREQUEST, method);
@@ -891,7 +886,7 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
     if (o->bearer_token) {
         struct buf hb;
 
-        if (has_crlf(o->bearer_token))
+        if (net__has_crlf(o->bearer_token))
             return -EINVAL;
         buf_init(&hb, 64 * 1024);
         rc = buf_printf(&hb, "Authorization: Bearer %s", o->bearer_token);

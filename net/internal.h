@@ -131,6 +131,10 @@ struct net__park {
 /* Appends "Name: value" to a request's headers (before it starts); -EINVAL
  * for CR or LF. */
 int net__request_add_header(struct net_request *r, const char *line);
+
+/** True when `s` (NULL: false) holds CR or LF: text that would end a header
+ * line early, refused wherever such text is set or checked. */
+bool net__has_crlf(const char *s);
 /* The client a request belongs to. */
 struct net_client *net__request_client(const struct net_request *r);
 /* Marks `r` as the token request of `a`: if it is freed without its done

@@ -51,7 +51,7 @@ int net__oauth2_token_parse(const char *body, size_t len, char **line, int64_t *
     if (json_object_object_get_ex(root, "expires_in", &v))
         *expires_in = json_object_get_int64(v);
     /* A token or type that would break the header line is no token. */
-    if (!tok || !*tok || strpbrk(tok, "\r\n") || (type && (!*type || strpbrk(type, "\r\n :"))))
+    if (!tok || !*tok || net__has_crlf(tok) || (type && (!*type || strpbrk(type, "\r\n :"))))
         goto out;
     rc = asprintf(line, "Authorization: %s %s", token_type(type), tok) < 0 ? -ENOMEM : 0;
     if (rc < 0)

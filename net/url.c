@@ -1,12 +1,13 @@
 /* URL checks with libcurl's own URL parser, so what the configuration
- * accepts is exactly what a request will be able to use. Pure (no loop);
- * any thread. */
+ * accepts is exactly what a request will be able to use, and the check of
+ * text bound for a header line. Pure (no loop); any thread. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <curl/curl.h>
 
+#include "net/internal.h"
 #include "net/net.h"
 
 int net_url_check(const char *url, char *host, size_t hostlen, char *err, size_t errlen)
@@ -45,4 +46,9 @@ out:
     curl_free(port);
     curl_url_cleanup(u);
     return rc;
+}
+
+bool net__has_crlf(const char *s)
+{
+    return s && strpbrk(s, "\r\n") != NULL;
 }
