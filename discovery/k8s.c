@@ -21,7 +21,8 @@
  * refused connections -> back off, re-watch; a clean end -> re-watch at
  * once; an end in under 1 s without events, malformed JSON, an unknown
  * event type or a connection dropped mid-event -> counted, back off,
- * re-list. Backoff: 0.8 s doubling to 30 s, full jitter, reset after
+ * re-list. Backoff: 0.8 s doubling to 30 s, each wait drawn from [d, 2d)
+ * so that informers that failed together retry apart, reset after
  * 2 quiet minutes. A 401 asks for the token file to be re-read.
  *
  * Threading: loop thread only. Requests are never started or cancelled from

@@ -84,7 +84,7 @@ void target_pairs_clear(struct target_result *r);
 /* Offset of a pair inside its interval: (offset_hash ^ seed) % interval. */
 uint64_t target_offset_ns(uint64_t offset_hash, uint64_t seed, uint64_t interval_ns);
 /* Nanoseconds from `now_unix_ns` until the first instant t > now with
- * t % interval == offset (docs/design.md "Scheduling"). */
+ * t % interval == offset (docs/design.md "Targets, labels and scheduling"). */
 uint64_t target_first_delay_ns(uint64_t offset_ns, uint64_t interval_ns, uint64_t now_unix_ns);
 
 /* The one way bytes from targets (labels, errors, URLs) become JSON here:

@@ -9,7 +9,7 @@
  * per-target overrides from `__profile_<name>_{enabled,path,param_<k>}`
  * (canonical name or alias), a query built once per key (a parameter is set,
  * never appended twice), the sent labels, a de-duplication key and the
- * Prometheus scrape-offset hash (docs/design.md "Scheduling").
+ * Prometheus scrape-offset hash (docs/design.md "Targets, labels and scheduling").
  *
  * Pure: no libuv, no curl, no logging. A target_result owns everything in
  * it except `pair->profile`, which is borrowed from the config and must

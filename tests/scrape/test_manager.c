@@ -1,7 +1,7 @@
 /* Unit tests of the scrape manager's schedule (scrape/manager.c,
  * scrape/pair.c) on a real libuv loop with a fake transport: each pair's
  * scrapes land on its Prometheus offset inside the interval, as computed
- * independently from the target's labels (docs/design.md "Scheduling");
+ * independently from the target's labels (docs/design.md "Targets, labels and scheduling");
  * a pair never has two requests in flight (the ticks in between are
  * skipped and counted); re-applying an unchanged configuration keeps the
  * schedule (no extra scrape, same grid); stop() ends every timer. Loops are

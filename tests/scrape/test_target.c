@@ -2,7 +2,7 @@
  * default ports, __port__, instance, UTF-8, __meta_*), per-target profile
  * overrides, query parameters set once, duration profiles, service_name
  * inference, sent labels, de-duplication keys, the Prometheus scrape-offset
- * test vector (docs/design.md "Scheduling"), JSON output, and the seed 001
+ * test vector (docs/design.md "Targets, labels and scheduling"), JSON output, and the seed 001
  * kubernetes-pods rules. Scrape configs are built by hand in C. */
 #include <errno.h>
 #include <json-c/json.h>
