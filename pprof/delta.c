@@ -24,8 +24,8 @@
  *
  * State. Per (target, profile type), one malloc'd block: the keys of the
  * last profile, eight bytes each, then the cumulative values of each key in
- * the same order as varints (under 14 bytes per key for Go heap profiles,
- * against 35 for a hash table of keys and values). A call parses every
+ * the same order as varints (its size per stack, measured, is in
+ * docs/design.md "Deltas"). A call parses every
  * sample into a per-call entry (key, values), then walks the state in its
  * order and finds each old key's entry: a key found keeps its place in the
  * new state, with the new values, and its entry gets its output values
