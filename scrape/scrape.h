@@ -104,6 +104,10 @@ struct scrape_job_cfg {
      * keys). */
     struct relabel_rules *rules;
     struct relabel_rules *profile_rules;
+    /** A hash (XXH3, 128 bits) of conf_signature() of every key above,
+     * taken when the file is loaded: a reload keeps what was built for a
+     * job whose signature did not change. */
+    uint64_t signature[2];
 };
 
 /** Default of a job's keep-dropped-targets: enough to see what the rules
