@@ -156,6 +156,7 @@ struct scrape_job {
     bool over_limit;                   /* more than target-limit: none is scraped */
     uint64_t limit_exceeded;           /* times it went over its target-limit */
     struct pprof_limits limits;        /* caps of its deltas */
+    struct hashmap pending;            /* source key -> struct pending_build (manager.c) */
     struct scrape_job *next;
 };
 
@@ -218,6 +219,11 @@ struct scrape_manager {
     bool stats_unindexed;              /* an index insert failed: look up by the list */
     struct prom_hist lateness;
     uint64_t gen;
+    /* Discovery updates built a slice per loop turn (manager.c). */
+    struct pending_build *pend_head, *pend_tail;
+    uv_idle_t build_idle;
+    size_t budget;                     /* targets this turn may still build */
+    uint64_t budget_at;                /* uv_now() of the turn it belongs to */
     uint64_t pairs_created, pairs_removed;
     uint64_t owner_gained, owner_lost; /* targets whose owner filter answer flipped */
     uint64_t target_errors;
