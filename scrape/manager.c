@@ -64,6 +64,7 @@ static void apply_owner(struct scrape_manager *m, struct target_result *r)
 
 static void job_reselect(struct scrape_manager *m, struct scrape_job *job);
 static void pending_rehome(struct scrape_manager *m);
+static void pending_restart_all(struct scrape_manager *m);
 
 static bool job_selects(const struct scrape_job *job)
 {
@@ -465,6 +466,7 @@ void scrape_manager_refilter(struct scrape_manager *m)
     if (m->stopping || m->closing)
         return;
     m->gen++;
+    pending_restart_all(m);
     for (struct scrape_job *job = m->jobs; job; job = job->next)
         rebuild_job(m, job);
 }
@@ -711,6 +713,25 @@ static void pending_cancel_all(struct scrape_manager *m)
 /* After a reload: pending builds start again under the new job of their
  * name (they were built under the old settings), or are dropped with the
  * job. The jobs they stood in are replaced but not yet freed. */
+/* Lets go of what a pending build has built so far: it starts again. */
+static void pending_restart(struct scrape_manager *m, struct pending_build *pb)
+{
+    struct source_entry *e = pb->e;
+
+    entry_release(m, pb->job, e);
+    for (size_t i = 0; i < pb->done; i++)
+        target_result_done(&e->results[i]);
+    memset(e->results, 0, pb->done * sizeof(*e->results));
+    pb->done = 0;
+}
+
+/* The owner filter changed: what pending builds asked it is stale. */
+static void pending_restart_all(struct scrape_manager *m)
+{
+    for (struct pending_build *pb = m->pend_head; pb; pb = pb->next)
+        pending_restart(m, pb);
+}
+
 static void pending_rehome(struct scrape_manager *m)
 {
     struct pending_build *pb = m->pend_head, *next;
@@ -721,11 +742,7 @@ static void pending_rehome(struct scrape_manager *m)
 
         next = pb->next;
         hashmap_del(&pb->job->pending, pb->key);
-        entry_release(m, pb->job, e);
-        for (size_t i = 0; i < pb->done; i++)
-            target_result_done(&e->results[i]);
-        memset(e->results, 0, pb->done * sizeof(*e->results));
-        pb->done = 0;
+        pending_restart(m, pb);
         if (!job || hashmap_put(&job->pending, pb->key, pb) < 0) {
             pending_unlink(m, pb);
             entry_free(e);

@@ -5,8 +5,9 @@
  * loop turns and stays out of the job's sources until whole; a later update
  * of the same source supersedes a pending build; a reload restarts a pending
  * build under the new job; an unchanged reload keeps the build itself and
- * re-points its pairs at the new document, while a changed job is rebuilt.
- * Loops are bounded by deadlines and turn counts. */
+ * re-points its pairs at the new document, while a changed job is rebuilt;
+ * a new owner filter restarts a pending build. Loops are bounded by
+ * deadlines and turn counts. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,6 +95,16 @@ static void apply(struct env *e, const char *text)
     e->doc = doc;
 }
 
+/* The owner filter: every target is this process's while `mine` holds. */
+static bool mine = true;
+
+static bool owner_cb(uint64_t id, const char **owner, void *ud)
+{
+    (void)id, (void)ud;
+    *owner = mine ? NULL : "peer";
+    return mine;
+}
+
 static void env_init(struct env *e, const char *text)
 {
     struct scrape_opts o = {0};
@@ -107,6 +118,8 @@ static void env_init(struct env *e, const char *text)
     o.offset_seed = 1;
     o.on_profile = on_profile;
     o.transport = &fake_transport;
+    o.owner = owner_cb;
+    mine = true;
     ASSERT_NOT_NULL(e->m = scrape_manager_new(&o, err, sizeof(err)));
     apply(e, text);
 }
@@ -280,6 +293,25 @@ TEST(an_unchanged_reload_keeps_the_build_and_a_changed_one_rebuilds)
     apply(&e, TWO_TYPES);
     ASSERT_TRUE(entry_of(e.m) != NULL);
     ASSERT_EQ(e.m->pairs.n, 2 * BIG);
+    env_done(&e);
+}
+
+TEST(a_new_owner_filter_restarts_a_pending_build)
+{
+    struct env e;
+
+    env_init(&e, ONE_TYPE);
+    sync_one(&e, targets(BIG, 1));
+    uv_run(&e.loop, UV_RUN_NOWAIT);
+    ASSERT_NOT_NULL(e.m->pend_head);
+    ASSERT_GT(e.m->pairs.n, 0); /* the part built so far scrapes */
+    mine = false;
+    scrape_manager_refilter(e.m);
+    run_builds(&e);
+    ASSERT_EQ(entry_of(e.m)->n, BIG);
+    ASSERT_EQ(e.m->pairs.n, 0); /* no target kept the first answer */
+    ASSERT_EQ(e.m->jobs->elsewhere, BIG);
+    ASSERT_EQ(e.m->jobs->kept, 0);
     env_done(&e);
 }
 
