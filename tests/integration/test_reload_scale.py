@@ -10,7 +10,7 @@ runs is coalesced into one more load.
 
 Before the apply kept unchanged jobs, 10,000 jobs took 360 ms of loop CPU
 in one iteration (docs/benchmarks.md). Under ASan the load alone takes
-several seconds a reload, so the test runs 4,000 jobs there.
+several seconds a reload, so the test runs 2,000 jobs there.
 PROFLET_RELOAD_JOBS sets the number of jobs; the figures are printed."""
 import os
 import re
@@ -19,7 +19,7 @@ import signal
 import lib
 from lib import *
 
-N = int(os.environ.get("PROFLET_RELOAD_JOBS") or (4000 if lib._sanitized_build() else 10000))
+N = int(os.environ.get("PROFLET_RELOAD_JOBS") or (2000 if lib._sanitized_build() else 10000))
 
 
 def config(sport, dead, sink, env):
