@@ -60,6 +60,29 @@ static void note_fixed(struct agent *a, const struct agent_config *c)
              "running", was, "configured", now);
 }
 
+/* Frees a configuration on the work queue: one of thousands of jobs takes
+ * tens of ms to free, which the loop need not spend. */
+static void doc_free_work(void *arg)
+{
+    conf_doc_unref(arg);
+}
+
+static void doc_free_after(void *arg, int status)
+{
+    if (status < 0) /* cancelled at shutdown: not freed yet */
+        conf_doc_unref(arg);
+}
+
+/* Lets go of the configuration that was in force: off the loop when this
+ * was its last reference. */
+static void doc_let_go(struct agent *a, struct conf_doc *doc)
+{
+    struct conf_doc *last = conf_doc_unref_last(doc);
+
+    if (last && workq_submit(a->work, 0, doc_free_work, doc_free_after, last) < 0)
+        conf_doc_unref(last);
+}
+
 /* Applies a loaded document (`doc`, owned; NULL when the load failed with
  * `r` and `err`), or counts and logs the failure. */
 static int apply(struct agent *a, struct conf_doc *doc, int r, char *err, size_t errlen,
@@ -108,7 +131,7 @@ static int apply(struct agent *a, struct conf_doc *doc, int r, char *err, size_t
     workq_set_limits(a->work, a->workers, c->limits.max_jobs_backlog);
     workq_set_budget(a->work, c->limits.memory_budget);
     note_fixed(a, c);
-    conf_doc_unref(a->doc);
+    doc_let_go(a, a->doc);
     a->doc = doc;
     if (!a->log_level_fixed && c->log_level && log_parse_level(c->log_level) >= 0)
         log_set_level((enum log_level)log_parse_level(c->log_level));
@@ -129,7 +152,7 @@ fail:
         if (cluster_apply(a->cluster, &run->cluster, &run->discovery, again, sizeof(again)) < 0)
             log_error("clustering could not go back to the running configuration", "err", again);
     }
-    conf_doc_unref(doc);
+    doc_let_go(a, doc);
     a->reloads_failed++;
     a->last_reload_ok = false;
     log_error("configuration reload failed; keeping the running configuration", "trigger", why,

@@ -3,10 +3,11 @@
  * /targets.
  *
  * Loop thread only: every handler answers synchronously from the modules'
- * state, except /api/v1/targets, which the server streams part by part
- * from a scrape_targets_iter (freed by the server when the answer ends or
- * its connection closes, always before the scrape manager goes); each
- * module renders its own part of /metrics. */
+ * state, except /api/v1/targets and /metrics, which the server streams part
+ * by part (from a scrape_targets_iter, from cursors into the scrape and
+ * discovery metrics; freed by the server when the answer ends or its
+ * connection closes, always before the scrape manager goes); each module
+ * renders its own part of /metrics. */
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -71,7 +72,6 @@ static void metrics(struct agent *a, struct buf *b)
     prom_head(b, "proflet_start_time_seconds", "gauge", "Start time of the process.");
     prom_f64(b, "proflet_start_time_seconds", NULL, (double)a->start_time_ns / 1e9);
     looplag_metrics(&a->lag, b);
-    scrape_manager_metrics(a->scrape, b);
     if (a->cluster) {
         size_t owned, elsewhere;
 
@@ -124,10 +124,42 @@ static void metrics(struct agent *a, struct buf *b)
     prom_f64(b, "proflet_config_last_reload_success_timestamp_seconds", NULL,
              (double)a->last_reload_ns / 1e9);
     server_metrics(a, b);
-    if (a->disc)
-        disc_manager_metrics(a->disc, b);
     if (a->fwd)
         fwd_metrics(a->fwd, b);
+}
+
+/* /metrics, streamed: the process's own figures and the modules' small ones
+ * in the first part (the loop's lag gauges first of all, so that a reader
+ * of the head does not count this answer's cost), then the scrape and
+ * discovery series by job, which grow with the jobs (about 6 KB a job, tens
+ * of MB for thousands), a part at a time as the connection takes them. */
+struct metrics_stream {
+    struct agent *a;
+    unsigned phase;
+    struct scrape_metrics_cursor sc;
+    struct disc_metrics_cursor dc;
+};
+
+static int metrics_part(struct buf *out, size_t chunk, void *state)
+{
+    struct metrics_stream *st = state;
+    struct agent *a = st->a;
+
+    if (st->phase == 0) {
+        metrics(a, out);
+        st->phase = 1;
+        if (out->len >= chunk)
+            return 1;
+    }
+    if (st->phase == 1) {
+        if (a->scrape && scrape_manager_metrics_next(a->scrape, &st->sc, out, chunk) > 0)
+            return 1;
+        st->phase = 2;
+    }
+    /* Discovery closes first at shutdown: its series end with it. */
+    if (a->disc && disc_manager_metrics_next(a->disc, &st->dc, out, chunk) > 0)
+        return 1;
+    return 0;
 }
 
 static int targets_part(struct buf *out, size_t chunk, void *state)
@@ -147,8 +179,18 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
     bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;
 
     if (strcmp(req->path, "/metrics") == 0 && get) {
+        struct metrics_stream *st = calloc(1, sizeof(*st));
+
         resp->content_type = "text/plain; version=0.0.4; charset=utf-8";
-        metrics(a, &resp->body);
+        if (st) {
+            st->a = a;
+            resp->stream_state = st;
+            resp->stream = metrics_part;
+            resp->stream_free = free;
+        } else {
+            resp->status = 500;
+            buf_puts(&resp->body, "out of memory\n");
+        }
     } else if (strcmp(req->path, "/-/healthy") == 0 && get) {
         buf_puts(&resp->body, "proflet is healthy.\n");
     } else if (strcmp(req->path, "/-/ready") == 0 && get) {

@@ -138,6 +138,11 @@ const char *conf_doc_warning(const struct conf_doc *d, size_t i);
 struct conf_doc *conf_doc_ref(struct conf_doc *d);
 /** Drops a reference; frees the document at zero (NULL is fine). */
 void conf_doc_unref(struct conf_doc *d);
+/** Drops a reference unless it is the last one, and then returns the
+ * document instead: nothing else can reach it, so the caller may drop that
+ * last reference (and free it) with conf_doc_unref() on any thread. NULL
+ * otherwise. Freeing a document of thousands of jobs takes tens of ms. */
+struct conf_doc *conf_doc_unref_last(struct conf_doc *d);
 
 /** Appends to `out` a signature of `data` as described by `v`: every
  * value, length-prefixed so that no two settings collide. Modules that keep

@@ -187,6 +187,14 @@ void conf_doc_unref(struct conf_doc *d)
         doc_free(d);
 }
 
+struct conf_doc *conf_doc_unref_last(struct conf_doc *d)
+{
+    if (!d || d->refs == 1)
+        return d;
+    d->refs--;
+    return NULL;
+}
+
 void *conf_doc_data(const struct conf_doc *d)
 {
     return d->data;

@@ -171,6 +171,20 @@ int disc_manager_apply(struct disc_manager *m, const struct disc_job *jobs, size
 bool disc_manager_ready(const struct disc_manager *m);
 /** Appends the discovery metrics in Prometheus text format. */
 void disc_manager_metrics(const struct disc_manager *m, struct buf *out);
+/** Where a part-by-part rendering of the discovery metrics stands; zeroed
+ * to start. Holds pointers into the manager, which must outlive it. */
+struct disc_metrics_cursor {
+    bool begun;
+    unsigned family;
+    bool started;
+    const void *at;
+};
+/** Appends the next part of the discovery metrics: whole series until
+ * `out` holds at least `chunk` bytes or the metrics end. Returns 1 if more
+ * follows, 0 at the end. Each series is written once; a (job, provider)
+ * that appears between parts shows 0 targets in that rendering. */
+int disc_manager_metrics_next(const struct disc_manager *m, struct disc_metrics_cursor *c,
+                              struct buf *out, size_t chunk);
 /** Stops every provider; `cb` runs once all handles are closed. */
 void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud);
 

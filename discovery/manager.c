@@ -1048,24 +1048,35 @@ void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud)
 
 #define JP(s) ((const char *const[]){ "job", (s)->job, "provider", (s)->provider, NULL })
 
-void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
-{
-    static const struct {
-        const char *name, *help;
-        size_t offset;
-    } counters[] = {
-        { "proflet_discovery_lists_total", "Completed list operations (all pages).",
-          offsetof(struct disc__stats, lists) },
-        { "proflet_discovery_watches_total", "Watch requests started.",
-          offsetof(struct disc__stats, watches) },
-        { "proflet_discovery_watch_restarts_total", "Watches that ended and were started again.",
-          offsetof(struct disc__stats, watch_restarts) },
-        { "proflet_discovery_relists_expired_total",
-          "Re-lists caused by an expired resource version (HTTP 410).",
-          offsetof(struct disc__stats, relists_expired) },
-    };
-    const struct disc__stats *s;
+/* The families of one series (or one set) per (job, provider kind), after
+ * the manager's own figures. Their list is appended to and never shortened
+ * while the manager lives, so a cursor into it stays valid across parts. */
+static const struct {
+    const char *name, *type, *help;
+    size_t offset; /* of a uint64_t counter; 0 for the others */
+} stat_families[] = {
+    { "proflet_discovery_targets", "gauge", "Targets currently discovered, by job and provider.",
+      0 },
+    { "proflet_discovery_lists_total", "counter", "Completed list operations (all pages).",
+      offsetof(struct disc__stats, lists) },
+    { "proflet_discovery_watches_total", "counter", "Watch requests started.",
+      offsetof(struct disc__stats, watches) },
+    { "proflet_discovery_watch_restarts_total", "counter",
+      "Watches that ended and were started again.", offsetof(struct disc__stats, watch_restarts) },
+    { "proflet_discovery_relists_expired_total", "counter",
+      "Re-lists caused by an expired resource version (HTTP 410).",
+      offsetof(struct disc__stats, relists_expired) },
+    { "proflet_discovery_errors_total", "counter", "Discovery errors by job, provider and kind.",
+      0 },
+    { "proflet_discovery_last_sync_timestamp_seconds", "gauge",
+      "Unix time of the last successful sync, 0 if none yet.", 0 },
+};
+#define FAM_TARGETS 0
+#define FAM_ERRORS 5
+#define FAM_LAST_SYNC 6
 
+static void global_metrics(const struct disc_manager *m, struct buf *out)
+{
     prom_head(out, "proflet_discovery_ready", "gauge",
               "1 once every discovery provider has completed its first sync.");
     prom_u64(out, "proflet_discovery_ready", NULL, m->ready ? 1 : 0);
@@ -1079,36 +1090,78 @@ void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
     prom_head(out, "proflet_discovery_groups_delivered_total", "counter",
               "Changed target groups delivered to the target manager.");
     prom_u64(out, "proflet_discovery_groups_delivered_total", NULL, m->groups_delivered);
-    if (!m->stats)
-        return;
-    prom_head(out, "proflet_discovery_targets", "gauge",
-              "Targets currently discovered, by job and provider.");
-    for (s = m->stats; s; s = s->next) {
-        size_t n = 0;
+}
 
-        for (const struct disc__provider *p = m->providers; p; p = p->_next)
-            for (const struct disc__sub *sb = p->_subs; sb; sb = sb->pnext)
-                if (sb->stats == s)
-                    n += p->n_targets;
-        prom_u64(out, "proflet_discovery_targets", JP(s), n);
-    }
-    for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++) {
-        prom_head(out, counters[i].name, "counter", counters[i].help);
-        for (s = m->stats; s; s = s->next)
-            prom_u64(out, counters[i].name, JP(s),
-                     *(const uint64_t *)((const char *)s + counters[i].offset));
-    }
-    prom_head(out, "proflet_discovery_errors_total", "counter",
-              "Discovery errors by job, provider and kind.");
-    for (s = m->stats; s; s = s->next) {
+/* Sums each (job, provider kind)'s targets in one walk of the
+ * subscriptions (a walk per series was quadratic in the jobs). */
+static void sum_targets(const struct disc_manager *m)
+{
+    for (struct disc__stats *s = m->stats; s; s = s->next)
+        s->targets_shown = 0;
+    for (const struct disc__provider *p = m->providers; p; p = p->_next)
+        for (const struct disc__sub *sb = p->_subs; sb; sb = sb->pnext)
+            if (sb->stats)
+                sb->stats->targets_shown += p->n_targets;
+}
+
+static void stat_series(unsigned fam, const struct disc__stats *s, struct buf *out)
+{
+    const char *name = stat_families[fam].name;
+
+    if (fam == FAM_TARGETS) {
+        prom_u64(out, name, JP(s), s->targets_shown);
+    } else if (fam == FAM_ERRORS) {
         for (int k = 0; k < DISC_ERR__N; k++)
-            prom_u64(out, "proflet_discovery_errors_total",
+            prom_u64(out, name,
                      (const char *const[]){ "job", s->job, "provider", s->provider, "kind",
                                             err_kind_names[k], NULL },
                      s->errors[k]);
+    } else if (fam == FAM_LAST_SYNC) {
+        prom_f64(out, name, JP(s), s->last_sync);
+    } else {
+        prom_u64(out, name, JP(s),
+                 *(const uint64_t *)((const char *)s + stat_families[fam].offset));
     }
-    prom_head(out, "proflet_discovery_last_sync_timestamp_seconds", "gauge",
-              "Unix time of the last successful sync, 0 if none yet.");
-    for (s = m->stats; s; s = s->next)
-        prom_f64(out, "proflet_discovery_last_sync_timestamp_seconds", JP(s), s->last_sync);
+}
+
+int disc_manager_metrics_next(const struct disc_manager *m, struct disc_metrics_cursor *c,
+                              struct buf *out, size_t chunk)
+{
+    const size_t n_fam = sizeof(stat_families) / sizeof(stat_families[0]);
+
+    if (!c->begun) {
+        c->begun = true;
+        global_metrics(m, out);
+        if (!m->stats)
+            c->family = (unsigned)n_fam; /* no (job, provider) yet: no family */
+    }
+    while (c->family < n_fam && out->len < chunk) {
+        if (!c->started) {
+            c->started = true;
+            c->at = m->stats;
+            if (c->family == FAM_TARGETS)
+                sum_targets(m);
+            prom_head(out, stat_families[c->family].name, stat_families[c->family].type,
+                      stat_families[c->family].help);
+        }
+        while (c->at && out->len < chunk) {
+            const struct disc__stats *s = c->at;
+
+            stat_series(c->family, s, out);
+            c->at = s->next;
+        }
+        if (!c->at) {
+            c->family++;
+            c->started = false;
+        }
+    }
+    return c->family < n_fam;
+}
+
+void disc_manager_metrics(const struct disc_manager *m, struct buf *out)
+{
+    struct disc_metrics_cursor c = { 0 };
+
+    while (disc_manager_metrics_next(m, &c, out, SIZE_MAX) > 0)
+        ;
 }

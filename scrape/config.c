@@ -622,12 +622,30 @@ static int build_filters(struct conf_load *ld, const struct conf_node *n,
     return 0;
 }
 
+/* A hash of every setting of the job, taken here (on the loading thread)
+ * so that a reload compares jobs without walking them on the loop. */
+static int job_sign(struct conf_load *ld, struct scrape_job_cfg *job)
+{
+    struct buf b;
+    XXH128_hash_t h;
+
+    buf_init(&b, 4 * CONF_MAX_FILE); /* far above what a job of one file holds */
+    conf_signature(&scrape_job_cfg_entry, job, &b);
+    if (!b.data)
+        return conf_oom(ld);
+    h = XXH3_128bits(b.data, b.len);
+    job->signature[0] = h.low64;
+    job->signature[1] = h.high64;
+    buf_done(&b);
+    return 0;
+}
+
 static int job_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
 {
     struct scrape_job_cfg *job = obj;
     int rc;
 
-    if ((rc = build_filters(ld, n, job)) < 0)
+    if ((rc = job_sign(ld, job)) < 0 || (rc = build_filters(ld, n, job)) < 0)
         return rc;
 
     if ((rc = compile_rules(ld, n, "relabel-configs", "relabel config", job, job->relabel,

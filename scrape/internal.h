@@ -158,6 +158,7 @@ struct scrape_job {
     bool over_limit;                   /* more than target-limit: none is scraped */
     uint64_t limit_exceeded;           /* times it went over its target-limit */
     struct pprof_limits limits;        /* caps of its deltas */
+    struct hashmap pending;            /* source key -> struct pending_build (manager.c) */
     struct scrape_job *next;
 };
 
@@ -177,6 +178,7 @@ struct scrape_pair {
     struct scrape_job *job;
     struct scrape_stats *stats;
     unsigned refs;                     /* sources yielding this pair */
+    unsigned client;                   /* its scrape client + 1 (0: no URL) */
     uint64_t gen;                      /* rebuild generation that last saw it */
     uv_timer_t timer;
     uint64_t offset_ns;
@@ -221,10 +223,16 @@ struct scrape_manager {
     bool stats_unindexed;              /* an index insert failed: look up by the list */
     struct prom_hist lateness;
     uint64_t gen;
+    /* Discovery updates built a slice per loop turn (manager.c). */
+    struct pending_build *pend_head, *pend_tail;
+    uv_idle_t build_idle;
+    size_t budget;                     /* targets this turn may still build */
+    uint64_t budget_at;                /* uv_now() of the turn it belongs to */
     uint64_t pairs_created, pairs_removed;
     uint64_t owner_gained, owner_lost; /* targets whose owner filter answer flipped */
     uint64_t target_errors;
     size_t live_pairs;                 /* allocated, including closing ones */
+    size_t client_pairs[SCRAPE_CLIENTS]; /* pairs in m->pairs per scrape client */
     /* Called by pair.c once a pair is freed: the manager drives its pairs,
      * pairs only report back through this, never by calling it. */
     void (*pair_freed)(struct scrape_manager *m);
@@ -233,6 +241,10 @@ struct scrape_manager {
     void (*close_cb)(void *ud);
     void *close_ud;
 };
+
+/** The scrape client (0 .. SCRAPE_CLIENTS - 1) of a URL, by its scheme and
+ * authority, so every profile type of one target shares its connection. */
+unsigned scrape__client_of(const char *url);
 
 /* pair.c */
 struct scrape_pair *scrape__pair_new(struct scrape_manager *m, struct scrape_job *job,

@@ -64,6 +64,8 @@ static void apply_owner(struct scrape_manager *m, struct target_result *r)
 
 static void job_reselect(struct scrape_manager *m, struct scrape_job *job);
 static void size_clients(struct scrape_manager *m);
+static void pending_rehome(struct scrape_manager *m);
+static void pending_restart_all(struct scrape_manager *m);
 
 static bool job_selects(const struct scrape_job *job)
 {
@@ -89,12 +91,12 @@ static void apply_selection(struct scrape_job *job, struct target_result *r)
  * they yield, creating or updating pairs as needed. Outside a dry run the
  * labels a result was built with are not kept: the pairs hold what is sent,
  * and what the API shows is rebuilt from the discovered labels. */
-static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct source_entry *e)
+static void entry_build_range(struct scrape_manager *m, struct scrape_job *job,
+                              struct source_entry *e, size_t from, size_t to)
 {
-    e->results = calloc(e->n ? e->n : 1, sizeof(*e->results));
     if (!e->results)
         return;
-    for (size_t i = 0; i < e->n; i++) {
+    for (size_t i = from; i < to; i++) {
         struct target_result *r = &e->results[i];
 
         if (target_build(job->sc, &e->discovered->t[i], r) < 0 || r->error)
@@ -138,7 +140,16 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
     }
 }
 
-/* Drops the references `e`'s targets held; pairs left with none stop. */
+/* Builds all of `e` at once. */
+static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct source_entry *e)
+{
+    e->results = calloc(e->n ? e->n : 1, sizeof(*e->results));
+    entry_build_range(m, job, e, 0, e->n);
+}
+
+/* Drops the references `e`'s targets held; pairs left with none stop. A
+ * results array built only in part holds zeroed results past the part,
+ * which hold nothing. */
 static void entry_release(struct scrape_manager *m, struct scrape_job *job,
                           struct source_entry *e)
 {
@@ -210,6 +221,7 @@ static void job_free(struct scrape_job *job)
         entry_free(v);
     hashmap_done(&job->sources);
     hashmap_done(&job->chosen);
+    hashmap_done(&job->pending); /* the builds were cancelled or moved first */
     conf_doc_unref(job->doc);
     net_secret_free(job->bearer);
     net_secret_free(job->password);
@@ -240,6 +252,7 @@ static struct scrape_job *job_new(struct scrape_manager *m, struct conf_doc *doc
     }
     hashmap_init(&job->sources);
     hashmap_init(&job->chosen);
+    hashmap_init(&job->pending);
     job->doc = conf_doc_ref(doc);
     job->sc = sc;
     job->max_body = sc->body_size_limit ? sc->body_size_limit : s->max_body_bytes;
@@ -255,6 +268,72 @@ static struct scrape_job *job_new(struct scrape_manager *m, struct conf_doc *doc
         return NULL;
     }
     return job;
+}
+
+/* Whether what was built under `old` stands under `sc`: the same settings,
+ * by the signatures taken at load (0 is a signature that was not taken). */
+static bool job_unchanged(const struct scrape_manager *m, const struct scrape_job *old,
+                          const struct scrape_job_cfg *sc)
+{
+    return !m->dry_run && (sc->signature[0] || sc->signature[1]) &&
+           old->sc->signature[0] == sc->signature[0] &&
+           old->sc->signature[1] == sc->signature[1];
+}
+
+/* The profile type of `sc` that stands for `prof` of `was`'s settings: the
+ * one at the same index when they are the same settings, else by name (a
+ * pair two jobs yield, the other of which went away). */
+static const struct scrape_profile_cfg *profile_in(const struct scrape_job_cfg *sc,
+                                                   const struct scrape_job *was,
+                                                   const struct scrape_profile_cfg *prof)
+{
+    size_t i = (size_t)(prof - was->sc->profiles);
+
+    if (i < was->sc->n_profiles && i < sc->n_profiles &&
+        was->sc->signature[0] == sc->signature[0] && was->sc->signature[1] == sc->signature[1])
+        return &sc->profiles[i];
+    for (i = 0; i < sc->n_profiles; i++)
+        if (strcmp(sc->profiles[i].name, prof->name) == 0)
+            return &sc->profiles[i];
+    return prof; /* cannot be: the job yields this pair, so it has the type */
+}
+
+/* Moves what `old` built to `job`, whose settings are the same: its
+ * sources, counters and choice, and its pairs, which are re-pointed at the
+ * new job and at the same profile type inside the new document. A pair
+ * that a build of this apply claimed first stays with that build's job.
+ * Nothing is built, so an unchanged job costs a walk of its pairs. */
+static void job_adopt(struct scrape_manager *m, struct scrape_job *job, struct scrape_job *old)
+{
+    size_t pos = 0;
+    uint64_t k;
+    void *v;
+
+    hashmap_done(&job->sources);
+    job->sources = old->sources;
+    hashmap_init(&old->sources);
+    job->dropped = old->dropped;
+    job->pairs_dropped = old->pairs_dropped;
+    job->pairs_nameless = old->pairs_nameless;
+    job->kept = old->kept;
+    job->elsewhere = old->elsewhere;
+    job->sampled_out = old->sampled_out;
+    job->selected = old->selected;
+    while (hashmap_next(&job->sources, &pos, &k, &v)) {
+        struct source_entry *e = v;
+
+        for (size_t i = 0; e->results && i < e->n; i++) {
+            for (size_t q = 0; q < e->results[i].n_pairs; q++) {
+                struct scrape_pair *p = hashmap_get(&m->pairs, e->results[i].pairs[q].key);
+
+                if (!p || p->gen == m->gen)
+                    continue; /* claimed already by a job of this apply */
+                p->tp.profile = profile_in(job->sc, p->job, p->tp.profile);
+                p->job = job;
+                p->gen = m->gen;
+            }
+        }
+    }
 }
 
 int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
@@ -275,7 +354,8 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
         tail = &job->next;
     }
 
-    /* Rebuild every known source under the new jobs, then let go of the old. */
+    /* Rebuild every known source under the new jobs (a job whose settings
+     * did not change takes the old build as it is), then let go of the old. */
     m->gen++;
     for (struct scrape_job *job = jobs; job; job = job->next) {
         size_t pos = 0;
@@ -294,6 +374,10 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
         }
         job->over_limit = old->over_limit;
         job->limit_exceeded = old->limit_exceeded;
+        if (job_unchanged(m, old, job->sc)) {
+            job_adopt(m, job, old);
+            continue;
+        }
         while (hashmap_next(&old->sources, &pos, &k, &v)) {
             struct source_entry *oe = v, *ne = calloc(1, sizeof(*ne));
 
@@ -316,8 +400,10 @@ int scrape_manager_apply(struct scrape_manager *m, struct conf_doc *doc,
         while (hashmap_next(&old->sources, &pos, &k, &v))
             entry_release(m, old, v);
     }
-    free_jobs(m->jobs);
+    old = m->jobs;
     set_jobs(m, jobs);
+    pending_rehome(m);
+    free_jobs(old);
     conf_doc_unref(m->doc);
     m->doc = conf_doc_ref(doc);
     for (struct scrape_job *job = m->jobs; job; job = job->next)
@@ -382,6 +468,7 @@ void scrape_manager_refilter(struct scrape_manager *m)
     if (m->stopping || m->closing)
         return;
     m->gen++;
+    pending_restart_all(m);
     for (struct scrape_job *job = m->jobs; job; job = job->next)
         rebuild_job(m, job);
 }
@@ -467,10 +554,209 @@ void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
     }
 }
 
+/* ------------------------------------------------ builds in slices
+ * A discovery update can bring thousands of targets at once (a group of a
+ * large static list, the first sync of thousands of jobs), and building a
+ * target costs tens of microseconds of relabeling. Each loop turn builds at
+ * most SCRAPE_BUILD_SLICE targets; what is left waits in a FIFO of pending
+ * builds that an idle handle works through, one slice per turn.
+ *
+ * Consistency: a pending build is a new entry under construction, outside
+ * the job's sources, so the listings and counts by source see the old
+ * entry whole until the new one is complete and swapped in. Its pairs start
+ * as its slices are built (as a scrape would start right after a whole
+ * build), and the job's counters include the part built. A later update of
+ * the same source supersedes a pending build (its part is released), and a
+ * reload restarts pending builds under the new jobs. */
+
+/* Targets built per loop turn: about 10 ms of CPU at ~20 us a target. */
+#define SCRAPE_BUILD_SLICE 512
+
+struct pending_build {
+    struct scrape_job *job;
+    uint64_t key;                   /* source_key(e->source) */
+    struct source_entry *e;         /* results allocated, built up to `done` */
+    size_t done;
+    struct pending_build *prev, *next; /* the manager's FIFO */
+};
+
+static void job_after_sync(struct scrape_manager *m, struct scrape_job *job)
+{
+    job_reselect(m, job);
+    size_clients(m);
+}
+
+/* Takes `n` targets out of this turn's budget; false if they do not fit.
+ * The budget is renewed when the loop's clock has moved (a new turn) and
+ * at the start of each idle turn. */
+static bool budget_take(struct scrape_manager *m, size_t n)
+{
+    if (uv_now(m->loop) != m->budget_at) {
+        m->budget_at = uv_now(m->loop);
+        m->budget = SCRAPE_BUILD_SLICE;
+    }
+    if (n > m->budget)
+        return false;
+    m->budget -= n;
+    return true;
+}
+
+static void pending_unlink(struct scrape_manager *m, struct pending_build *pb)
+{
+    if (pb->prev)
+        pb->prev->next = pb->next;
+    else
+        m->pend_head = pb->next;
+    if (pb->next)
+        pb->next->prev = pb->prev;
+    else
+        m->pend_tail = pb->prev;
+    pb->prev = pb->next = NULL;
+}
+
+static void pending_append(struct scrape_manager *m, struct pending_build *pb)
+{
+    pb->next = NULL;
+    pb->prev = m->pend_tail;
+    if (m->pend_tail)
+        m->pend_tail->next = pb;
+    else
+        m->pend_head = pb;
+    m->pend_tail = pb;
+}
+
+/* Drops a pending build: the part built lets go of its pairs. */
+static void pending_cancel(struct scrape_manager *m, struct pending_build *pb)
+{
+    hashmap_del(&pb->job->pending, pb->key);
+    pending_unlink(m, pb);
+    entry_release(m, pb->job, pb->e);
+    entry_free(pb->e);
+    free(pb);
+}
+
+static void on_build_turn(uv_idle_t *h);
+
+/* Queues `e` (owned, results allocated, nothing built) for job; false on
+ * OOM, `e` then freed. */
+static bool pending_add(struct scrape_manager *m, struct scrape_job *job, uint64_t key,
+                        struct source_entry *e)
+{
+    struct pending_build *pb = calloc(1, sizeof(*pb));
+
+    if (!pb || hashmap_put(&job->pending, key, pb) < 0) {
+        free(pb);
+        entry_free(e);
+        return false;
+    }
+    pb->job = job;
+    pb->key = key;
+    pb->e = e;
+    pending_append(m, pb);
+    uv_idle_start(&m->build_idle, on_build_turn);
+    return true;
+}
+
+/* Swaps a complete entry in for the source's current one. */
+static void entry_install(struct scrape_manager *m, struct scrape_job *job, uint64_t key,
+                          struct source_entry *ne)
+{
+    struct source_entry *old = hashmap_get(&job->sources, key);
+
+    if (hashmap_put(&job->sources, key, ne) < 0) {
+        entry_release(m, job, ne);
+        entry_free(ne);
+        return;
+    }
+    if (old) {
+        entry_release(m, job, old);
+        entry_free(old);
+    }
+}
+
+static void on_build_turn(uv_idle_t *h)
+{
+    struct scrape_manager *m = h->data;
+
+    m->budget_at = uv_now(m->loop);
+    m->budget = SCRAPE_BUILD_SLICE;
+    while (m->pend_head && m->budget) {
+        struct pending_build *pb = m->pend_head;
+        struct scrape_job *job = pb->job;
+        size_t to = pb->e->n - pb->done > m->budget ? pb->done + m->budget : pb->e->n;
+
+        m->gen++;
+        entry_build_range(m, job, pb->e, pb->done, to);
+        m->budget -= to - pb->done;
+        pb->done = to;
+        if (pb->done < pb->e->n)
+            break;
+        hashmap_del(&job->pending, pb->key);
+        pending_unlink(m, pb);
+        entry_install(m, job, pb->key, pb->e);
+        free(pb);
+        job_after_sync(m, job);
+    }
+    if (!m->pend_head)
+        uv_idle_stop(h);
+}
+
+/* Drops every pending build (the manager stops). */
+static void pending_cancel_all(struct scrape_manager *m)
+{
+    while (m->pend_head)
+        pending_cancel(m, m->pend_head);
+    uv_idle_stop(&m->build_idle);
+}
+
+/* After a reload: pending builds start again under the new job of their
+ * name (they were built under the old settings), or are dropped with the
+ * job. The jobs they stood in are replaced but not yet freed. */
+/* Lets go of what a pending build has built so far: it starts again. */
+static void pending_restart(struct scrape_manager *m, struct pending_build *pb)
+{
+    struct source_entry *e = pb->e;
+
+    entry_release(m, pb->job, e);
+    for (size_t i = 0; i < pb->done; i++)
+        target_result_done(&e->results[i]);
+    memset(e->results, 0, pb->done * sizeof(*e->results));
+    pb->done = 0;
+}
+
+/* The owner filter changed: what pending builds asked it is stale. */
+static void pending_restart_all(struct scrape_manager *m)
+{
+    for (struct pending_build *pb = m->pend_head; pb; pb = pb->next)
+        pending_restart(m, pb);
+}
+
+static void pending_rehome(struct scrape_manager *m)
+{
+    struct pending_build *pb = m->pend_head, *next;
+
+    for (; pb; pb = next) {
+        struct scrape_job *job = job_find(m, pb->job->name);
+        struct source_entry *e = pb->e;
+
+        next = pb->next;
+        hashmap_del(&pb->job->pending, pb->key);
+        pending_restart(m, pb);
+        if (!job || hashmap_put(&job->pending, pb->key, pb) < 0) {
+            pending_unlink(m, pb);
+            entry_free(e);
+            free(pb);
+            continue;
+        }
+        pb->job = job;
+    }
+}
+
 void scrape_manager_sync(const char *jobname, const struct disc_group *groups, size_t n, void *ud)
 {
     struct scrape_manager *m = ud;
     struct scrape_job *job = job_find(m, jobname);
+    bool built = false;
 
     if (!job || m->stopping)
         return;
@@ -479,7 +765,26 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
         const struct disc_group *grp = &groups[g];
         uint64_t key = source_key(grp->source);
         struct source_entry *old = hashmap_get(&job->sources, key), *ne = NULL;
+        struct pending_build *pb = hashmap_get(&job->pending, key);
 
+        if (pb)
+            pending_cancel(m, pb); /* superseded */
+        if (grp->targets && !m->dry_run && !budget_take(m, grp->targets->n)) {
+            ne = calloc(1, sizeof(*ne));
+            if (!ne)
+                continue;
+            ne->source = strdup(grp->source);
+            ne->discovered = disc_targets_ref(grp->targets);
+            ne->n = grp->targets->n;
+            ne->results = calloc(ne->n ? ne->n : 1, sizeof(*ne->results));
+            if (!ne->source || !ne->results) {
+                entry_free(ne);
+                continue;
+            }
+            pending_add(m, job, key, ne);
+            continue;
+        }
+        built = true;
         if (grp->targets) {
             ne = calloc(1, sizeof(*ne));
             if (!ne)
@@ -505,26 +810,11 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
             entry_free(old);
         }
     }
-    job_reselect(m, job);
-    size_clients(m);
+    if (built)
+        job_after_sync(m, job);
 }
 
 /* ------------------------------------------------------------ lifecycle */
-
-/* The scrape client of a URL, by its scheme and authority, so every profile
- * type of one target shares that client's kept-alive connection. */
-static unsigned client_of(const char *url)
-{
-    const char *s = strstr(url, "://");
-    const char *end;
-    uint64_t h = 14695981039346656037ULL;
-
-    s = s ? s + 3 : url;
-    end = s + strcspn(s, "/?#");
-    for (const char *c = url; c < end; c++)
-        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
-    return (unsigned)(h % SCRAPE_CLIENTS);
-}
 
 /* Each client's keep-alive cache holds as many connections as the client
  * has pairs, plus a few. libcurl closes the connection idle the longest
@@ -536,20 +826,10 @@ static unsigned client_of(const char *url)
  * libcurl's maximum idle age (118 s) outlasts many pods. */
 static void size_clients(struct scrape_manager *m)
 {
-    size_t per[SCRAPE_CLIENTS] = {0};
-    size_t pos = 0;
-    uint64_t key;
-    void *v;
-
-    while (hashmap_next(&m->pairs, &pos, &key, &v)) {
-        const struct scrape_pair *p = v;
-
-        if (p->tp.url)
-            per[client_of(p->tp.url)]++;
-    }
     for (int i = 0; i < SCRAPE_CLIENTS; i++) {
         if (m->clients[i])
-            net_client_set_max_connects(m->clients[i], per[i] + SCRAPE_SPARE_CONNECTS);
+            net_client_set_max_connects(m->clients[i],
+                                        m->client_pairs[i] + SCRAPE_SPARE_CONNECTS);
     }
 }
 
@@ -558,7 +838,7 @@ static int curl_start(void *ctx, const struct net_request_opts *o, net_done_cb c
 {
     struct scrape_manager *m = ctx;
 
-    return net_request_start(m->clients[client_of(o->url)], o, cb, ud, out);
+    return net_request_start(m->clients[scrape__client_of(o->url)], o, cb, ud, out);
 }
 
 static void curl_cancel(void *ctx, struct net_request *r)
@@ -617,6 +897,11 @@ static void client_closed(void *ud)
     maybe_closed(m);
 }
 
+static void idle_closed(uv_handle_t *h)
+{
+    client_closed(h->data);
+}
+
 static uint64_t wall_ns(void)
 {
     return clock_wall_ns();
@@ -645,6 +930,8 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     hashmap_init(&m->pairs);
     hashmap_init(&m->jobs_by_name);
     hashmap_init(&m->stats_by_name);
+    uv_idle_init(m->loop, &m->build_idle);
+    m->build_idle.data = m;
     prom_hist_init(&m->lateness, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
     if (o->transport) {
         m->transport = *o->transport;
@@ -668,6 +955,7 @@ void scrape_manager_stop(struct scrape_manager *m)
     void *v;
 
     m->stopping = true;
+    pending_cancel_all(m);
     while (hashmap_next(&m->pairs, &pos, &k, &v))
         uv_timer_stop(&((struct scrape_pair *)v)->timer);
 }
@@ -693,9 +981,12 @@ void scrape_manager_close(struct scrape_manager *m, void (*cb)(void *ud), void *
     m->closing = true;
     m->close_cb = cb;
     m->close_ud = ud;
+    pending_cancel_all(m);
     while (hashmap_next(&m->pairs, &pos, &k, &v))
         scrape__pair_remove(m, v);
     m->pending_closes++; /* held while the clients' closes are started */
+    m->pending_closes++;
+    uv_close((uv_handle_t *)&m->build_idle, idle_closed);
     for (int i = 0; i < SCRAPE_CLIENTS; i++) {
         if (m->clients[i]) {
             m->pending_closes++;

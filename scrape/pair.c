@@ -435,6 +435,10 @@ struct scrape_pair *scrape__pair_new(struct scrape_manager *m, struct scrape_job
         goto fail;
     }
     m->pairs_created++;
+    if (p->tp.url) {
+        p->client = scrape__client_of(p->tp.url) + 1;
+        m->client_pairs[p->client - 1]++;
+    }
     pair_start_timer(m, p);
     return p;
 fail:
@@ -476,6 +480,21 @@ static void timer_closed_cb(uv_handle_t *h)
     maybe_free(p);
 }
 
+/* The scrape client of a URL, by its scheme and authority, so every profile
+ * type of one target shares that client's kept-alive connection. */
+unsigned scrape__client_of(const char *url)
+{
+    const char *s = strstr(url, "://");
+    const char *end;
+    uint64_t h = 14695981039346656037ULL;
+
+    s = s ? s + 3 : url;
+    end = s + strcspn(s, "/?#");
+    for (const char *c = url; c < end; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ULL;
+    return (unsigned)(h % SCRAPE_CLIENTS);
+}
+
 void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p)
 {
     if (p->closing)
@@ -483,6 +502,8 @@ void scrape__pair_remove(struct scrape_manager *m, struct scrape_pair *p)
     p->closing = true;
     hashmap_del(&m->pairs, p->key);
     m->pairs_removed++;
+    if (p->client)
+        m->client_pairs[p->client - 1]--;
     if (m->on_pair_gone)
         m->on_pair_gone(&p->tp.labels, m->ud);
     if (p->req) {

@@ -515,36 +515,101 @@ static const struct stats_counter {
      offsetof(struct scrape_stats, delta_resets)},
 };
 
-void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
-{
-    const struct scrape_stats *s;
-    size_t pos = 0, delta_bytes = 0;
-    uint64_t k;
-    void *v;
+/* The scrape metrics are families of three shapes: one series per (job,
+ * type) counters (walked from the newest: counters are added at the head of
+ * a list nothing removes from while the manager lives, so a cursor into it
+ * stays valid and never meets an entry twice), the manager's own figures,
+ * and one series per job (the jobs list is replaced by a reload: a cursor
+ * into it is good only while m->jobs_gen stands). */
+enum {
+    FAM_FAILURES = ARRAY_SIZE(stats_counters),
+    FAM_DURATION,
+    FAM_GLOBAL,
+    FAM_JOB_DROPPED,
+    FAM_JOB_SAMPLED_OUT,
+    FAM_JOB_OVER_LIMIT,
+    FAM_JOB_LIMIT_EXCEEDED,
+    FAM_JOB_DROPPED_PAIRS,
+    FAM_END,
+};
+
+static const struct {
+    const char *name, *type, *help;
+} job_families[] = {
+    [FAM_JOB_DROPPED - FAM_JOB_DROPPED] =
+        {"proflet_scrape_dropped_targets", "gauge",
+         "Targets the relabel rules dropped (the API lists keep-dropped-targets of them)."},
+    [FAM_JOB_SAMPLED_OUT - FAM_JOB_DROPPED] =
+        {"proflet_scrape_sampled_out_targets", "gauge",
+         "Targets target-sampling leaves out (listed as dropped)."},
+    [FAM_JOB_OVER_LIMIT - FAM_JOB_DROPPED] =
+        {"proflet_scrape_target_limit_exceeded", "gauge",
+         "1 while a job has more targets than its target-limit: none is scraped."},
+    [FAM_JOB_LIMIT_EXCEEDED - FAM_JOB_DROPPED] =
+        {"proflet_scrape_target_limit_exceeded_total", "counter",
+         "Times a job went over its target-limit."},
+    [FAM_JOB_DROPPED_PAIRS - FAM_JOB_DROPPED] =
+        {"proflet_scrape_dropped_pairs", "gauge",
+         "(target, profile type) pairs profile-relabel-configs dropped, never scraped: by "
+         "a drop (reason=\"drop\") or by removing __name__ (reason=\"no_name\")."},
+};
 
 #define JT(s) ((const char *const[]){ "job", (s)->job, "type", (s)->type, NULL })
-    for (size_t i = 0; i < ARRAY_SIZE(stats_counters); i++) {
-        const struct stats_counter *c = &stats_counters[i];
 
-        prom_head(b, c->name, "counter", c->help);
-        for (s = m->stats; s; s = s->next)
-            prom_u64(b, c->name, JT(s), *(const uint64_t *)((const char *)s + c->offset));
-    }
-    prom_head(b, "proflet_scrape_failures_total", "counter", "Failed scrapes, by reason.");
-    for (s = m->stats; s; s = s->next)
+static void stats_series(unsigned fam, const struct scrape_stats *s, struct buf *b)
+{
+    if (fam < ARRAY_SIZE(stats_counters)) {
+        prom_u64(b, stats_counters[fam].name, JT(s),
+                 *(const uint64_t *)((const char *)s + stats_counters[fam].offset));
+    } else if (fam == FAM_FAILURES) {
         for (int i = 0; i < FAIL_N; i++)
             prom_u64(b, "proflet_scrape_failures_total",
                      (const char *const[]){ "job", s->job, "type", s->type, "reason",
                                             scrape__fail_names[i], NULL },
                      s->failures[i]);
-    prom_head(b, "proflet_scrape_duration_seconds", "histogram", "Scrape request duration.");
-    for (s = m->stats; s; s = s->next)
+    } else {
         prom_hist(b, "proflet_scrape_duration_seconds", JT(s), &s->duration);
+    }
+}
+
 #undef JT
+
+static void job_series(unsigned fam, const struct scrape_job *j, struct buf *b)
+{
+    const char *name = job_families[fam - FAM_JOB_DROPPED].name;
+    const char *const *job = (const char *const[]){ "job", j->name, NULL };
+
+    switch (fam) {
+    case FAM_JOB_DROPPED:
+        prom_u64(b, name, job, j->dropped);
+        break;
+    case FAM_JOB_SAMPLED_OUT:
+        prom_u64(b, name, job, j->sampled_out);
+        break;
+    case FAM_JOB_OVER_LIMIT:
+        prom_u64(b, name, job, j->over_limit);
+        break;
+    case FAM_JOB_LIMIT_EXCEEDED:
+        prom_u64(b, name, job, j->limit_exceeded);
+        break;
+    default:
+        prom_u64(b, name, (const char *const[]){ "job", j->name, "reason", "drop", NULL },
+                 j->pairs_dropped - j->pairs_nameless);
+        prom_u64(b, name, (const char *const[]){ "job", j->name, "reason", "no_name", NULL },
+                 j->pairs_nameless);
+        break;
+    }
+}
+
+static void global_metrics(const struct scrape_manager *m, struct buf *b)
+{
+    size_t pos = 0, delta_bytes = 0;
+    uint64_t k;
+    void *v;
+
     prom_head(b, "proflet_scrape_start_lateness_seconds", "histogram",
               "How late a scrape tick fired after its planned instant.");
     prom_hist(b, "proflet_scrape_start_lateness_seconds", NULL, &m->lateness);
-
     while (hashmap_next(&m->pairs, &pos, &k, &v)) {
         const struct scrape_pair *p = v;
 
@@ -567,37 +632,70 @@ void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
              (const char *const[]){ "direction", "lost", NULL }, m->owner_lost);
     prom_head(b, "proflet_target_errors_total", "counter", "Targets rejected after relabeling.");
     prom_u64(b, "proflet_target_errors_total", NULL, m->target_errors);
-    prom_head(b, "proflet_scrape_dropped_targets", "gauge",
-              "Targets the relabel rules dropped (the API lists keep-dropped-targets of them).");
-    for (const struct scrape_job *j = m->jobs; j; j = j->next)
-        prom_u64(b, "proflet_scrape_dropped_targets",
-                 (const char *const[]){ "job", j->name, NULL }, j->dropped);
-    prom_head(b, "proflet_scrape_sampled_out_targets", "gauge",
-              "Targets target-sampling leaves out (listed as dropped).");
-    for (const struct scrape_job *j = m->jobs; j; j = j->next)
-        prom_u64(b, "proflet_scrape_sampled_out_targets",
-                 (const char *const[]){ "job", j->name, NULL }, j->sampled_out);
-    prom_head(b, "proflet_scrape_target_limit_exceeded", "gauge",
-              "1 while a job has more targets than its target-limit: none is scraped.");
-    for (const struct scrape_job *j = m->jobs; j; j = j->next)
-        prom_u64(b, "proflet_scrape_target_limit_exceeded",
-                 (const char *const[]){ "job", j->name, NULL }, j->over_limit);
-    prom_head(b, "proflet_scrape_target_limit_exceeded_total", "counter",
-              "Times a job went over its target-limit.");
-    for (const struct scrape_job *j = m->jobs; j; j = j->next)
-        prom_u64(b, "proflet_scrape_target_limit_exceeded_total",
-                 (const char *const[]){ "job", j->name, NULL }, j->limit_exceeded);
-    prom_head(b, "proflet_scrape_dropped_pairs", "gauge",
-              "(target, profile type) pairs profile-relabel-configs dropped, never scraped: by "
-              "a drop (reason=\"drop\") or by removing __name__ (reason=\"no_name\").");
-    for (const struct scrape_job *j = m->jobs; j; j = j->next) {
-        prom_u64(b, "proflet_scrape_dropped_pairs",
-                 (const char *const[]){ "job", j->name, "reason", "drop", NULL },
-                 j->pairs_dropped - j->pairs_nameless);
-        prom_u64(b, "proflet_scrape_dropped_pairs",
-                 (const char *const[]){ "job", j->name, "reason", "no_name", NULL },
-                 j->pairs_nameless);
-    }
     prom_head(b, "proflet_delta_state_bytes", "gauge", "Memory held by delta state.");
     prom_u64(b, "proflet_delta_state_bytes", NULL, delta_bytes);
+}
+
+int scrape_manager_metrics_next(const struct scrape_manager *m, struct scrape_metrics_cursor *c,
+                                struct buf *b, size_t chunk)
+{
+    while (c->family < FAM_END && b->len < chunk) {
+        unsigned fam = c->family;
+
+        if (fam == FAM_GLOBAL) {
+            global_metrics(m, b);
+            c->family++;
+            continue;
+        }
+        if (!c->started) {
+            c->started = true;
+            c->gen = m->jobs_gen;
+            if (fam < FAM_GLOBAL) {
+                c->at = m->stats;
+                prom_head(b, fam < FAM_FAILURES ? stats_counters[fam].name
+                             : fam == FAM_FAILURES ? "proflet_scrape_failures_total"
+                                                   : "proflet_scrape_duration_seconds",
+                          fam < FAM_FAILURES ? "counter"
+                          : fam == FAM_FAILURES ? "counter" : "histogram",
+                          fam < FAM_FAILURES ? stats_counters[fam].help
+                          : fam == FAM_FAILURES ? "Failed scrapes, by reason."
+                                                : "Scrape request duration.");
+            } else {
+                c->at = m->jobs;
+                prom_head(b, job_families[fam - FAM_JOB_DROPPED].name,
+                          job_families[fam - FAM_JOB_DROPPED].type,
+                          job_families[fam - FAM_JOB_DROPPED].help);
+            }
+        }
+        /* A reload replaced the jobs mid-family: this answer ends the family
+         * where it stood rather than list a job twice. */
+        if (fam > FAM_GLOBAL && c->gen != m->jobs_gen)
+            c->at = NULL;
+        while (c->at && b->len < chunk) {
+            if (fam < FAM_GLOBAL) {
+                const struct scrape_stats *s = c->at;
+
+                stats_series(fam, s, b);
+                c->at = s->next;
+            } else {
+                const struct scrape_job *j = c->at;
+
+                job_series(fam, j, b);
+                c->at = j->next;
+            }
+        }
+        if (!c->at) {
+            c->family++;
+            c->started = false;
+        }
+    }
+    return c->family < FAM_END;
+}
+
+void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
+{
+    struct scrape_metrics_cursor c = {0};
+
+    while (scrape_manager_metrics_next(m, &c, b, SIZE_MAX) > 0)
+        ;
 }

@@ -104,6 +104,10 @@ struct scrape_job_cfg {
      * keys). */
     struct relabel_rules *rules;
     struct relabel_rules *profile_rules;
+    /** A hash (XXH3, 128 bits) of conf_signature() of every key above,
+     * taken when the file is loaded: a reload keeps what was built for a
+     * job whose signature did not change. */
+    uint64_t signature[2];
 };
 
 /** Default of a job's keep-dropped-targets: enough to see what the rules
@@ -281,6 +285,22 @@ void scrape_targets_iter_free(struct scrape_targets_iter *it);
 void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out);
 /** Appends the scrape metrics in Prometheus text format. */
 void scrape_manager_metrics(const struct scrape_manager *m, struct buf *out);
+/** Where a part-by-part rendering of the scrape metrics stands; zeroed to
+ * start. Holds pointers into the manager, which must outlive it. */
+struct scrape_metrics_cursor {
+    unsigned family;
+    bool started;
+    const void *at;
+    uint64_t gen;
+};
+/** Appends the next part of the scrape metrics: whole series until `out`
+ * holds at least `chunk` bytes or the metrics end. Returns 1 if more
+ * follows, 0 at the end. Between parts the manager may change: counters of
+ * a (job, type) that appears meanwhile may be left out of this rendering,
+ * and the per-job gauges of a family a reload interrupted end early; no
+ * series is ever written twice. */
+int scrape_manager_metrics_next(const struct scrape_manager *m, struct scrape_metrics_cursor *c,
+                                struct buf *out, size_t chunk);
 
 /** Prometheus' per-instance offset seed: fnv64a(hostname + external labels
  * as Labels.String(), "{}" when none). */
