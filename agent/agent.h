@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** The agent: one libuv loop that owns the configuration and wires the
  * modules together: the scrape manager (fed by discovery, feeding the
  * forwarder), the work queue they share, and the status server.

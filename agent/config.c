@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The top level of proflet's configuration file: the few keys the agent
  * itself owns (log level, status server, external labels, worker pool) and
  * the assembly of every module's settings into one schema. Loading is

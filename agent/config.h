@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** proflet's configuration file: the top level, assembled from the
  * settings each module owns (scrape jobs, discovery, remote-write and
  * spool, pprof limits, HTTP client settings) and loaded with conf/.

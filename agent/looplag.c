@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The loop-lag gauge: a timer repeating every LAG_TICK_MS measures, at each
  * tick, how much later than planned it ran. libuv re-arms a repeating timer
  * from the loop's time before running its callback, so a tick is late by

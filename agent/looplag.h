@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** The loop's own lag: a repeating timer whose lateness tells how long the
  * loop was kept from running its callbacks, exposed in /metrics. A stall
  * of the loop delays every scrape timer, socket and request at once, so

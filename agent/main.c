@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* proflet's entry point: command line, start-up, signals and shutdown.
  *
  * Everything runs on one libuv loop owned by this file's `struct agent`.

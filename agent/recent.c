@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The most recent profile of each (target, profile type), for the web UI:
  * a copy of what was handed to the forwarder, kept in insertion order
  * under a byte cap (the oldest go first), found by the hash of the labels

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** The most recent profile of each (target, profile type), kept for the
  * web UI under a byte cap (agent/recent.c). Loop thread only. */
 #ifndef PROFLET_AGENT_RECENT_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Configuration loads, at start and on every reload (SIGHUP, POST
  * /-/reload): the new file is loaded and checked completely, then applied
  * module by module. An invalid file, or one that discovery or the

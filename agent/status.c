@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The status server's handlers: /metrics, /-/healthy, /-/ready,
  * POST /-/reload (only with --web.enable-lifecycle), /api/v1/targets and
  * /targets.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The web UI of the status server: server-rendered HTML that reads without
  * JavaScript (a small script only filters rows), every asset built in.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Cluster membership: the live peers, and which targets this replica owns.
  *
  * Loop thread only. Static membership is the configured list, in force at

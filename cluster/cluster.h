@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Clustering: replicas that share the targets among themselves, with the
  * Kubernetes API as the membership service (docs/clustering.md).
  *

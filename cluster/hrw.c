@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Rendezvous (highest-random-weight) hashing: which peer owns a target.
  *
  * Pure, any thread. Each (peer, target) pair gets a weight, XXH64 of the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Growth of heap arrays, in one place: room for element `n` of an array
  * of `*cap` elements of `size` bytes, doubling from `first`, with the
  * multiplication checked, so that no array of the tree can wrap its size.

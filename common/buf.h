@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** A growable byte buffer with a hard cap (curl's dynbuf idea).
  *
  * Every buffer fed by the network or by a file goes through one of these so

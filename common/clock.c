@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Wall-clock and monotonic time (see clock.h). Any thread. */
 #include <time.h>
 

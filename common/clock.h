@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** The clocks every module reads: wall-clock time (what is reported and
  * what scrape offsets are aligned to) and monotonic time (deadlines,
  * rate limits, token ages, request durations, the status server's turns).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus duration syntax (prometheus/common model.ParseDuration and
  * Duration.String). Pure. */
 #include "duration.h"

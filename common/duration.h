@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Prometheus durations ("1h30m", "15s", "500ms", "2d") in milliseconds. */
 #ifndef PROFLET_COMMON_DURATION_H
 #define PROFLET_COMMON_DURATION_H

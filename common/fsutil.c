@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* File-system helpers: `mkdir -p` and the temp-file-then-rename write that
  * the directory sink and the spool cursor both rely on, so that a crash or a
  * concurrent reader never sees half a file.

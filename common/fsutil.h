@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Small file-system helpers shared by the modules that read and write
  * files (secrets, the directory sink, the spool). Blocking calls: run them on a pool thread
  * (uv_queue_work), never on the loop thread. Thread-safe; no state. */

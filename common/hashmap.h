@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** An open-addressing hash map from uint64 keys (already well mixed, e.g.
  * xxhash or the scrape-pair key) to pointers. Not thread-safe. */
 #ifndef PROFLET_COMMON_HASHMAP_H

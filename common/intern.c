@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The string intern pool (see intern.h). A chained hash table of entries
  * that hold their text inline; lookups and inserts take the mutex, taking
  * another reference to an entry one already holds, or dropping one that is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Interned strings: one reference-counted copy of each distinct string, so
  * the many label sets that hold the same names and values (every pod's
  * `__meta_kubernetes_namespace`, the copies of a target's labels that

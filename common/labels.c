@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Sorted label sets. Pure and single-owner. A label's name and value are
  * interned strings (common/intern.h): the many sets that hold the same
  * names and values share their bytes, and copying a set copies its array

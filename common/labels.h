@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Label sets: sorted by name, names unique, values never empty.
  *
  * Prometheus semantics: setting a label to "" deletes it and a missing label

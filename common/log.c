@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* logfmt to stderr. One fwrite per line so lines from different processes
  * sharing stderr do not interleave; values are quoted when they contain
  * spaces, quotes, '=' or control bytes. Loop thread only. */

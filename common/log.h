@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** logfmt logging to stderr. Only agent/ calls this; libraries return errors.
  *
  * Loop-thread only (no locking): workers report errors through their job

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Small macros every module uses. */
 #ifndef PROFLET_COMMON_MACROS_H
 #define PROFLET_COMMON_MACROS_H

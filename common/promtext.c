@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text format writer (see promtext.h). Pure; the caller
  * owns the buffer. */
 #include <stdbool.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Writing metrics in the Prometheus text exposition format (0.0.4):
  * family headers, samples with escaped label values, and fixed-bucket
  * histograms. Every module renders its own metrics with these. Not

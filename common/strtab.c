@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The string-keyed chained hash table (see strtab.h). Pure; the owner
  * serialises access. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** A chained hash table of named entries: each entry embeds a struct
  * strtab_node (its name is the key), so lookups by string cost no extra
  * allocation and entries keep their address. Not thread-safe; the table

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* UTF-8 as Go reads it: the one decoder behind label validation, relabel
  * regexes and templates, Go-style quoting in messages, and the writers
  * that put bytes from targets into JSON and text the agent serves. Pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** UTF-8 as Go reads it (unicode/utf8): decoding, encoding, validity.
  *
  * Prometheus is written in Go, so every place where proflet must agree with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The bounded CPU work queue (see workq.h): a window of uv_queue_work jobs
  * under a memory budget, plus a FIFO backlog on the loop thread. The head
  * of the FIFO waits for room rather than letting cheaper jobs pass it, so a

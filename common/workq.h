@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** The one bounded queue of CPU work every module submits to (gunzip,
  * decode, delta, encode, gzip, zstd, file reads and writes).
  *

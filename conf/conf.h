@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Configuration loading for every module: YAML text -> a libcyaml-loaded,
  * immutable, reference-counted document whose every error names
  * FILE:LINE:COL.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interfaces of conf/: the positioned node tree (tree.c), the
  * schema walk that checks and normalises it (walk.c) and the load driver
  * (load.c). Private to the conf library. One load at a time per struct

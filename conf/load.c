@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loading a document: parse into the positioned tree (tree.c), check and
  * normalise it (walk.c), emit it and let libcyaml load it into the modules'
  * structs with malloc, then run each section's `finish` hook beside the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The positioned YAML tree of one load: libyaml events become nodes that
  * keep their line and column, so every later check can name FILE:LINE:COL;
  * the normalised tree is emitted back as YAML for libcyaml.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The schema walk: checks the positioned tree against the libcyaml schema
  * and normalises it so libcyaml can load it as is. Keys are matched in
  * kebab-case whatever the user wrote (snake_case and a section's aliases are

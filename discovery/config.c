@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Discovery's settings: the libcyaml fields of static, file and Kubernetes
  * discovery, their defaults, and the checks Prometheus makes when it loads
  * them, so a piece that would fail when applied is refused at load with its

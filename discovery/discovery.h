@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Target discovery: providers (static, file, kubernetes) behind const
  * vtables, and a manager that coalesces their target groups per job.
  *

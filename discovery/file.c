@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* File-based discovery (Prometheus file_sd): one provider per distinct
  * `file-sd-configs` entry (jobs with the same entry share it, see
  * fp_signature()).

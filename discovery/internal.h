@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Discovery internals shared by the manager and the providers.
  *
  * Loop thread only. A provider is a struct embedding `struct disc__provider`

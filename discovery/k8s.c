@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kubernetes discovery, role pod: list + watch like client-go's reflector
  * (docs/design.md "Kubernetes discovery"), targets like Prometheus.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kubernetes connection settings (docs/design.md "Kubernetes discovery").
  *
  * Three ways (the combinations Prometheus rejects are refused when the

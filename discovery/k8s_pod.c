@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Pod -> target group, exactly as Prometheus' pod role builds it
  * (docs/design.md "Kubernetes discovery"), as a pure function over json-c
  * objects as the API server serves them.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The discovery manager: runs the providers a config asks for, keeps what
  * each provider currently sees by source and hands every job the groups
  * that changed for it.

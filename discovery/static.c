@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Static discovery: the `static-configs` of one job, as fixed target groups.
  *
  * For each static config i of the job it emits the group

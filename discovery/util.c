@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* json-c accessors that tolerate any shape: API server objects and
  * kubeconfig files are untrusted, so a missing member or one of the wrong
  * type reads as absent instead of being trusted. Label-name sanitising and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* YAML -> json-c tree, for file_sd YAML files and kubeconfig files.
  *
  * Walks libyaml's event stream and builds the first document as json-c

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forward's settings: the libcyaml fields of `remote-write` endpoints and
  * of the spool, their defaults, the checks made at load (the URL's form,
  * what it implies for the protocol and the name, backoff order, auth,

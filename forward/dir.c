@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Directory sink (`url: file:///DIR` or `file://./relative`): each profile
  * becomes <DIR>/<service_name>/<__name__>/<unix-ms>-<id>.pb.gz, its exact
  * bytes, beside <unix-ms>-<id>.json holding its id, labels and times. Both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The forwarder: a list of endpoints built from the config, each a sink
  * (directory, or remote push / ingest) with its own queue. fwd_submit()
  * hands a profile to every endpoint, each taking its own reference, and

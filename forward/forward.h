@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Forwarding: every profile the scraper produces goes to every configured
  * endpoint (Pyroscope push, legacy /ingest, or a local directory), each with
  * its own bounded queue, batching, retries and disk spool.

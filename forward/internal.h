@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interfaces of forward/, its only private header: the endpoint
  * object shared by the sinks, the pure wire helpers (push/ingest encoding,
  * error attribution, label validation), the remote queue and batching, and

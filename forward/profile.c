@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Profiles handed to the forwarder: immutable once built, shared by every
  * endpoint through a reference count.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Remote sink: Pyroscope push (batched PushRequest) or the legacy /ingest
  * API (one profile per request): building requests, classifying their
  * answers, retries with jittered exponential backoff, health, the spool

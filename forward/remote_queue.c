@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The memory queue of a remote endpoint and the choice of what goes into
  * the next request.
  *

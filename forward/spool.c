@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The disk spool of one endpoint: <spool.dir>/<endpoint>/<id>.seg segment
  * files (spool_file.c) of records (spool_record.c), plus a `cursor` file
  * naming the delivered prefix; docs/forwarding.md describes the format.

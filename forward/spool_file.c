@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Segment files of the spool: scanning one (verify every record, resync
  * after damage, count exactly what the damage took, truncate after the last
  * valid record), appending records to one (rolled back on failure), and

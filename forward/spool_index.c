@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The loop-side index of one endpoint's spool: its segments (oldest
  * first), each one's valid records (file offset, record number, series),
  * which loaded records were acknowledged (a bitmap per segment), the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The spool's record format: encodes one profile into a numbered,
  * checksummed, zstd-compressed record, parses and verifies a record header
  * (the current version 2, and version 1 of the previous format, which is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Wire helpers for the remote sinks: label validation against the server's
  * limits, the final labels of a profile (external labels, write rules),
  * PushRequest encoding (protobuf-c), the push and /ingest URLs, and the classification of a response into what to do with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The request-time side of the HTTP client settings (see net.h "auth"):
  * the `authorization` header, the `http-headers` and the oauth2
  * client-credentials token.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP client settings every HTTP-speaking module embeds: their
  * libcyaml fields, defaults and cross-field rules (see net.h), and their
  * deep copy for owners that outlive the document. Const data and pure

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP client: the one libcurl-multi <-> libuv bridge (docs/design.md
  * "The libcurl-libuv bridge").
  *

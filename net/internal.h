@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interfaces of net/ shared between its sources, its tests and its
  * fuzz target. Not for other modules: use net/net.h.
  *

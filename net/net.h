@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** HTTP for the loop: the one libcurl-multi <-> libuv bridge (client) and a
  * small HTTP/1.1 server on http-parser (the status server).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The token endpoint's answer (RFC 6749 5.1) -> the Authorization line and
  * the lifetime. Kept apart from auth.c so that its fuzz target
  * (tests/fuzz/net) runs exactly this code, without a loop. Pure; any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Credentials from files, refreshed off the loop thread (see net.h).
  *
  * The loop thread owns a secret. A re-read is a workq job (or, for owners

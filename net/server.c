@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The status HTTP/1.1 server: sockets, connections and responses.
  *
  * Purpose. Serves /metrics and friends on the loop. Parsing is in

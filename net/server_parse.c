@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Request parsing for the status server, on Debian's http-parser.
  *
  * Purpose. Turns the bytes of one connection into requests, one at a time,

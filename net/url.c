@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* URL checks with libcurl's own URL parser, so what the configuration
  * accepts is exactly what a request will be able to use, and the check of
  * text bound for a header line. Pure (no loop); any thread. */

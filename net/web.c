@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The status server's web configuration (--web.config.file), in the format
  * of Prometheus' exporter-toolkit: `tls_server_config` (cert_file,
  * key_file, client_ca_file, client_auth_type, min_version, max_version,

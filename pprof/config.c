@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The caps pprof applies to every profile, as configured under `limits:`:
  * their metadata (defaults are the PPROF_DEFAULT_* constants) and range
  * check. Const data and a pure check; any thread. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Full pprof decoding with protobuf-c, for validation and tests.
  *
  * The hot path (pprof_delta_process) never builds protobuf-c structs; it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Delta of cumulative pprof profiles (Go allocs, mutex, block), straight
  * from the wire format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A part of delta.c (included there, one translation unit, so that the
  * hot loops inline across parts): the readers of a stack's location ids,
  * four at a time by one byte shuffle where the CPU has SSSE3, and the

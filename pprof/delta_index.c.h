@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A part of delta.c (included there, one translation unit): the key index
  * and the state. The entries of this call are matched to the keys of the
  * last (in order where the producer kept it, through an open-addressing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A part of delta.c (included there, one translation unit): the output
  * writer. Referenced records are copied as raw bytes, each emitted sample
  * as its raw fields plus freshly encoded values. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A part of delta.c (included there, one translation unit): the record
  * scan. One pass over the top-level fields records where every record
  * lies; then the string, sample type, mapping, function and location

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A part of delta.c (included there, one translation unit): the samples.
  * Each is parsed just enough to hash its key (its stack's location keys
  * and its labels) and read its values. */

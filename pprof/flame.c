@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Flame graphs for the status pages: the samples of one sample type folded
  * root first into a call tree of function frames (inlined frames
  * expanded, leaf last), each node with its total and self value, and the

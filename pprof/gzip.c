@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Capped gunzip and gzip of pprof bodies, with libdeflate.
  *
  * libdeflate decompresses whole buffers, not streams, so the output buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Internal interface of pprof/: protobuf wire-format helpers shared by the
  * streaming delta and the protobuf-c decoder, the arena-backed full decoder
  * (used for validation and by tests), and the timing hook used by the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** pprof profiles: capped gunzip, decode, delta of cumulative columns,
  * encode, gzip.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Per-thread scratch memory of pprof_delta_process().
  *
  * A delta of a 10 MB profile touches about 30 MB of per-call buffers (the

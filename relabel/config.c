@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* How a relabel rule is written in YAML: the libcyaml fields of struct
  * relabel_cfg and the one thing libcyaml cannot say (an explicit
  * `regex:` null is the empty regex, not the default). Const data; any

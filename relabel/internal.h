@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Internal interfaces of relabel/, in dependency order: re2_shim.cc (RE2
  * behind a C API) <- regex.c (Go regexp semantics on it) <- relabel.c
  * (rules, actions, templates). Not installed; the tests include it to reach

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The C face of RE2, the engine Go's regexp package was ported from: the
  * only C++ in proflet. It compiles a pattern with Go's options (UTF-8, Perl
  * syntax, leftmost-first) and runs one search; everything Go-specific

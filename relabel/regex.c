@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Relabel regexes with Go's meaning, in linear time, on RE2.
  *
  * Prometheus compiles every relabel regex with Go as "^(?s:" + re + ")$".

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus relabeling (model/relabel of Prometheus 3): rule validation
  * with Prometheus' exact messages, the eleven actions, Go's
  * Regexp.ExpandString templates, and labels.Builder's iteration order.

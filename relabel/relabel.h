@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Prometheus relabeling, exactly as Prometheus 3 does it.
  *
  * A pure library: no libuv, no curl, no logging. Rules are compiled once

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scrape module's settings: scrape jobs (`scrape-configs` entries) and
  * their profile types. The built-in profile types and their aliases live
  * here; a job's `profiles:` overrides and `enabled-profiles` are resolved

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Internal interfaces of scrape/: target building (target.c, pure), the
  * profile type aliases (config.c), and the loop-driven parts shared by the
  * manager and the scrapes. Private to the scrape library and its tests. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The scrape manager: turns configurations and discovery updates into the
  * set of running scrape pairs.
  *

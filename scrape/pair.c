@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One scrape pair, a (target, profile type): a timer at its Prometheus
  * offset, one request in flight at most, response checks, then a job on the
  * work queue: a delta for cumulative types, a gzip check for the others

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* What the scrape manager reports: the targets as `proflet targets`
  * prints them (promtool's shape), /api/v1/targets (Prometheus' API shape),
  * the text table of /targets, and the scrape metrics. Loop thread only;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Stable target sampling (a job's target-sampling): which targets of each
  * group are scraped. A group is the targets with the same values of the
  * group-by labels; at most max-per-group of each are chosen.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Scraping: scrape jobs and their profile types, the targets built from
  * discovered labels, and the per-(target, profile type) scrapes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Target building: one discovered target + its scrape config -> the
  * (target, profile type) pairs to scrape.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Configures and builds proflet in ./build (or $BUILD_DIR). Extra arguments
 # go to `meson setup` (e.g. -Db_sanitize=address,undefined).
 set -euo pipefail

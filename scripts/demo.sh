@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The demo: installs what is missing, builds proflet and the example Go
 # service, runs the service on 127.0.0.1:6060 and proflet on its embedded
 # default configuration for about 30 s, then shows what was collected.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """proflet's dependency picture, and the check that keeps it drawn the way
 data flows.
 

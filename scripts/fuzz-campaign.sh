@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs coverage-guided fuzzing campaigns: each fuzz target of the fuzz build
 # (clang, -Dfuzzing=true, ASan + UBSan, leak checking) for SECONDS seconds,
 # seeded from its checked-in corpus; inputs that add coverage are merged

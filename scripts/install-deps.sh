@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages proflet needs, and only what is missing.
 #
 #   scripts/install-deps.sh           build proflet and run its demo

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what is missing, builds, and runs every test suite: unit,
 # integration, conformance and fuzz (corpus replay) in a normal build; unit
 # and integration again under AddressSanitizer + UBSan; and the fuzz corpora

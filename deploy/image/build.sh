@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The build stage of deploy/Dockerfile, runnable without a container engine
 # (CI runs it through tests/deploy/test_image.py).
 #

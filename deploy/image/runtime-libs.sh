@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The runtime stage's content, computed without a container engine.
 #
 #   deploy/image/runtime-libs.sh BINARY STAGING_ROOT [CONFIG]

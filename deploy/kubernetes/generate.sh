@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates the plain manifests daemonset.yaml, statefulset.yaml,
 # deployment.yaml and deployment-clustered.yaml from the Helm chart (helm/proflet), so that both install
 # paths deploy the same thing. tests/deploy checks they are up to date.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // demoapp is a small Go service for proflet's demo and tests: it exposes the
 // standard library's net/http/pprof endpoints and keeps a steady CPU,
 // allocation, mutex-contention and blocking load so that every default

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the configuration loader (agent/config.c): defaults, both
  * key spellings, env expansion, profile-type resolution, every class of
  * error with its FILE:LINE:COL message, and the seed examples. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the web UI's store of latest profiles (agent/recent.c): a
  * put replaces the previous profile of its key; over the byte cap the
  * oldest go first and are counted; a profile larger than the cap is not

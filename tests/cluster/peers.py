@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers shared by the clustering test and benchmark: the fake Kubernetes
 API server's control interface, and a proflet replica's pod as the kubelet
 would report it (ready or not)."""

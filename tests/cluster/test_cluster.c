@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The assignment of targets to peers (rendezvous hashing, pure) and the
  * static membership on a real loop: every replica computes the same owners
  * from the same peers, a peer that leaves moves only its own targets, one

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* `clustering:` as the program's schema loads it: both key spellings, the
  * kubernetes block written as one mapping (loaded through discovery's own
  * kubernetes-sd schema and checks), and every refusal with its position. */

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clustering end to end: real proflet replicas whose membership is the
 ready proflet pods of the fake Kubernetes API server (tests/k8s/
 fake_apiserver.py), sharing 60 loopback targets (one manyports fixture).

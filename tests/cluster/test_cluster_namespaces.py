@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A peer is its name, seen once.
 
   1. A replica watches two namespaces of the fake Kubernetes API server

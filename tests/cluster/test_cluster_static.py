@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Static membership with real processes, and reloads: two replicas with
 `peers: [a, b]` split 20 loopback targets (each scraped by exactly one);
 reloading a's configuration to `peers: [a]` makes a own everything while

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for common/: capped buffers, array growth, interned strings,
  * label sets and their Prometheus hash, durations. */
 #include <errno.h>

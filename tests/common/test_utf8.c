@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for common/utf8: Go's utf8.DecodeRune, EncodeRune and Valid,
  * and the appenders that make bytes from targets valid (JSON) or visible
  * (text).

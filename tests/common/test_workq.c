@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for the bounded CPU work queue (common/workq.c): exactly
  * `max_inflight` jobs run at once on libuv's pool (two jobs are seen
  * running together, never three), a bounded FIFO backlog refuses

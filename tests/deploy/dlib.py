@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Helpers of tests/deploy on top of the shared ones (tests/integration/lib):
 a tiny runner (each check is a named function; the run prints "N passed,
 N failed" and exits non-zero on any failure) and chart rendering through

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Offline validation of Kubernetes manifests, without a cluster.
 
 kubectl cannot validate offline (`kubectl create --dry-run=client` and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The chart's relabel rules, applied by the two implementations that
 count: proflet's own (tests/relabel/relabel_cli, the relabel library) and
 Prometheus' (`promtool check service-discovery` over file SD). Each call

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Helm chart (helm/proflet), rendered with tools/helm-render: default
 values and every mode validate against the Kubernetes object schemas and
 the bundle checks, and the rendered configuration does what the chart says

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Every proflet.yaml that the chart (default values, each mode, options,
 secrets) and the plain manifests ship passes `proflet --check-config`,
 with the environment the pod gives it (NODE_NAME, SHARD, ...). Mounted

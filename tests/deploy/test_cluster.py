@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Cluster in a box: the chart's rendered DaemonSet runs for real.
 
 The DaemonSet's command, arguments and environment (downward-API values

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The container image recipe, without a container engine.
 
 deploy/Dockerfile's two RUN steps are deploy/image/build.sh and

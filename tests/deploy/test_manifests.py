@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The plain manifests in deploy/kubernetes: every file validates against the
 Kubernetes object schemas and the bundle checks, the generated ones match
 the chart, the sidecar needs no API access, and the validator itself catches

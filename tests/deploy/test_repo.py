@@ -1,5 +1,8 @@
+# SPDX-License-Identifier: Apache-2.0
 """The source tree stands alone: every symbolic link it holds resolves to a
-path inside it, so a checkout on any machine builds and tests the same."""
+path inside it, so a checkout on any machine builds and tests the same; and
+every source file says its license (an SPDX line at its top, the license
+meson.build declares, whose text is LICENSE)."""
 import os
 import subprocess
 import sys
@@ -43,5 +46,40 @@ def test_links_stay_inside():
     check(not bad, "links that do not resolve inside the tree: " + "; ".join(bad))
 
 
+SOURCE_ENDINGS = (".c", ".h", ".cc", ".py", ".sh", ".go")
+SOURCE_NAMES = ("meson.build", "meson_options.txt")
+
+
+def tracked_files():
+    p = subprocess.run(["git", "-C", SRC, "ls-files"], capture_output=True, text=True)
+    if p.returncode == 0:
+        return p.stdout.split()
+    out = []
+    for root, dirs, files in os.walk(SRC):
+        dirs[:] = [d for d in dirs if not d.startswith(("build", "."))]
+        out += [os.path.relpath(os.path.join(root, f), SRC) for f in files]
+    return out
+
+
+def test_every_source_file_says_its_license():
+    with open(os.path.join(SRC, "meson.build")) as f:
+        declared = f.read().split("license : '", 1)[1].split("'", 1)[0]
+    check(os.path.exists(os.path.join(SRC, "LICENSE")), "no LICENSE file")
+    tag = "SPDX-License-Identifier: " + declared
+    missing = []
+    for path in tracked_files():
+        if not (path.endswith(SOURCE_ENDINGS) or os.path.basename(path) in SOURCE_NAMES):
+            continue
+        full = os.path.join(SRC, path)
+        if os.path.islink(full) or not os.path.isfile(full):
+            continue
+        with open(full, encoding="utf-8", errors="replace") as f:
+            head = [f.readline() for _ in range(2)]
+        if not any(tag in line for line in head):
+            missing.append(path)
+    check(not missing, f"{len(missing)} source files lack '{tag}' in their first two lines: "
+          + ", ".join(missing[:20]))
+
+
 if __name__ == "__main__":
-    sys.exit(run_tests([test_links_stay_inside]))
+    sys.exit(run_tests([test_links_stay_inside, test_every_source_file_says_its_license]))

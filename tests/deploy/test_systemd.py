@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """deploy/systemd: the unit passes `systemd-analyze verify`, its sandbox
 scores at most 2.0 in `systemd-analyze security` (offline), it keeps the
 hardening the docs promise, and the example config passes

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper: runs tests/k8s/fake_apiserver.py as a child process and talks
  * to its control port with small blocking HTTP requests (127.0.0.1 only). */
 #ifndef PROFLET_TESTS_DISCOVERY_FAKE_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helper: records what a disc_manager delivers (deep copies), and
  * builds config pieces by hand. Header-only, included by each test. */
 #ifndef PROFLET_TESTS_DISCOVERY_RECORDER_H

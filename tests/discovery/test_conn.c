@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Connection settings: kubeconfig (current context, CA/cert/key data to
  * temporary files, token), in-cluster (env, service account dir, own
  * namespace), token re-reading after a 401, base64. No network. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* file_sd: parsing (JSON, YAML, errors) and the provider on a loop (globs,
  * change events, a bad file keeping its last good targets, removal). */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Kubernetes pod discovery against the fake API server (tests/k8s/): every
  * scenario runs a disc_manager on a uv loop and checks the groups it
  * delivers, the requests it made and its metrics, within bounded deadlines. */

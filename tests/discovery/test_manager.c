@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Manager + static provider: groups, keep/stop on apply, coalescing,
  * readiness, metrics (checked with promtool), two-phase close. */
 #include <stdio.h>

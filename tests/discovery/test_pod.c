@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Golden tests of the pod -> targets builder: every file in data/pods holds a
  * pod (plus optional node/namespace objects) and the targets expected,
  * written by hand from Prometheus' pod role (docs/design.md). Also the

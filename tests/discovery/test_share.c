@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Shared discovery: jobs whose kubernetes_sd (or file_sd) settings are the
  * same are served by one provider, as Prometheus' discovery manager does.
  * Checks against the fake API server (tests/k8s/) that two such jobs cost

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* fwd_driver: runs a uv loop with a net client and a forwarder, submits
  * synthetic profiles at a steady rate, and lingers until everything is
  * delivered (queue and spool empty) or a deadline passes. Used by the

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Integration scenarios for forward/: fwd_driver (C, the real forwarder over
 the real net client) against tests/receiver/receiver.py on 127.0.0.1.
 

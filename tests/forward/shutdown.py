@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """SIGTERM during an outage: the real proflet binary, a remote-write
 endpoint that is down (connections refused, or a receiver answering 503),
 the spool on, max-backoff 5m. Whatever the retry timers say when the signal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Test helpers: the forwarder's settings as the configuration file gives
  * them (endpoints, spool, global external labels), built by hand from
  * fwd_cfg_remote_init() and fwd_cfg_spool_init(), and fwd_apply() of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Directory sink: exact bytes and labels on disk, atomic names, path
  * sanitising, the size cap (oldest first) and the index rebuilt at start. */
 #include <dirent.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The remote-write sink (forward/remote.c, remote_queue.c, wire.c) against
  * a real HTTP server in this process: a small HTTP/1.1 server on
  * 127.0.0.1 (libuv + http-parser) on the same loop as the forwarder. It

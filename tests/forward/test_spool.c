@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The spool: one record (round trip, every header byte checked), segment
  * files (a damaged byte anywhere costs exactly the record it hit, torn
  * tails, the delivered prefix, the previous format, rollback of a refused

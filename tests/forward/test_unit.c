@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* forward/ pure parts: label limits, PushRequest encoding, URLs, response
  * classification (what is resent). The spool is in test_spool.c. */
 #include <errno.h>

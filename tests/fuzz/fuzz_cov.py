@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Replays a fuzz target's corpus under libFuzzer (-runs=0) and fails when
 the coverage it reports is below the floor: the check that a target is
 still guided by the code it fuzzes. Usage: fuzz_cov.py EXE CORPUS FLOOR"""

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Invariants the fuzz targets assert on what a parser produced, so that a
  * wrong result is a finding, not only a crash. abort() makes libFuzzer
  * save the input. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Corpus replay for libFuzzer targets: every file named on the command line
  * (or every file inside a named directory) is fed once to
  * LLVMFuzzerTestOneInput, so each fuzzer is also a regression test in the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Runner for tests/harness/test.h. Single-threaded; a failing assertion
  * longjmps back here so the remaining tests still run. */
 #include "test.h"

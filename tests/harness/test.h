@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** A minimal unit-test harness in the spirit of libuv's task.h.
  *
  *   TEST(name) { ASSERT_EQ(1 + 1, 2); }

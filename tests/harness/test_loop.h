@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Loop helpers for tests that run a real libuv loop: run until a condition
  * holds, bounded by wall time, a ticker that keeps UV_RUN_ONCE from
  * blocking for ever, and the two halves of a TCP server on 127.0.0.1 that

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A misbehaving pprof target for proflet's tests (127.0.0.1 only).
 
 Serves GET /<mode>/debug/pprof/<anything> where mode is one of:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A pprof target on 127.0.0.1 that serves profile files in versions, for
 proflet's memory-bound test.
 

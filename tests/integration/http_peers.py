@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Real HTTP peers for the tests of the HTTP client settings (127.0.0.1
 only): a pprof target that records every request's headers and can demand
 credentials and limit its TLS versions, a server of fixed bodies, an OAuth2

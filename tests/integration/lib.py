@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The one helper module of proflet's Python test drivers (integration,
 deploy, cluster, forward, k8s, relabel, pprof, benchmarks; the others add
 this folder to sys.path). Importing it makes meson's SIGTERM unwind, so

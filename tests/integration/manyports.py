@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A pprof fixture listening on many 127.0.0.1 ports at once (asyncio), for
 scale tests and benchmarks. Every GET on any port answers a small valid
 gzip pprof (the same bytes as badtarget.py's "ok" mode) over keep-alive.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Clients that go away abruptly, on every route of the status server.
 
 For each route (the web UI's pages, the text and JSON views, /metrics, the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The command line: --version, --help, --check-config on valid and invalid
 files (exit 2 and a message naming file, line and column), a bad config at
 start-up (exit 2), and `proflet targets` printing promtool-shaped JSON."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Dropped targets: /api/v1/targets lists at most keep-dropped-targets of a
 job's dropped targets and counts all of them (droppedTargetCounts, and the
 proflet_scrape_dropped_targets metric); the kept targets show the same

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A dry run touches nothing: `proflet targets` (with and without
 --show-dropped) runs discovery and relabeling only, and `--check-config`
 opens no connection at all.

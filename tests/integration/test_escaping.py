@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Bytes a target controls reach the status server's outputs escaped.
 
 A target on 127.0.0.1 answers 500 with a body holding invalid UTF-8

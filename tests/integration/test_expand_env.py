@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Environment expansion is opt-in: without --config.expand-env the file is
 read literally, so relabel templates ($$1, ${1}, ${name}, $name) mean what
 they mean in Prometheus; the same file through `promtool check

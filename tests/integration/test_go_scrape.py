@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A real Go service (standard library net/http/pprof with CPU, allocation,
 mutex and block load): proflet scrapes all five default profile types, the
 profiles land in the directory sink with the right labels, every file parses

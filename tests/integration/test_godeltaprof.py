@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """godeltaprof pass-through: with `use-delta-profiles: true`, memory, mutex
 and block come from /debug/pprof/delta_heap|delta_mutex|delta_block of a
 fixture that serves godeltaprof-style deltas (tests/pprof/deltaprof); proflet

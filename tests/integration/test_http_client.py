@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The HTTP client settings against real peers on 127.0.0.1:
 
 - `authorization` (inline and from a file) and `http-headers` (values,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The HTTP client settings on the Kubernetes API connection: a fake API
 server (tests/k8s/fake_apiserver.py) that demands one bearer token is
 listed and watched by a job that sends it through `authorization` (from a

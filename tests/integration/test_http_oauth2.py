@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """oauth2 client credentials against a local token endpoint that mints
 6-second tokens: every scrape reaches the target with a token the endpoint
 minted and that has not expired (the target refuses any other), the first

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """oauth2's own transport settings, with real peers: the token request
 goes over TLS to an https token endpoint trusted through oauth2's own
 `tls-config` (and fails, saying so, without it), and through Debian's

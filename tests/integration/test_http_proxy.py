@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Proxy settings against Debian's tinyproxy (demanding Proxy-Authorization):
 `proxy-url` with `proxy-connect-header` goes through it; without the header
 the proxy refuses (407) and the target never sees the job; `no-proxy` (a

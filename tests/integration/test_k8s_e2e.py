@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The seed's kubernetes-pods job end to end: proflet lists and watches a
 fake Kubernetes API server (tests/k8s/fake_apiserver.py), applies the seed's
 relabel rules unchanged (tests/agent/seeds/001_kubernetes_wrapped.yaml),

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The memory bound: whatever valid profile a target sends, proflet's peak
 RSS (VmHWM of the real process) stays under the bound docs/limits.md
 states,

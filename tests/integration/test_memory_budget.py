@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The memory budget: a profile whose processing would need more memory
 than limits.memory-budget is refused before it is inflated (reason
 over_budget, counted), proflet's peak RSS stays far below what inflating it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """/metrics with 4,000 jobs (two profile types each; about 6 KB of series a
 job, 25 MB in all) is streamed part by part: a full read passes `promtool
 check metrics` and holds every job's series once, 20 clients that ask for

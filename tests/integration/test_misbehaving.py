@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Misbehaving targets (slow, 404, 500, HTML, JSON, truncated gzip, an
 endless body, an oversized body, an empty body) each become that target's
 error — in /api/v1/targets and in proflet_scrape_failures_total — while a

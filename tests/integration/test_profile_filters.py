@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Sample-type and sample-label filters against the real Go demo service,
 checked with `go tool pprof` on what reaches the sink.
 

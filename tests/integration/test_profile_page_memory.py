@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A profile page streams from its flame graph's tree as the client reads
 it, never built whole: a hostile goroutine profile (400 roots x 49 frames
 of 1,500-character names, a few KB of gzip, whose page was 61 MB when it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """profile-relabel-configs against the real Go demo service: a rule on
 __name__ drops block, another empties goroutine's __name__ (neither pair is
 scraped; both are counted, each under its reason), a rule sets

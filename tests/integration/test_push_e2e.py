@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """proflet end to end with the Pyroscope push protocol: a real Go service
 scraped every second, two remote-write endpoints of which one is dead. The
 live receiver (tests/receiver/receiver.py, which decodes every PushRequest

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Remote-write transport options through proflet, against real peers:
   * HTTP/2 when offered: nghttpd (Debian's nghttp2-server) serves TLS with
     ALPN h2; its frame log must show proflet's push as an HTTP/2 POST to

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Remote-write over TLS with a rotating bearer token, through proflet: the
 receiver serves HTTPS with a certificate from a CA made at test time;
 proflet verifies it with `tls-config.ca-file` and `server-name`, sends the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Query parameters of the status server are read as Go's url.ParseQuery
 reads them, so links that browsers and scripts encode work: ?job= with a
 job name holding a space and a slash, spelled '+', '%20' or '%2F'; a pair

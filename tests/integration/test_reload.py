@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reloads: SIGHUP and POST /-/reload apply a new config; an invalid one is
 refused, logged, and the old one keeps running; targets that did not change
 keep their timers (no new pair is created for them)."""

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reloading `limits`: the new limits apply to the next scrapes, without a
 restart. A heap target whose profile (750 samples) is over max-samples
 fails every scrape as too large; a reload that raises max-samples and

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """A configuration that loads but cannot be applied (here a job whose
 in-cluster Kubernetes discovery has no KUBERNETES_SERVICE_HOST) fails the
 reload as an invalid file does: counted, logged, and the running

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reloads of a configuration of 10,000 jobs (one static target, two
 profile types each: 20,000 pairs) keep the event loop running: the file
 is loaded off the loop, a job whose settings did not change keeps what was

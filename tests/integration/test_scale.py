@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """1000 static targets on a local fixture: each is scraped once per interval
 and the scrape start times are spread across the interval (the largest
 burst per 100 ms is reported and bounded)."""

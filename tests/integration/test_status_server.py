@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The status server under attack and its access rules (issue 16):
 
 - 250 connections pipelining 200 GET /metrics each and never reading: the

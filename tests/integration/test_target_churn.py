@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Targets that leave take what proflet kept for them: under churn, where
 every new target is a new host:port (as a new pod's IP is), proflet holds
 about one kept-alive connection per live target, not one per target it

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """target-sampling and target-limit on a real proflet with file SD: 40
 targets in 4 groups at max-per-group 3 give 12 scraped targets; removing a
 chosen one brings exactly one replacement and leaves the other 11; adding

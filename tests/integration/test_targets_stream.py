@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """/api/v1/targets with 10,000 targets is streamed target by target:
 50 clients asking for it and reading nothing raise the peak RSS by a
 bounded amount (it used to be built whole, ~10 MB of JSON plus its json-c

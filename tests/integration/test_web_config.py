@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """--web.config.file (Prometheus' exporter-toolkit format): the status server
 speaks TLS (through OpenSSL memory BIOs on the libuv stream) and requires
 basic auth against bcrypt hashes; client certificates when asked; a bad

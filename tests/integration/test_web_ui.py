@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The web UI in a real browser (Debian's chromium, headless, reaching
 nothing but loopback): the targets page lists the demo service's targets as
 up and loads without console errors; ?q= filtering hides the other rows; a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """write-relabel-configs per remote-write endpoint, against the real Go demo
 service and two push receivers (tests/receiver/receiver.py decodes every
 PushRequest): one endpoint keeps only memory and mutex, the other drops

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A fake Kubernetes API server for proflet's discovery tests (stdlib only).
 
 It serves the parts of the core/v1 API that a pod-discovery client uses:

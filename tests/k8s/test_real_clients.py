@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Proves the fake API server behaves like Kubernetes for real clients:
 kubectl (list + watch with --output-watch-events) and the official Python
 client (watch.Watch().stream over list_namespaced_pod) must see the pods a

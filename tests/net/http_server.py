@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Test HTTP(S) server for tests/net: a scrape target that misbehaves on
 demand. Listens on 127.0.0.1, port 0, prints "PORT <n>" on stdout and serves
 until killed. Thread per connection, HTTP/1.1 keep-alive.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the tests/net suites (see net_test.h). Test-process only; the
  * child server is always reaped, and every wait has a deadline. */
 #include "net_test.h"

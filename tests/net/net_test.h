@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the tests/net suites: bounded loop runs, the Python test
  * server as a child process, throw-away TLS certificates. */
 #ifndef PROFLET_TESTS_NET_TEST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Integration tests of the libcurl-multi + libuv client (net/http.c)
  * against real local servers: tests/net/http_server.py (spawned, on
  * 127.0.0.1), a holding server on the test's own loop (the cancel test)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Tests of the status server (net/server.c) with real sockets on loopback.
  * The server runs on the test's loop in the main thread; a client thread
  * speaks raw HTTP over blocking sockets (5 s timeouts), records what it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The helpers the pprof unit tests share: profiles built with protobuf-c
  * (tprof.c), fed to a delta and decoded back, and checks of their values. */
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The helpers the pprof unit tests share (delta_run.c). */
 #ifndef PROFLET_TESTS_PPROF_DELTA_RUN_H
 #define PROFLET_TESTS_PPROF_DELTA_RUN_H

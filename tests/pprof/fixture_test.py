@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Checks the godeltaprof-style fixture (tests/pprof/deltaprof) really serves
 deltas, so the agent's pass-through tests rest on a sound fixture.
 

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Oracle test: proflet's delta equals `go tool pprof -base prev cur`.
 
 Builds examples/demoapp (a standard-library Go service with allocation,

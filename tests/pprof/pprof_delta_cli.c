@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pprof-delta: runs pprof_delta_process() over profile files in order, as
  * consecutive scrapes of one (target, profile type) pair, and writes every
  * emitted delta to OUTDIR/<n>.pb.gz (n = position of the input, from 0).

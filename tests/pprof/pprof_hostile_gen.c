@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* pprof-hostile-gen: writes valid but hostile pprof profiles, and sums
  * profiles, for the memory-bound integration test
  * (tests/integration/test_memory_bound.py), which needs profiles of a

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Reads `go tool pprof -raw` output into {stack key: [values]}.
 
 A stack key is (tuple of location addresses, leaf first; the sample's label

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of pprof/'s codec: the capped gunzip and gzip, the varint
  * readers, and the protobuf-c decoder. */
 #include <errno.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of every delta rule of docs/design.md "Deltas": baselines,
  * differenced and passed-through columns, duplicate keys, the order of the
  * last profile, filters, labels, pruning, resets, non-Go producers.

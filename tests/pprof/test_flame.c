@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of pprof/flame.c: the call tree of a profile built with
  * protobuf-c (tests/pprof/tprof): totals and self values per frame,
  * inlined frames expanded caller first, shared prefixes merged, the sample

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the delta against a reference model that sums and
  * subtracts decoded samples of random profiles, of the scratch buffers
  * kept per thread, and of memory grants. */

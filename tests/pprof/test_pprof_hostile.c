@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Hostile profiles: a gzip bomb (about 10 MB on the wire, 10 GiB inflated,
  * generated here, never committed), a million samples, a deep stack and
  * garbage. Each test runs in its own process (meson passes its name) and

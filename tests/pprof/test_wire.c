@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the delta's wire reading: profiles written field by field
  * (unpacked repeated fields, fields in any order, every width of ids,
  * lines, addresses and record lengths, records cut short), caps, growth of

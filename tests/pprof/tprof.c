@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Profile builder and content-keyed reader for the pprof tests (tprof.h).
  * Single-threaded; everything a builder allocates is freed by tp_free(). */
 #include "tprof.h"

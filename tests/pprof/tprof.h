@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /** Test helpers for pprof/: build profiles with protobuf-c (the encoder the
  * library does not use on its hot path, so tests do not reuse the code they
  * check), and read samples back by content rather than by id. */

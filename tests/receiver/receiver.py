@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """A Pyroscope test receiver: push (Connect unary, binary protobuf) and the
 legacy /ingest API, with fault injection and a control API for tests.
 

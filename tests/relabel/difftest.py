@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Differential test: our relabeling against Prometheus itself.
 
 Generates random label sets and rule lists (fixed seed) covering every

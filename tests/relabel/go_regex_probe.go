@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // go_regex_probe: the Go side of regexdiff.py. Compiles each regex as
 // Prometheus does ("^(?s:" + re + ")$") with Go's regexp and prints the
 // error or the leftmost-first submatch offsets, in regex_probe's format.

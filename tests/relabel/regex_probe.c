@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* regex_probe: the C side of regexdiff.py. Compiles and runs regexes
  * exactly as relabeling does (relabel/regex.c: "^(?s:" + re + ")$" on RE2)
  * and prints what Go's regexp prints in tests/relabel/go_regex_probe.go.

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Differential test of relabel regexes against Go's regexp itself.
 
 Prometheus compiles each relabel regex with Go as "^(?s:" + re + ")$".

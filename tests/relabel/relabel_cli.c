@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* relabel_cli: the bridge between difftest.py and our relabel library.
  *
  * Reads one JSON document from stdin (at most 64 MiB):

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conformance: Prometheus' own TestRelabel (34 cases), TestRelabelValidate
  * (10) and TestTargetLabelLegacyValidity (16), exported as JSON from
  * prometheus/model/relabel/relabel_test.go and checked in under

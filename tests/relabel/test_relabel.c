@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for relabel/: every action, every validation message, Go's
  * ExpandString edge cases, Go regexp semantics where other engines differ,
  * invalid UTF-8, limits, schemes, sanitising and concurrent use.

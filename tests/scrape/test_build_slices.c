@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of how the scrape manager builds discovery updates and keeps
  * builds across reloads (scrape/manager.c), on a real libuv loop with a
  * transport that never answers (the interval is an hour: nothing is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of the scrape manager's schedule (scrape/manager.c,
  * scrape/pair.c) on a real libuv loop with a fake transport: each pair's
  * scrapes land on its Prometheus offset inside the interval, as computed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests of stable target sampling (scrape/sample.c): 40 targets in 4
  * groups at max-per-group 3 choose 12; removing a chosen target brings
  * exactly one replacement; adding targets keeps the chosen ones; with no

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Unit tests for scrape/target.c: PopulateLabels-style checks (address,
  * default ports, __port__, instance, UTF-8, __meta_*), per-target profile
  * overrides, query parameters set once, duration profiles, service_name

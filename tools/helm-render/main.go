@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // helm-render renders a Helm chart the way `helm template` does, for the
 // subset of Helm that proflet's chart uses. Helm is not packaged in Debian;
 // this program is built from Debian's Go packages only:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: proflet's resident memory under pod churn, over a long run.
 
 A fake Kubernetes API server holds up to 100 pod names; every 0.05 s one of

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: CPU and RSS of proflet scraping N targets x 5 profile types
 (cpu, memory, goroutine, mutex, block) every 15 s from a local fixture,
 pushing to a local receiver that only counts, plus the p50 and p99 scrape

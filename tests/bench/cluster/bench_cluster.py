@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: clustered replicas sharing N loopback targets (default 1,000)
 through the fake Kubernetes API server, 3 -> 4 -> 3 replicas.
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark: initial sync of 10,000 pods (paginated, 500 per page) from the
  * fake API server, then 100 MODIFIED events/s for 10 s. Prints time to the
  * first sync, CPU (user+sys) of each phase and peak RSS. Not a timed test:

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Benchmark: a whole proflet discovering a cluster of N pods (default
 10,000; two container ports each, half annotated for scraping) from the fake
 API server with the kubernetes-pods job of the Pyroscope seed, every pod IP

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Forwarding benchmark: push throughput of 100 KB profiles to a local
 receiver (receiver.py --fast: counts bytes, no decoding; single Python
 process, so it may be the bottleneck), the driver's CPU per profile, and

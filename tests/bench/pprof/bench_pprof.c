@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark of one delta: `bench_pprof [-l level] [-n iters] [-m] prev cur`.
  *
  * Each iteration seeds a fresh state with `prev` (untimed) and times

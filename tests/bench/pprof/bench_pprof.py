@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """pprof delta benchmark: proflet vs the libdeflate floor vs a Go reference.
 
 Pairs of consecutive heap/mutex/block profiles:

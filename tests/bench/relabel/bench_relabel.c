@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Benchmark: 10,000 synthetic Kubernetes pod targets (about 20 meta labels
  * each, 90% annotated for scraping) through the relabel rules of seed 001's
  * kubernetes-pods job (9 rules), then through those plus 6 more typical

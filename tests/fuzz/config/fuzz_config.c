@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: arbitrary bytes as a configuration file. The loader must
  * either return a config (then freed) or an error with a message, never
  * crash, leak or read out of bounds. The corpus holds the test fixtures. */

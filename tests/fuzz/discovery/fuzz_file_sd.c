@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: file_sd documents; the first byte picks YAML (odd) or JSON.
  * Every target is a well-formed label set carrying the file's path in
  * __meta_filepath. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: a watch stream fed in uneven chunks to an incremental
  * json_tokener (as the kubernetes provider does), each event's object, and
  * each item of a list page, run through the pod, node and namespace label

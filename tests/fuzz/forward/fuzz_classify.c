@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: a server's error answer (status + untrusted body) through
  * fwd__classify(), which decides what is resent. Input: 2 bytes of status
  * (big-endian), then the body. Besides not crashing, the verdict must keep

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: spool segment files and records (untrusted: torn, damaged
  * or hostile files on disk).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: an Authorization header's value through the status
  * server's Basic-auth parser (net__auth_parse, which server.c runs on the
  * header it kept, at most 511 bytes).

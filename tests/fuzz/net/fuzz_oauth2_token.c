@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a token endpoint's answer, as the oauth2 client reads
  * it (net__oauth2_token_parse). Checks what the request path relies on: a
  * token it accepts makes one header line (no CR, LF or NUL) of the form

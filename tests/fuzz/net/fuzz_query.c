@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a request target (path?query#fragment) through the
  * status server's split and path decoding (net__req_get, fed a request
  * line as server.c feeds it) and its query lookup (net_query_get, which

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: raw bytes through the status server's request path
  * (net__req_feed -> net__req_get -> response head), exactly as server.c
  * drives it, minus the socket. The first byte picks the feed chunk size so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: bytes as a --web.config.file (exporter-toolkit's
  * tls_server_config and basic_auth_users) through net/web.c's loader,
  * from memory and without reading the TLS files it names (so the YAML

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: gunzip + wire scan + delta + encode + gzip, over a sequence
  * of three profiles fed to one delta state (A, B, A), so baselines, deltas,
  * resets and poisoned states are all reached. Every emitted profile must

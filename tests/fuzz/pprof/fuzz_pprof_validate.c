@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Fuzz target: capped gunzip + protobuf-c decode through the arena
  * allocator + reference validation (pprof_validate), with small caps; and
  * the flame graph of what validates, whose every node's total must be its

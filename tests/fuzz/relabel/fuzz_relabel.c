@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: compiles a relabel rule from fuzzed strings (regex,
  * replacement, target label, separator, action) and applies it to fuzzed
  * labels. Input, one field per line:

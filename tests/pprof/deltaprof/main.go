@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // deltaprof is a test fixture that serves godeltaprof-style profiles:
 // /debug/pprof/delta_heap, /debug/pprof/delta_mutex and /debug/pprof/delta_block
 // return gzip pprof holding only what changed since the previous call of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command unmerged reads pprof files as they are, without the merge that
 // `go tool pprof -raw` applies (which drops all-zero samples and sums
 // samples with the same key), and reports what a delta must never emit:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // series writes a run of cumulative snapshots of one process, for the
 // scale benchmark: a fixture serves them in turn, so every scrape of
 // memory, mutex and block brings a real delta.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // gen writes pairs of consecutive profiles for the pprof benchmark.
 //
 //	gen -mode std -out DIR   heap/mutex/block pairs from standard-library

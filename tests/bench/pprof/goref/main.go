@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // goref is the Go reference pipeline for the pprof benchmark, built from
 // Debian's golang-github-google-pprof-dev: parse both profiles, subtract the
 // previous one (Scale(-1) + Merge, as `go tool pprof -base` does) and write
