@@ -747,6 +747,17 @@ static char *provider_key(const struct disc__provider_ops *ops, const char *sig,
     return k;
 }
 
+/* Puts `p` at the head of the manager's list of providers. */
+static void provider_list_push(struct disc_manager *m, struct disc__provider *p)
+{
+    p->_prev = NULL;
+    p->_next = m->providers;
+    if (m->providers)
+        m->providers->_prev = p;
+    m->providers = p;
+    m->n_providers++;
+}
+
 static int provider_link(struct disc_manager *m, struct disc__provider *p)
 {
     char *key = provider_key(p->ops, p->_sig, p->job);
@@ -772,12 +783,7 @@ static int provider_link(struct disc_manager *m, struct disc__provider *p)
     p->_hnext = b->head;
     b->head = p;
     p->_bucket = b;
-    p->_prev = NULL;
-    p->_next = m->providers;
-    if (m->providers)
-        m->providers->_prev = p;
-    m->providers = p;
-    m->n_providers++;
+    provider_list_push(m, p);
     return 0;
 }
 
@@ -889,12 +895,7 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
     p->_srcs = calloc(1, sizeof(*p->_srcs));
     if (provider_link(m, p) < 0) {
         /* Stopped as any other: on the list, in no bucket. */
-        p->_prev = NULL;
-        p->_next = m->providers;
-        if (m->providers)
-            m->providers->_prev = p;
-        m->providers = p;
-        m->n_providers++;
+        provider_list_push(m, p);
         provider_stop(m, p);
         goto oom;
     }

@@ -40,6 +40,26 @@ static void entry_free(struct source_entry *e)
     free(e);
 }
 
+/* A source entry for the targets of `grp`, with room for the results of
+ * a build done in slices when `pending`; NULL on OOM. */
+static struct source_entry *entry_new(const struct disc_group *grp, bool pending)
+{
+    struct source_entry *e = calloc(1, sizeof(*e));
+
+    if (!e)
+        return NULL;
+    e->source = strdup(grp->source);
+    e->discovered = disc_targets_ref(grp->targets);
+    e->n = grp->targets->n;
+    if (pending)
+        e->results = calloc(e->n ? e->n : 1, sizeof(*e->results));
+    if (!e->source || (pending && !e->results)) {
+        entry_free(e);
+        return NULL;
+    }
+    return e;
+}
+
 /* Asks the owner filter about a built target, by the hash of its final
  * labels (the same on every process with the same configuration). A target
  * owned elsewhere keeps its labels for the API but yields no pair. */
@@ -771,32 +791,15 @@ void scrape_manager_sync(const char *jobname, const struct disc_group *groups, s
         if (pb)
             pending_cancel(m, pb); /* superseded */
         if (grp->targets && !m->dry_run && !budget_take(m, grp->targets->n)) {
-            ne = calloc(1, sizeof(*ne));
-            if (!ne)
+            if (!(ne = entry_new(grp, true)))
                 continue;
-            ne->source = strdup(grp->source);
-            ne->discovered = disc_targets_ref(grp->targets);
-            ne->n = grp->targets->n;
-            ne->results = calloc(ne->n ? ne->n : 1, sizeof(*ne->results));
-            if (!ne->source || !ne->results) {
-                entry_free(ne);
-                continue;
-            }
             pending_add(m, job, key, ne);
             continue;
         }
         built = true;
         if (grp->targets) {
-            ne = calloc(1, sizeof(*ne));
-            if (!ne)
+            if (!(ne = entry_new(grp, false)))
                 continue;
-            ne->source = strdup(grp->source);
-            ne->discovered = disc_targets_ref(grp->targets);
-            ne->n = grp->targets->n;
-            if (!ne->source) {
-                entry_free(ne);
-                continue;
-            }
             entry_build(m, job, ne);
             if (hashmap_put(&job->sources, key, ne) < 0) {
                 entry_release(m, job, ne);
