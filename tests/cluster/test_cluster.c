@@ -186,6 +186,18 @@ static void closed(void *ud)
     *(bool *)ud = true;
 }
 
+/* Closes the cluster, runs the loop until it is closed, and closes the
+ * loop, which must then hold no handle. */
+static void close_all(struct cluster *c, uv_loop_t *loop)
+{
+    bool done = false;
+
+    cluster_close(c, closed, &done);
+    uv_run(loop, UV_RUN_DEFAULT);
+    ASSERT_TRUE(done);
+    ASSERT_EQ(uv_loop_close(loop), 0);
+}
+
 static void run_until_change(uv_loop_t *loop, int want)
 {
     for (int i = 0; i < 1000 && changes < want; i++)
@@ -203,7 +215,6 @@ TEST(static_membership_on_a_loop)
     struct cluster *c;
     size_t n, mine = 0, total = 2000;
     uint64_t s = 5;
-    bool done = false;
     char err[256];
 
     uv_loop_init(&loop);
@@ -252,10 +263,7 @@ TEST(static_membership_on_a_loop)
     for (size_t i = 0; i < total; i++)
         ASSERT_FALSE(cluster_owns(next_id(&s), NULL, c));
 
-    cluster_close(c, closed, &done);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    ASSERT_TRUE(done);
-    ASSERT_EQ(uv_loop_close(&loop), 0);
+    close_all(c, &loop);
 }
 
 /* A name listed twice (a pod of that name in two watched namespaces) is
@@ -271,7 +279,6 @@ TEST(a_name_seen_twice_is_one_peer)
     const char *const *view;
     struct buf m;
     size_t n;
-    bool done = false;
     char err[256];
 
     uv_loop_init(&loop);
@@ -290,10 +297,7 @@ TEST(a_name_seen_twice_is_one_peer)
     ASSERT_TRUE(m.data && strstr(m.data, "\nproflet_cluster_peers 2\n") != NULL);
     buf_done(&m);
 
-    cluster_close(c, closed, &done);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    ASSERT_TRUE(done);
-    ASSERT_EQ(uv_loop_close(&loop), 0);
+    close_all(c, &loop);
 }
 
 /* Without clustering, leaving (shutdown) changes nothing: every target
@@ -303,7 +307,6 @@ TEST(leaving_without_clustering_announces_nothing)
     uv_loop_t loop;
     struct cluster_opts o = { .changed = changed };
     struct cluster *c;
-    bool done = false;
 
     uv_loop_init(&loop);
     o.loop = &loop;
@@ -317,10 +320,7 @@ TEST(leaving_without_clustering_announces_nothing)
     ASSERT_EQ(changes, 0);
     ASSERT_TRUE(cluster_owns(7, NULL, c));
     ASSERT_STR_EQ(cluster_self(c), "");
-    cluster_close(c, closed, &done);
-    uv_run(&loop, UV_RUN_DEFAULT);
-    ASSERT_TRUE(done);
-    ASSERT_EQ(uv_loop_close(&loop), 0);
+    close_all(c, &loop);
 }
 
 int main(int argc, char **argv)

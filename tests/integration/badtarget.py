@@ -41,9 +41,10 @@ def field(num, payload):
     return varint(num << 3 | 2) + varint(len(payload)) + payload
 
 
-def tiny_pprof():
-    """A minimal valid goroutine-like profile: one sample, one location."""
-    strings = [b"", b"goroutine", b"count", b"main.main", b"main.go"]
+def tiny_pprof(function=b"main.main"):
+    """A minimal valid goroutine-like profile: one sample, one location in
+    `function`."""
+    strings = [b"", b"goroutine", b"count", function, b"main.go"]
     vt = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(2)
     sample = varint(1 << 3 | 0) + varint(1) + varint(2 << 3 | 0) + varint(3)
     line = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(10)

@@ -18,7 +18,6 @@ error body carries that part). Then:
   - a profile whose function name holds the same bytes is drawn on its
     page with the name escaped.
 """
-import gzip
 import http.server
 import re
 import json
@@ -27,6 +26,7 @@ import subprocess
 import threading
 
 from lib import *
+from badtarget import tiny_pprof
 
 EVIL = b"boom \xff\xfe\x1b[2J\x1b[31mred\nFAKE  goroutine up  2026-01-01  http://forged/ <b>x</b>"
 N_TARGETS = 2
@@ -55,33 +55,10 @@ remote-write:
 EVIL_FN = b"main.\x1b[31mred\xff<script>alert(1)</script>"
 
 
-def varint(n):
-    out = bytearray()
-    while True:
-        b, n = n & 0x7F, n >> 7
-        out.append(b | 0x80 if n else b)
-        if not n:
-            return bytes(out)
-
-
-def field(num, payload):
-    return varint(num << 3 | 2) + varint(len(payload)) + payload
-
-
 def evil_profile():
     """A valid goroutine profile of one sample in one function whose name
     holds ESC, an invalid byte and markup."""
-    strings = [b"", b"goroutine", b"count", EVIL_FN, b"main.go"]
-    vt = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(2)
-    sample = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(3)
-    line = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(10)
-    loc = varint(1 << 3) + varint(1) + varint(3 << 3) + varint(0x401000) + field(4, line)
-    fn = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(3) + varint(4 << 3) + varint(4)
-    body = field(1, vt) + field(2, sample) + field(4, loc) + field(5, fn)
-    for s in strings:
-        body += field(6, s)
-    body += field(11, vt) + varint(12 << 3) + varint(1)
-    return gzip.compress(body)
+    return tiny_pprof(EVIL_FN)
 
 
 class Evil(http.server.BaseHTTPRequestHandler):
