@@ -11,10 +11,9 @@
  *
  * Loop thread only; the struct is embedded in the agent and owns its timer
  * handle, closed with the agent's other handles at shutdown. */
-#include <time.h>
-
 #include "agent/looplag.h"
 
+#include "common/clock.h"
 #include "common/macros.h"
 
 #define LAG_TICK_MS 10
@@ -25,20 +24,11 @@ static const double lag_bounds[] = {
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10,
 };
 
-static uint64_t thread_cpu_ns(void)
-{
-    struct timespec ts;
-
-    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
-        return 0;
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static void tick(uv_timer_t *t)
 {
     struct looplag *l = t->data;
     uint64_t now = uv_hrtime(), due = l->last_ns + (uint64_t)LAG_TICK_MS * 1000000u;
-    uint64_t late = now > due ? now - due : 0, cpu = thread_cpu_ns();
+    uint64_t late = now > due ? now - due : 0, cpu = clock_thread_cpu_ns();
     uint64_t spent = cpu > l->last_cpu_ns ? cpu - l->last_cpu_ns : 0;
     uint64_t busy = spent < late ? spent : late;
 
@@ -62,7 +52,7 @@ int looplag_start(struct looplag *l, uv_loop_t *loop)
         return r;
     l->timer.data = l;
     l->last_ns = uv_hrtime();
-    l->last_cpu_ns = thread_cpu_ns();
+    l->last_cpu_ns = clock_thread_cpu_ns();
     /* Not a reason to keep the loop running: shutdown closes it anyway. */
     uv_unref((uv_handle_t *)&l->timer);
     return uv_timer_start(&l->timer, tick, LAG_TICK_MS, LAG_TICK_MS);

@@ -29,3 +29,12 @@ uint64_t clock_mono_ms(void)
 {
     return clock_mono_ns() / 1000000ULL;
 }
+
+uint64_t clock_thread_cpu_ns(void)
+{
+    struct timespec ts;
+
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0)
+        return 0;
+    return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}

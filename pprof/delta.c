@@ -75,6 +75,7 @@
 #include <emmintrin.h>
 #endif
 
+#include "common/clock.h"
 #include "pprof/internal.h"
 
 /* A restart is declared when more than this fraction of the keys found in
@@ -237,14 +238,6 @@ struct ctx {
 enum { COL_PLAIN = -1, COL_DROPPED = -2 };
 enum { LOC_FN_NONE = UINT32_MAX, LOC_FN_SEVERAL = UINT32_MAX - 1 };
 enum { LBL_UNKNOWN, LBL_KEEP, LBL_DROP };
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int corrupt(struct ctx *c, const char *what)
 {
@@ -427,7 +420,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     size_t raw_len = 0;
     bool reset = false;
     int64_t prev_time = d->prev_time;
-    uint64_t t0 = ph ? now_ns() : 0, t1;
+    uint64_t t0 = ph ? clock_thread_cpu_ns() : 0, t1;
     int rc;
 
     *out = NULL;
@@ -449,7 +442,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         goto fail;
     }
     if (ph) {
-        t1 = now_ns();
+        t1 = clock_thread_cpu_ns();
         ph->gunzip = t1 - t0;
         t0 = t1;
     }
@@ -488,7 +481,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         d->ncum = c.ncum;
     }
     if (ph) {
-        t1 = now_ns();
+        t1 = clock_thread_cpu_ns();
         ph->decode = t1 - t0;
         t0 = t1;
     }
@@ -508,7 +501,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     if (d->seeded && c.decreased * RESET_DECREASE_DEN > c.matched * RESET_DECREASE_NUM)
         reset = true;
     if (ph) {
-        t1 = now_ns();
+        t1 = clock_thread_cpu_ns();
         ph->delta = t1 - t0;
         t0 = t1;
     }
@@ -528,7 +521,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
     if ((rc = encode(&c, prev_time)) < 0)
         goto fail;
     if (ph) {
-        t1 = now_ns();
+        t1 = clock_thread_cpu_ns();
         ph->encode = t1 - t0;
         t0 = t1;
     }
@@ -543,7 +536,7 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         c.out = NULL;
     }
     if (ph)
-        ph->gzip = now_ns() - t0;
+        ph->gzip = clock_thread_cpu_ns() - t0;
     ctx_done(&c);
     pprof__acct_end();
     pprof__scratch_release();

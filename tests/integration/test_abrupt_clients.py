@@ -178,6 +178,8 @@ def slow_read(srv, req):
     for _ in range(SLOW_BYTES):
         if time.monotonic() > end or not s.recv(1):
             break
+        # The pace is the behaviour under test (a reader slower than the
+        # server writes), not a wait for anything.
         time.sleep(0.005)
     s.close()
 

@@ -220,6 +220,8 @@ remote-write:
                     print(f"{now - t0:7.0f} {rss:8.1f} {anon:9.1f} {pairs:6.0f} {created:8.0f} {fds:5d} "
                           f"{scrapes:8.0f} {fails:8.0f}", flush=True)
                     next_sample += step
+                # Pacing of the benchmark's own schedule (the next reload or
+                # sample), not a wait for proflet.
                 time.sleep(min(0.5, max(0.0, min(next_reload, next_sample) - time.monotonic())))
         finally:
             stop_ev.set()
