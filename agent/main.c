@@ -107,12 +107,23 @@ static void usage(FILE *f)
  * what the memory budget lets in flight, and under target churn the holes
  * left between longer-lived blocks stayed resident (docs/limits.md,
  * docs/benchmarks.md). Fixing the threshold at its initial value keeps
- * them mapped and unmapped whole. A threshold set in the environment wins. */
-static void fix_mmap_threshold(void)
+ * them mapped and unmapped whole.
+ *
+ * Fixing it also fixes the trim threshold at 128 KiB: every free at the top
+ * of a heap then gives pages back, and the next allocation faults them in
+ * again. On a VM both cost page-table work by the megabyte, on the loop
+ * thread: a burst of connections closing at once stalled the loop tens of
+ * ms in one brk. A heap keeps up to TRIM_KEEP free at its top instead.
+ * Thresholds set in the environment win. */
+#define TRIM_KEEP (2 * 1024 * 1024)
+
+static void fix_malloc_thresholds(void)
 {
-    if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("GLIBC_TUNABLES"))
+    if (getenv("MALLOC_MMAP_THRESHOLD_") || getenv("MALLOC_TRIM_THRESHOLD_") ||
+        getenv("GLIBC_TUNABLES"))
         return;
     mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_TRIM_THRESHOLD, TRIM_KEEP);
 }
 
 /* libuv reads UV_THREADPOOL_SIZE once, at the pool's first use: set it from
@@ -478,7 +489,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     int r;
 
     memset(&a, 0, sizeof(a));
-    fix_mmap_threshold();
+    fix_malloc_thresholds();
     /* A peer that went away must cost its connection, not the process:
      * writes to a closed socket or pipe then fail with EPIPE, which every
      * writer (status server, forwarder, libcurl) handles as an error. */
