@@ -2,7 +2,8 @@
 /* The top level of proflet's configuration file: the few keys the agent
  * itself owns (log level, status server, external labels, worker pool) and
  * the assembly of every module's settings into one schema. Loading is
- * conf/'s; checking a module's settings is that module's.
+ * conf/'s; checking a module's settings is that module's (docs/design.md
+ * "Configuration").
  *
  * Const data and pure hooks; any thread. */
 #include <string.h>

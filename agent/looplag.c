@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The loop-lag gauge: a timer repeating every LAG_TICK_MS measures, at each
- * tick, how much later than planned it ran. libuv re-arms a repeating timer
- * from the loop's time before running its callback, so a tick is late by
- * the time the loop spent elsewhere (a long callback, a long poll phase):
- * the lateness of the ticks bounds every stall of the loop from below,
- * within a tick. The thread's CPU time over the same span tells how much
- * of a lateness was the loop's own work (a long callback) rather than the
- * process waiting for a core on a loaded machine; a stall of that kind is
- * a bug wherever it runs.
+/* The loop-lag gauge (docs/design.md "Tests"): a timer repeating every
+ * LAG_TICK_MS measures, at each tick, how much later than planned it ran.
+ * libuv re-arms a repeating timer from the loop's time before running its
+ * callback, so a tick is late by the time the loop spent elsewhere (a long
+ * callback, a long poll phase): the lateness of the ticks bounds every stall
+ * of the loop from below, within a tick. The thread's CPU time over the same
+ * span tells how much of a lateness was the loop's own work (a long callback)
+ * rather than the process waiting for a core on a loaded machine; a stall of
+ * that kind is a bug wherever it runs.
  *
  * Loop thread only; the struct is embedded in the agent and owns its timer
  * handle, closed with the agent's other handles at shutdown. */

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* proflet's entry point: command line, start-up, signals and shutdown.
+/* proflet's entry point: command line, start-up, signals and shutdown
+ * (docs/design.md "Threads").
  *
  * Everything runs on one libuv loop owned by this file's `struct agent`.
  * Start-up sizes libuv's pool (UV_THREADPOOL_SIZE) before anything can use

@@ -5,7 +5,7 @@
  * the profile was sent with. A pair that stops takes its profile with it
  * (recent_forget()): under pod churn every new pod is a new target, and
  * the profiles of the departed ones, which no page lists, would otherwise
- * fill the whole cap.
+ * fill the whole cap (docs/design.md "Modules").
  *
  * Loop thread only. The store owns its copies; a profile returned by
  * recent_get() is valid until the next recent_put() or recent_free(). */

@@ -3,7 +3,8 @@
  * /-/reload): the new file is loaded and checked completely, then applied
  * module by module. An invalid file, or one that discovery or the
  * forwarder cannot apply, fails the reload (counted, logged) and leaves the
- * running configuration in place; at start it fails start-up.
+ * running configuration in place; at start it fails start-up
+ * (docs/design.md "Configuration").
  *
  * A reload on SIGHUP reads, parses and checks the file (and compiles its
  * rules) as one job of the work queue, which owns its copy of the path and the

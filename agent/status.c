@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The status server's handlers: /metrics, /-/healthy, /-/ready,
  * POST /-/reload (only with --web.enable-lifecycle), /api/v1/targets and
- * /targets.
+ * /targets (docs/design.md "Modules").
  *
  * Loop thread only: every handler answers synchronously from the modules'
  * state, except /api/v1/targets and /metrics, which the server streams part

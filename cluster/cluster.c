@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Cluster membership: the live peers, and which targets this replica owns.
+/* Cluster membership: the live peers, and which targets this replica owns
+ * (docs/design.md "Modules"; docs/clustering.md).
  *
  * Loop thread only. Static membership is the configured list, in force at
  * once. Kubernetes membership runs its own discovery manager with one job

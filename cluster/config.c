@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The `clustering:` settings: whether replicas share targets, this
  * replica's name, and where the peers come from (a fixed list, or the pods
- * of a kubernetes-sd-shaped block), with the checks made at load.
+ * of a kubernetes-sd-shaped block), with the checks made at load
+ * (docs/design.md "Configuration").
  *
  * Const data and pure hooks; any thread. */
 #include <string.h>

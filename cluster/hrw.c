@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Rendezvous (highest-random-weight) hashing: which peer owns a target.
+/* Rendezvous (highest-random-weight) hashing: which peer owns a target
+ * (docs/design.md "Modules").
  *
  * Pure, any thread. Each (peer, target) pair gets a weight, XXH64 of the
  * target's identity (8 bytes, little-endian) seeded with the hash of the

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Capped growable buffer. Pure, single-owner, no threads. Growth doubles so
- * appends are amortised O(1); the cap is checked before any allocation. */
+/* Capped growable buffer (docs/design.md "Modules"). Pure, single-owner, no
+ * threads. Growth doubles so appends are amortised O(1); the cap is checked
+ * before any allocation. */
 #include "buf.h"
 
 #include <errno.h>

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Wall-clock and monotonic time (see clock.h). Any thread. */
+/* Wall-clock and monotonic time (see clock.h; docs/design.md "Modules").
+ * Any thread. */
 #include <time.h>
 
 #include "common/clock.h"

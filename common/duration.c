@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus duration syntax (prometheus/common model.ParseDuration and
- * Duration.String). Pure. */
+ * Duration.String; docs/design.md "Configuration"). Pure. */
 #include "duration.h"
 
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* File-system helpers: `mkdir -p` and the temp-file-then-rename write that
  * the directory sink and the spool cursor both rely on, so that a crash or a
- * concurrent reader never sees half a file.
+ * concurrent reader never sees half a file (docs/design.md "Modules").
  *
  * Threading: plain blocking syscalls with no shared state; callers run them
  * on libuv pool threads. Paths are bounded by PATH_MAX-sized stack buffers. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Linear-probing map with tombstones. Slot states: value NULL and key 0 is
- * empty; value NULL and key 1 is a tombstone. The table grows at 70 % load
- * (counting tombstones), so probes stay short. Single owner, no threads. */
+/* Linear-probing map with tombstones (docs/design.md "Modules"). Slot states:
+ * value NULL and key 0 is empty; value NULL and key 1 is a tombstone. The
+ * table grows at 70 % load (counting tombstones), so probes stay short.
+ * Single owner, no threads. */
 #include "hashmap.h"
 
 #include <errno.h>

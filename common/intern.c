@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The string intern pool (see intern.h). A chained hash table of entries
- * that hold their text inline; lookups and inserts take the mutex, taking
- * another reference to an entry one already holds, or dropping one that is
- * not the last, does not. The last reference is dropped under the mutex, so
- * an entry is removed exactly when no lookup can find it any more. */
+/* The string intern pool (see intern.h; docs/design.md "Modules"). A chained
+ * hash table of entries that hold their text inline; lookups and inserts take
+ * the mutex, taking another reference to an entry one already holds, or
+ * dropping one that is not the last, does not. The last reference is dropped
+ * under the mutex, so an entry is removed exactly when no lookup can find it
+ * any more. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>

@@ -3,7 +3,8 @@
  * interned strings (common/intern.h): the many sets that hold the same
  * names and values share their bytes, and copying a set copies its array
  * and takes references, not strings. Sets are small (tens of labels) and a
- * binary search finds a name. */
+ * binary search finds a name. The label-set hash is the one of
+ * docs/design.md "Targets, labels and scheduling". */
 #include "common/array.h"
 #include "labels.h"
 

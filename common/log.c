@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* logfmt to stderr. One fwrite per line so lines from different processes
- * sharing stderr do not interleave; values are quoted when they contain
- * spaces, quotes, '=' or control bytes. Loop thread only. */
+/* logfmt to stderr (docs/design.md "Modules"). One fwrite per line so lines
+ * from different processes sharing stderr do not interleave; values are
+ * quoted when they contain spaces, quotes, '=' or control bytes. Loop thread
+ * only. */
 #include "log.h"
 
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The Prometheus text format writer (see promtext.h). Pure; the caller
- * owns the buffer. */
+/* The Prometheus text format writer (see promtext.h; docs/design.md
+ * "Modules"). Pure; the caller owns the buffer. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The string-keyed chained hash table (see strtab.h). Pure; the owner
- * serialises access. */
+/* The string-keyed chained hash table (see strtab.h; docs/design.md
+ * "Modules"). Pure; the owner serialises access. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* UTF-8 as Go reads it: the one decoder behind label validation, relabel
- * regexes and templates, Go-style quoting in messages, and the writers
- * that put bytes from targets into JSON and text the agent serves. Pure
- * functions, no state, any thread; callers own every buffer. */
+/* UTF-8 as Go reads it (docs/design.md "Modules"): the one decoder behind
+ * label validation, relabel regexes and templates, Go-style quoting in
+ * messages, and the writers that put bytes from targets into JSON and text
+ * the agent serves. Pure functions, no state, any thread; callers own every
+ * buffer. */
 #include "utf8.h"
 
 #include <stdint.h>

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The bounded CPU work queue (see workq.h): a window of uv_queue_work jobs
- * under a memory budget, plus a FIFO backlog on the loop thread. The head
- * of the FIFO waits for room rather than letting cheaper jobs pass it, so a
- * large profile is never starved by a stream of small ones. The loop thread owns every field;
- * a pool thread only runs a job's `fn` on its own argument. */
+/* The bounded CPU work queue (see workq.h; docs/design.md "Threads"): a
+ * window of uv_queue_work jobs under a memory budget, plus a FIFO backlog on
+ * the loop thread. The head of the FIFO waits for room rather than letting
+ * cheaper jobs pass it, so a large profile is never starved by a stream of
+ * small ones. The loop thread owns every field; a pool thread only runs a
+ * job's `fn` on its own argument. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>

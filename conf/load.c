@@ -1,10 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Loading a document: parse into the positioned tree (tree.c), check and
- * normalise it (walk.c), emit it and let libcyaml load it into the modules'
- * structs with malloc, then run each section's `finish` hook beside the
- * node it came from, so that even checks on loaded values name their
- * FILE:LINE:COL. The document is reference counted: modules that keep
- * objects across reloads hold a reference to the settings they run with.
+/* Loading a document (docs/design.md "Configuration"): parse into the
+ * positioned tree (tree.c), check and normalise it (walk.c), let libcyaml
+ * load it, then run each section's `finish` hook. The document is reference
+ * counted.
  *
  * Any thread, one load per call; a document is immutable once loaded, so
  * references may be shared, but counting them is not atomic: the loop

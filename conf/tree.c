@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The positioned YAML tree of one load: libyaml events become nodes that
  * keep their line and column, so every later check can name FILE:LINE:COL;
- * the normalised tree is emitted back as YAML for libcyaml.
+ * the normalised tree is emitted back as YAML for libcyaml (docs/design.md
+ * "Configuration").
  *
  * Nodes live in an arena owned by the load (capped, freed in one go).
  * Single-threaded per load; no global state. */

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The schema walk: checks the positioned tree against the libcyaml schema
- * and normalises it so libcyaml can load it as is. Keys are matched in
- * kebab-case whatever the user wrote (snake_case and a section's aliases are
- * accepted); unknown or doubled keys, wrong shapes, bad scalars and missing
- * keys are reported at their node; `${VAR}` is expanded when asked;
- * durations and sizes become integers; defaults are inserted; user maps
- * become sequences of entries; each section's hooks run around its
- * mappings.
+/* The schema walk (docs/design.md "Configuration"): checks the positioned
+ * tree against the libcyaml schema and normalises it so libcyaml can load it
+ * as is. Keys are matched in kebab-case whatever the user wrote (snake_case
+ * and a section's aliases are accepted); unknown or doubled keys, wrong
+ * shapes, bad scalars and missing keys are reported at their node; `${VAR}`
+ * is expanded when asked; durations and sizes become integers; defaults are
+ * inserted; user maps become sequences of entries; each section's hooks run
+ * around its mappings.
  *
  * Single-threaded per load; no global state besides getenv(). */
 #include <ctype.h>

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Discovery's settings: the libcyaml fields of static, file and Kubernetes
- * discovery, their defaults, and the checks Prometheus makes when it loads
- * them, so a piece that would fail when applied is refused at load with its
- * position. Const data and checks; any thread. The checks are pure but for
- * one: a kubeconfig-file is read and parsed at load (discovery reads it
- * again when it applies the job), so --check-config, start-up and a reload
- * refuse a missing or broken one at its key. In-cluster access is not
- * checked: a configuration meant for a pod must check anywhere. */
+/* Discovery's settings (docs/design.md "Configuration"): the libcyaml fields
+ * of static, file and Kubernetes discovery, their defaults, and the checks
+ * Prometheus makes when it loads them, so a piece that would fail when
+ * applied is refused at load with its position. Const data and checks; any
+ * thread. The checks are pure but for one: a kubeconfig-file is read and
+ * parsed at load (discovery reads it again when it applies the job), so
+ * --check-config, start-up and a reload refuse a missing or broken one at its
+ * key. In-cluster access is not checked: a configuration meant for a pod must
+ * check anywhere. */
 #include <stdio.h>
 #include <string.h>
 

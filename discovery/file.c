@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* File-based discovery (Prometheus file_sd): one provider per distinct
  * `file-sd-configs` entry (jobs with the same entry share it, see
- * fp_signature()).
+ * fp_signature(); docs/design.md "The path of a profile").
  *
  * A file holds `[{"targets": [...], "labels": {...}}, ...]` in JSON
  * (`.json`) or YAML (`.yml`, `.yaml`). Group i of file P has source "P:i";

@@ -11,20 +11,12 @@
  * against a missing node. The provider is synced when every pod informer
  * has completed its first list.
  *
- * An informer's cycle: LIST (limit=500, continue pages, resourceVersion
- * "0" first, then the last seen one, "" after 410) replaces its store
- * (objects missing from the list are deleted and their groups emptied);
- * then WATCH from the list's resourceVersion with bookmarks and a timeout
- * jittered in 300-599 s. The watch body is fed chunk by chunk to one
- * json_tokener; each complete event updates the store and the last
- * resourceVersion. A watch line (one event) and a list page are capped
- * (limits.max_watch_line). ERROR 410 -> re-list at the last RV; 429 and
- * refused connections -> back off, re-watch; a clean end -> re-watch at
- * once; an end in under 1 s without events, malformed JSON, an unknown
- * event type or a connection dropped mid-event -> counted, back off,
- * re-list. Backoff: 0.8 s doubling to 30 s, each wait drawn from [d, 2d)
- * so that informers that failed together retry apart, reset after
- * 2 quiet minutes. A 401 asks for the token file to be re-read.
+ * An informer's cycle is the reflector's (list, then watch from the list's
+ * resourceVersion; relists, re-watches and backoff as in docs/design.md):
+ * the watch body is fed chunk by chunk to one json_tokener, each complete
+ * event updating the store and the last resourceVersion; each wait of the
+ * backoff is drawn from [d, 2d) so that informers that failed together
+ * retry apart. A 401 asks for the token file to be re-read.
  *
  * Threading: loop thread only. Requests are never started or cancelled from
  * inside a net callback: every next step goes through the informer's timer.

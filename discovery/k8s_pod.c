@@ -1,15 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Pod -> target group, exactly as Prometheus' pod role builds it
- * (docs/design.md "Kubernetes discovery"), as a pure function over json-c
+ * (docs/design.md "Kubernetes discovery": the targets, their order and
+ * labels, and when a group is empty), as a pure function over json-c
  * objects as the API server serves them.
- *
- * Group labels (namespace, pod name/uid/IP/host IP/node/phase/ready, pod
- * labels and annotations with their *present twins, controller kind/name,
- * attached node and namespace metadata) are copied into every target; then
- * each container (spec.containers, then spec.initContainers) gives one
- * target per port, or one port-less target at the bare pod IP. A pod
- * without an IP, or whose node is unknown while node metadata is attached,
- * gives an empty group.
  *
  * Threading: pure, any thread. Ownership: inputs are borrowed; the target
  * array returned is owned by the caller. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The discovery manager: runs the providers a config asks for, keeps what
  * each provider currently sees by source and hands every job the groups
- * that changed for it.
+ * that changed for it (docs/design.md "The path of a profile").
  *
  * Sharing: as Prometheus' discovery manager does, providers whose settings
  * are the same run once. A provider kind with a `signature` op (kubernetes,

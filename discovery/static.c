@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Static discovery: the `static-configs` of one job, as fixed target groups.
+/* Static discovery: the `static-configs` of one job, as fixed target groups
+ * (docs/design.md "The path of a profile").
  *
  * For each static config i of the job it emits the group
  * "static/<job>/<i>" with one target per address: `__address__`, the

@@ -3,7 +3,7 @@
  * kubeconfig files are untrusted, so a missing member or one of the wrong
  * type reads as absent instead of being trusted. Label-name sanitising and
  * UTF-8 checks come from relabel/ (relabel_sanitize_label_name,
- * relabel_valid_utf8). Pure, any thread. */
+ * relabel_valid_utf8). Pure, any thread (docs/design.md "Modules"). */
 #include "discovery/internal.h"
 
 json_object *disc__jget(json_object *o, const char *k)

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* YAML -> json-c tree, for file_sd YAML files and kubeconfig files.
+/* YAML -> json-c tree, for file_sd YAML files and kubeconfig files
+ * (docs/design.md "Modules").
  *
  * Walks libyaml's event stream and builds the first document as json-c
  * objects: mappings become objects, sequences arrays, and every scalar a

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* forward's settings: the libcyaml fields of `remote-write` endpoints and
- * of the spool, their defaults, the checks made at load (the URL's form,
- * what it implies for the protocol and the name, backoff order, auth,
- * fsync) and the write rules, compiled at load into the loaded settings,
- * which own them (freed with the document). The endpoints use all of it as
- * loaded: nothing is defaulted, checked or compiled again. Const data and
- * functions of a load; any thread. */
+/* forward's settings (docs/design.md "Configuration"): the libcyaml fields of
+ * `remote-write` endpoints and of the spool, their defaults, the checks made
+ * at load (the URL's form, what it implies for the protocol and the name,
+ * backoff order, auth, fsync) and the write rules, compiled at load into the
+ * loaded settings, which own them (freed with the document). The endpoints
+ * use all of it as loaded: nothing is defaulted, checked or compiled again.
+ * Const data and functions of a load; any thread. */
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>

@@ -5,7 +5,7 @@
  * are written atomically (a dot-named temp file, then rename) so a reader
  * never sees a partial file; the .json goes first, so every .pb.gz has its
  * labels. The directory is bounded by dir_max_bytes: the oldest profiles
- * are deleted first.
+ * are deleted first (docs/design.md "Modules").
  *
  * Threading: writes, deletions and the start-up scan run on the agent's
  * work queue (fwd__job_submit); each job owns its input (a profile reference, strings)

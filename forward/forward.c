@@ -5,7 +5,8 @@
  * returns at once. This file also owns fwd_apply() (endpoints whose settings
  * are unchanged keep their queues), the submission of every pool job to the
  * agent's work queue (and again of those it cancels), the Prometheus
- * metrics and the two-phase close.
+ * metrics and the two-phase close (docs/design.md "Modules";
+ * docs/forwarding.md).
  *
  * Threading: loop thread only. Ownership: the forwarder owns its endpoints;
  * an endpoint reads its settings in place and holds a reference on the

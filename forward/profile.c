@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Profiles handed to the forwarder: immutable once built, shared by every
- * endpoint through a reference count.
+ * endpoint through a reference count (docs/design.md "Modules").
  *
  * Threading: the reference count is touched on the loop thread only. Pool
  * jobs (spool writes, directory writes) hold a reference taken on the loop

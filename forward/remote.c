@@ -3,7 +3,7 @@
  * API (one profile per request): building requests, classifying their
  * answers, retries with jittered exponential backoff, health, the spool
  * glue, secret files and the close. The memory queue and the choice of
- * each request's profiles are in remote_queue.c.
+ * each request's profiles are in remote_queue.c (docs/design.md "Modules").
  *
  * Queue model (docs/forwarding.md): the logical FIFO of an endpoint is the
  * memory queue followed by the spool. A fresh profile goes to memory only if

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The memory queue of a remote endpoint and the choice of what goes into
- * the next request.
+ * the next request (docs/design.md "Modules").
  *
  * Batching rules (docs/forwarding.md): a request carries at most one
  * profile per series, never a profile of a series already in flight, and

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The disk spool of one endpoint: <spool.dir>/<endpoint>/<id>.seg segment
  * files (spool_file.c) of records (spool_record.c), plus a `cursor` file
- * naming the delivered prefix; docs/forwarding.md describes the format.
+ * naming the delivered prefix; docs/forwarding.md describes the format
+ * (docs/design.md "Modules").
  *
  * This file is the state machine: it starts the pool jobs (the start-up
  * scan, one append job at a time gathering the pending appends, one load

@@ -2,7 +2,7 @@
 /* Segment files of the spool: scanning one (verify every record, resync
  * after damage, count exactly what the damage took, truncate after the last
  * valid record), appending records to one (rolled back on failure), and
- * reading given records back from one.
+ * reading given records back from one (docs/design.md "Modules").
  *
  * Threading: these functions block on the disk and run in the libuv pool
  * (or synchronously in tests and fuzzing). They touch no loop state: a job

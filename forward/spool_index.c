@@ -5,7 +5,7 @@
  * delivered prefix for the cursor file, and how many unloaded records each
  * series has, so that the caller can keep each series in order. The index
  * is the truth about a segment: appends go to its valid end and loads read
- * the records it names.
+ * the records it names (docs/design.md "Modules").
  *
  * Threading: loop thread only; no I/O (the state machine in spool.c does
  * the file work). Ownership: the index owns its arrays; a segment handed

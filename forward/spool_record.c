@@ -3,7 +3,7 @@
  * checksummed, zstd-compressed record, parses and verifies a record header
  * (the current version 2, and version 1 of the previous format, which is
  * still read), and decodes a payload back into a profile (format in
- * internal.h and docs/forwarding.md).
+ * internal.h and docs/forwarding.md; docs/design.md "Modules").
  *
  * Pure: no loop, no files, no globals. Every function may run in the pool;
  * fwd__rec_decode() reads untrusted bytes (a file on disk) and is fuzzed.

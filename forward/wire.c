@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Wire helpers for the remote sinks: label validation against the server's
- * limits, the final labels of a profile (external labels, write rules),
- * PushRequest encoding (protobuf-c), the push and /ingest URLs, and the classification of a response into what to do with
+/* Wire helpers for the remote sinks (docs/design.md "Modules"): label
+ * validation against the server's limits, the final labels of a profile
+ * (external labels, write rules), PushRequest encoding (protobuf-c), the push
+ * and /ingest URLs, and the classification of a response into what to do with
  * each profile of the request.
  *
  * Pure functions: no loop, no globals. fwd__push_encode()

@@ -1,18 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The request-time side of the HTTP client settings (see net.h "auth"):
  * the `authorization` header, the `http-headers` and the oauth2
- * client-credentials token.
+ * client-credentials token (docs/design.md "The libcurl-libuv bridge").
  *
  * Threading. Loop thread only. Files are net_secrets, re-read on the workq;
  * the token comes from a request of its own in the libcurl multi, so
  * nothing here blocks the loop.
  *
- * The token. A request that finds no valid token is parked (set up, not yet
- * in the multi) and a token request starts on that request's client if none
- * is in flight; when it completes every parked request gets the
- * Authorization line and starts, or fails with NET_EAUTH. A valid token
- * nearing its end is refreshed in the background while requests go on
- * using it.
+ * The token. Requests that find no valid token are parked until the token
+ * request completes; a valid token nearing its end is refreshed in the
+ * background while requests go on using it.
  *
  * Ownership. The owner holds one reference; the token request and each
  * parked request hold one more, so an owner may let go (a reload) while

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The HTTP client settings every HTTP-speaking module embeds: their
  * libcyaml fields, defaults and cross-field rules (see net.h), and their
- * deep copy for owners that outlive the document. Const data and pure
- * checks; any thread.
+ * deep copy for owners that outlive the document (docs/design.md
+ * "Configuration"). Const data and pure checks; any thread.
  *
  * The load-time rules are Prometheus' (common/config): one way to
  * authenticate, the proxy combinations, reserved header names, the TLS

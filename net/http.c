@@ -1,36 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* HTTP client: the one libcurl-multi <-> libuv bridge (docs/design.md
- * "The libcurl-libuv bridge").
+ * "The libcurl-libuv bridge": the socket and timer callbacks, the drain,
+ * re-entrancy, the fd map, parked requests, shutdown).
  *
- * Purpose. Each struct net_client owns one CURLM driven by libcurl's
- * multi_socket API: libcurl tells us which fds to watch (socket function) and
- * when to wake it (timer function); we watch with one uv_poll_t per fd and one
- * uv_timer_t, and hand events back with curl_multi_socket_action(). The
- * multi's connection cache keeps connections to each target alive between
- * requests, while easy handles are per request.
+ * Each struct net_client owns one CURLM driven by libcurl's multi_socket
+ * API, one uv_poll_t per fd and one uv_timer_t. The multi's connection
+ * cache keeps connections to each target alive between requests; easy
+ * handles are per request. Requests waiting for an oauth2 token (auth.c)
+ * are parked: set up, linked and counted, not in the multi.
  *
- * Threading. Loop thread only. libcurl's threaded resolver runs lookups on
- * its own threads (we require CURL_VERSION_ASYNCHDNS), so nothing here blocks.
- *
- * Re-entrancy. No curl_multi_* call is made from inside a libcurl callback
- * (it would fail with CURLM_RECURSIVE_API_CALL; curl_multi_assign is the one
- * documented exception). Transfers complete only in drain(), which runs after
- * curl_multi_socket_action() has returned; user done-callbacks run from
- * there and may start, cancel or close freely. The socket and timer
- * functions must tolerate being called from add/remove/cleanup inside drain.
- *
- * Sockets. The fd -> context map (`socks`) is the authority, not libcurl's
- * socketp: curl has had bugs closing sockets without a REMOVE first (curl
- * #3597, #4211, #14976), and fd numbers are reused at once, so the open and
- * close socket callbacks also retire any poll still registered on an fd.
- * There is never more than one live uv_poll_t per fd.
- *
- * Waiting for credentials. A request whose settings (net_auth, auth.c) have
- * no oauth2 token yet is set up in full but parked: linked and counted, not
- * in the multi. auth.c releases the parked requests from the token
- * request's done callback (so from drain()): each gets its Authorization
- * line and joins the multi, or completes with NET_EAUTH. Cancel, close and
- * rebuild treat a parked request like any other.
+ * Threading. Loop thread only; libcurl's threaded resolver runs lookups on
+ * its own threads (CURL_VERSION_ASYNCHDNS is required). User done-callbacks
+ * run from drain() and may start, cancel or close freely.
  *
  * Ownership. The client owns its requests (freed after their callback, or
  * on cancel) and its poll contexts (freed in their close callbacks). It

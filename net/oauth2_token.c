@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The token endpoint's answer (RFC 6749 5.1) -> the Authorization line and
- * the lifetime. Kept apart from auth.c so that its fuzz target
- * (tests/fuzz/net) runs exactly this code, without a loop. Pure; any
- * thread. The body is network input, capped by the token request
- * (64 KiB) and parsed by json-c. */
+ * the lifetime (docs/design.md "The libcurl-libuv bridge"). Kept apart from
+ * auth.c so that its fuzz target (tests/fuzz/net) runs exactly this code,
+ * without a loop. Pure; any thread. The body is network input, capped by the
+ * token request (64 KiB) and parsed by json-c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

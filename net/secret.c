@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Credentials from files, refreshed off the loop thread (see net.h).
+/* Credentials from files, refreshed off the loop thread (see net.h;
+ * docs/design.md "Threads").
  *
  * The loop thread owns a secret. A re-read is a workq job (or, for owners
  * without a workq, a uv_queue_work job) that owns a copy of the path and

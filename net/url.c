@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* URL checks with libcurl's own URL parser, so what the configuration
  * accepts is exactly what a request will be able to use, and the check of
- * text bound for a header line. Pure (no loop); any thread. */
+ * text bound for a header line (docs/design.md "Modules"). Pure (no loop);
+ * any thread. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The caps pprof applies to every profile, as configured under `limits:`:
  * their metadata (defaults are the PPROF_DEFAULT_* constants) and range
- * check. Const data and a pure check; any thread. */
+ * check (docs/design.md "Configuration"). Const data and a pure check; any
+ * thread. */
 #include "pprof/pprof.h"
 
 const struct conf_key pprof_limits_keys[] = {

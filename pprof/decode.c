@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Full pprof decoding with protobuf-c, for validation and tests.
+/* Full pprof decoding with protobuf-c, for validation and tests
+ * (docs/design.md "Modules").
  *
  * The hot path (pprof_delta_process) never builds protobuf-c structs; it
  * scans the wire format directly (delta.c). This file is the slow, simple

@@ -1,43 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Delta of cumulative pprof profiles (Go allocs, mutex, block), straight
- * from the wire format.
+ * from the wire format (docs/design.md "Deltas": the sample key, the state,
+ * the walk that pairs them, the output).
  *
- * Design. A delta changes only sample values, so nothing else is decoded
- * into structs: one pass over the top-level fields records where every
- * sample, location, function, mapping and string record lies; samples are
- * parsed just enough to hash their key and read their values; the output is
- * written by copying the referenced location, function, mapping and string
- * records as raw bytes, each sample as its raw location and label fields
- * plus freshly encoded values. Ids and string indices therefore never
- * change; unreferenced strings are written empty so indices hold, and the
- * table is cut after the last referenced one.
- *
- * Key of a sample: its location addresses in stack order (a hash of the
- * function name, file and line of each line instead, for locations whose
- * address is 0 as non-Go producers write them) plus an order-independent
- * sum of its label hashes, labels compared by content (the heap `bytes`
- * label included, which makes Go's per-sample heap scaling constant per key
- * so differencing scaled values is exact). A key is a 64-bit hash: a sum
- * of the mixed per-location keys times random weights by depth (see
- * add_locs()), finished with the labels' hash; strings are hashed with
- * xxh3, once per string per profile. Location keys are looked up by id in a
- * dense array when ids are dense, as Go writes them.
- *
- * State. Per (target, profile type), one malloc'd block: the keys of the
- * last profile, eight bytes each, then the cumulative values of each key in
- * the same order as varints (its size per stack, measured, is in
- * docs/design.md "Deltas"). A call parses every
- * sample into a per-call entry (key, values), then walks the state in its
- * order and finds each old key's entry: a key found keeps its place in the
- * new state, with the new values, and its entry gets its output values
- * there and then; the keys new to the state follow, in sample order. Go
- * writes a profile's samples in the order of its last one, new stacks
- * first, so the walk finds the entries by going on through the samples,
- * and only those met out of that order are indexed (match_in_order()).
- * Samples in any other order are all indexed by key, in a per-call
- * open-addressing table (a key met again is summed into its first sample).
- * No sort, nothing to prune, and the state holds only what the next call
- * reads.
+ * Code map. One pass over the top-level fields records where every record
+ * lies; samples are parsed just enough to hash their key (add_locs()) and
+ * read their values; the state's keys are met in the samples' order where
+ * Go keeps it (match_in_order()), the others through a per-call index; the
+ * output copies the referenced records as raw bytes, so ids and string
+ * indices never change (the string table is cut after its last referenced
+ * string).
  *
  * Threading: a `struct pprof_delta` is used by one call at a time (the agent
  * serialises jobs of a pair); calls on different states may run in

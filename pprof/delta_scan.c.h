@@ -163,7 +163,8 @@ static int push_comment(struct ctx *c, size_t *room, uint64_t v)
 
 /* How far ahead of the record scan the raw profile's lines are fetched,
  * in profiles of more than SCAN_PREFETCH_FROM bytes (a smaller one is still
- * in L2 after its gunzip, and fetching it again costs std-heap's scan 10 %). */
+ * in L2 after its gunzip, and fetching it again slows the scan: the figures
+ * are in docs/benchmarks.md "Delta optimisation steps"). */
 #define SCAN_PREFETCH 2048
 #define SCAN_PREFETCH_FROM (256 * 1024)
 

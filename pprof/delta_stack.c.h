@@ -160,7 +160,8 @@ static inline __attribute__((always_inline)) uint64_t four_frames(struct loc *lo
  * The ids lie in [q, qe); bytes up to `readable_end` may be loaded.
  * Locals, not ctx fields, so the compiler keeps them in registers; not
  * inlined, so that parse_sample()'s own locals do not crowd them out
- * (inlined, both spilled to the stack: 5 % more per delta on heap-16k). */
+ * (inlined, both spilled to the stack; docs/benchmarks.md "Delta
+ * optimisation steps"). */
 static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
                                                           const uint8_t *qe,
                                                           const uint8_t *readable_end,

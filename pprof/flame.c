@@ -2,7 +2,8 @@
 /* Flame graphs for the status pages: the samples of one sample type folded
  * root first into a call tree of function frames (inlined frames
  * expanded, leaf last), each node with its total and self value, and the
- * flat / cumulative table of the top functions. Built from a decoded and
+ * flat / cumulative table of the top functions (docs/design.md "Threads":
+ * built by a job, its tree charged to the budget). Built from a decoded and
  * validated profile (pprof__decode: every id resolves), so a hostile
  * profile costs at most the decode limits plus `max_nodes` nodes. A tree
  * outlives its decode (a web page keeps it while it is sent), so what it

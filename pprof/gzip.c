@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Capped gunzip and gzip of pprof bodies, with libdeflate.
+/* Capped gunzip and gzip of pprof bodies, with libdeflate (docs/design.md
+ * "Deltas").
  *
  * libdeflate decompresses whole buffers, not streams, so the output buffer
  * must be sized up front. The gzip trailer's ISIZE is only a hint (it is the

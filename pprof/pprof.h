@@ -230,8 +230,8 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
 void pprof_flame_free(struct pprof_flame *f);
 
 /** Frees the calling thread's cached delta scratch memory. The threads
- * keep up to 48 MiB of buffers in all (about 3x the raw size of the
- * largest recent profile) and one libdeflate compressor each between
+ * keep up to 48 MiB of buffers in all (what that holds: docs/benchmarks.md
+ * "Delta memory") and one libdeflate compressor each between
  * pprof_delta_process() calls, so that their pages stay mapped; they are
  * also freed when the thread exits. Optional. */
 void pprof_thread_cleanup(void);

@@ -1,25 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Per-thread scratch memory of pprof_delta_process().
+/* Per-thread scratch memory of pprof_delta_process() (docs/design.md
+ * "Deltas"; its figures: docs/benchmarks.md "Delta memory").
  *
- * A delta of a 10 MB profile touches about 30 MB of per-call buffers (the
- * gunzipped input, the per-sample arrays, the output before gzip). Freshly
- * malloc'd on every call, blocks this large come from mmap and go back with
- * munmap, so every call page-faults on all of them (about a quarter of the
- * cycles of a delta). Instead each thread keeps its buffers, and its
+ * The per-call buffers of a large profile (the gunzipped input, the
+ * per-sample arrays, the output before gzip), freshly malloc'd on every
+ * call, would come from mmap and go back with munmap, so every call would
+ * page-fault on all of them. Instead each thread keeps its buffers, and its
  * libdeflate (de)compressor, from one call to the next: the pages stay
  * mapped and warm.
  *
  * Memory cost: what the threads retain between calls is capped for the
  * whole process, PPROF__SCRATCH_RETAIN bytes (48 MiB) in all, each thread
- * keeping its buffers only while the total stays under the cap: about 3x
- * the raw size of the largest recent profile (about 42 MB for a 10 MB-raw
- * heap profile, under 4 MB for ordinary ones), plus one libdeflate
- * compressor per thread (under 1 MiB). A call whose buffers do not fit
- * frees them all at its end. The agent runs deltas on any of the libuv
- * pool's threads, and what they retain lies outside every job's grant: one
- * cap for the process, not one per thread, keeps that small beside the
- * memory budget (a per-thread cap of 64 MiB was up to 320 MiB over it)
- * while a single large target's deltas still find their pages mapped.
+ * keeping its buffers only while the total stays under the cap, plus one
+ * libdeflate compressor per thread (under 1 MiB). A call whose buffers do
+ * not fit frees them all at its end. The agent runs deltas on any of the
+ * libuv pool's threads, and what they retain lies outside every job's
+ * grant: one cap for the process, not one per thread, keeps that small
+ * beside the memory budget while a single large target's deltas still find
+ * their pages mapped.
  *
  * Accounting. A call may be given a grant (pprof__acct_begin()): every
  * buffer it grows here, and every block it mallocs elsewhere in pprof/

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* How a relabel rule is written in YAML: the libcyaml fields of struct
- * relabel_cfg and the one thing libcyaml cannot say (an explicit
- * `regex:` null is the empty regex, not the default). Const data; any
- * thread. */
+/* How a relabel rule is written in YAML (docs/design.md "Configuration"): the
+ * libcyaml fields of struct relabel_cfg and the one thing libcyaml cannot say
+ * (an explicit `regex:` null is the empty regex, not the default). Const
+ * data; any thread. */
 #include "relabel/relabel.h"
 
 #define OPT CYAML_FLAG_OPTIONAL

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Relabel regexes with Go's meaning, in linear time, on RE2.
+/* Relabel regexes with Go's meaning, in linear time, on RE2
+ * (docs/design.md "Relabeling").
  *
  * Prometheus compiles every relabel regex with Go as "^(?s:" + re + ")$".
  * Go's regexp package is a port of RE2, so RE2 (re2_shim.cc) has its

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Prometheus relabeling (model/relabel of Prometheus 3): rule validation
  * with Prometheus' exact messages, the eleven actions, Go's
- * Regexp.ExpandString templates, and labels.Builder's iteration order.
+ * Regexp.ExpandString templates, and labels.Builder's iteration order
+ * (docs/design.md "Relabeling").
  *
  * Compile once, apply many: relabel_rules_new() validates every rule and
  * precompiles its regex (regex.c) and its `$` templates, so applying does no

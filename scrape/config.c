@@ -3,7 +3,8 @@
  * their profile types. The built-in profile types and their aliases live
  * here; a job's `profiles:` overrides and `enabled-profiles` are resolved
  * at load into the complete list of types the job knows, and its relabel
- * rules are compiled once, when the file is loaded.
+ * rules are compiled once, when the file is loaded (docs/design.md
+ * "Configuration").
  *
  * Const data and pure hooks; any thread. */
 #include <ctype.h>

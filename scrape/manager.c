@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The scrape manager: turns configurations and discovery updates into the
- * set of running scrape pairs.
+ * set of running scrape pairs (docs/design.md "The path of a profile").
  *
  * Loop thread only. Each job keeps, per discovery source, a reference to
  * the discovered label sets (discovery's own, not a copy) and what was

@@ -3,7 +3,8 @@
  * offset, one request in flight at most, response checks, then a job on the
  * work queue: a delta for cumulative types, a gzip check for the others
  * (whose bytes are then sent as they came). Profiles go to the manager's
- * callback; errors to its error callback, at most once a minute per pair.
+ * callback; errors to its error callback, at most once a minute per pair
+ * (docs/design.md "The path of a profile").
  *
  * Loop thread only. A pair is freed only when its timer is closed, no
  * request is in flight and no job holds it (`busy`), so removing a target

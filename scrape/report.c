@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* What the scrape manager reports: the targets as `proflet targets`
- * prints them (promtool's shape), /api/v1/targets (Prometheus' API shape),
- * the text table of /targets, and the scrape metrics. Loop thread only;
- * everything is read from the manager's state. */
+/* What the scrape manager reports: the targets as `proflet targets` prints
+ * them (promtool's shape), /api/v1/targets (Prometheus' API shape), the text
+ * table of /targets, and the scrape metrics (docs/design.md "Modules"). Loop
+ * thread only; everything is read from the manager's state. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -8,7 +8,8 @@
  * ranked of them stay), and free places go to the best ranked others. The
  * rank is the target's identity hash (the hash of its final labels), so
  * with no history, every process that sees the same targets chooses the
- * same ones (rendezvous hashing, highest weight first).
+ * same ones (rendezvous hashing, highest weight first; docs/design.md
+ * "Targets, labels and scheduling").
  *
  * Pure: no loop, no allocation but the caller's; any thread. */
 #include <stdlib.h>

@@ -3,14 +3,12 @@
  * (target, profile type) pairs to scrape.
  *
  * The steps follow Prometheus' PopulateLabels with the Pyroscope/Alloy
- * conventions on top (docs/config.md "Targets and labels"): defaults are
- * added, the relabel rules run (a drop is silent), the address is checked
- * and given a default port, `__port__` replaces the port, `instance`
- * defaults to the address, values must be UTF-8 and `__meta_*` labels go. Each enabled profile type then becomes a pair, with
- * per-target overrides from `__profile_<name>_{enabled,path,param_<k>}`
- * (canonical name or alias), a query built once per key (a parameter is set,
- * never appended twice), the sent labels, a de-duplication key and the
- * Prometheus scrape-offset hash (docs/design.md "Targets, labels and scheduling").
+ * conventions on top (docs/design.md "Targets, labels and scheduling";
+ * docs/config.md "Targets and labels"). Each enabled profile type then
+ * becomes a pair, with per-target overrides from
+ * `__profile_<name>_{enabled,path,param_<k>}` (canonical name or alias), a
+ * query built once per key, the sent labels, a de-duplication key and the
+ * scrape-offset hash.
  *
  * Pure: no libuv, no curl, no logging. A target_result owns everything in
  * it except `pair->profile`, which is borrowed from the config and must

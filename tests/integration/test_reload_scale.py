@@ -9,8 +9,8 @@ the loop past the watchdog's limit (lib.LOOP_LAG_MAX), and the new
 configuration is in force after it. A burst of SIGHUPs sent while a load
 runs is coalesced into one more load.
 
-Before the apply kept unchanged jobs, 10,000 jobs took 360 ms of loop CPU
-in one iteration (docs/benchmarks.md). Under ASan the load alone takes
+The figures, before and after the apply kept unchanged jobs, are in
+docs/benchmarks.md "Reloads". Under ASan the load alone takes
 several seconds a reload, so the test runs 2,000 jobs there.
 PROFLET_RELOAD_JOBS sets the number of jobs; the figures are printed."""
 import os
