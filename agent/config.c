@@ -47,8 +47,8 @@ static const struct conf_key limits_keys[] = {
     CONF_KEY_NUM("max-body-bytes", CONF_UNIT_BYTES, SCRAPE_DEFAULT_MAX_BODY_BYTES),
     { .key = "workers", .def = "2" },
     { .key = "max-jobs-backlog", .def = "1024" },
-    /* Fits the chart's 256Mi limit beside the rest of the process
-     * (docs/limits.md has the measured figures). */
+    /* Fits the chart's memory limit beside the rest of the process
+     * (docs/limits.md "The bound" derives one from the other). */
     CONF_KEY_NUM("memory-budget", CONF_UNIT_BYTES, 96ull << 20),
     { 0 },
 };

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The status server under attack and its access rules (issue 16):
+"""The status server under attack and its access rules:
 
 - 250 connections pipelining 200 GET /metrics each and never reading: the
   peak RSS grows by a bounded amount and scrape ticks keep their timing
