@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The web UI's list pages, and its routes: server-rendered HTML that reads
- * without JavaScript (a small script only filters rows).
+ * without JavaScript (a built-in script, agent/assets/filter.js, only
+ * filters rows).
  *
  *   /, /targets        targets by job and profile type, streamed target by
  *                      target (text table: /targets?format=text, status.c)
@@ -25,6 +26,7 @@
 #include "agent/config.h"
 #include "agent/recent.h"
 #include "agent/ui.h"
+#include "agent/ui_assets.h"
 #include "common/labels.h"
 #include "forward/forward.h"
 #include "net/net.h"
@@ -45,18 +47,6 @@ static void labels_html(struct buf *b, const struct labels *ls, bool meta, bool 
         buf_puts(b, "</span>");
     }
 }
-
-/* Rows are hidden by a filter on their text and health (also taken from
- * ?q= and ?health=, so a filtered view can be linked); the page works
- * without it. */
-static const char filter_script[] =
-    "<script>(function(){var q=document.getElementById('q'),h=document.getElementById('h');"
-    "function f(){var t=q.value.toLowerCase(),w=h.value;"
-    "document.querySelectorAll('tr.t').forEach(function(r){"
-    "var ok=(!t||r.textContent.toLowerCase().indexOf(t)>=0)&&(!w||r.dataset.health==w);"
-    "r.style.display=ok?'':'none';});}"
-    "var u=new URLSearchParams(location.search);q.value=u.get('q')||'';h.value=u.get('health')||'';"
-    "q.addEventListener('input',f);h.addEventListener('change',f);f();})();</script>";
 
 /* ------------------------------------------------------------- targets */
 
@@ -150,7 +140,7 @@ static int targets_part(struct buf *out, size_t chunk, void *state)
         return 1;
     job_counts(pg);
     buf_puts(out, "</table>");
-    buf_puts(out, filter_script);
+    agent__ui_script(out, agent__ui_asset_filter_js, agent__ui_asset_filter_js_len);
     buf_puts(out, UI_PAGE_TAIL);
     return 0;
 }
@@ -270,7 +260,7 @@ static int sd_part(struct buf *out, size_t chunk, void *state)
         if (rc != 0)
             return rc;
         buf_puts(out, "</table>");
-        buf_puts(out, filter_script);
+        agent__ui_script(out, agent__ui_asset_filter_js, agent__ui_asset_filter_js_len);
         buf_puts(out, UI_PAGE_TAIL);
         pg->part = 4;
         return 0;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /** The web UI's pages, internal to agent/: what the list pages
  * (ui.c, which also routes) and the profile page (ui_flame.c) share,
- * written by ui_html.c: every page's head (with the stylesheet) and tail,
- * HTML escaping.
+ * written by ui_html.c: every page's head and tail, its stylesheet and
+ * scripts (agent/assets/, built in as agent/ui_assets.h), HTML escaping.
  *
  * The escaping functions and UI_PAGE_TAIL may be used by any thread on a
  * buffer it owns (the profile page's job writes with them); the rest is
@@ -27,6 +27,9 @@ struct net_http_response;
 /** Writes a page's head: the document's head with `title` (a constant,
  * written as it is) and the stylesheet, then the menu of every page. */
 void agent__ui_head(struct buf *b, const char *title);
+
+/** Writes a built-in script (agent/assets/) as a <script> element. */
+void agent__ui_script(struct buf *b, const unsigned char *js, size_t len);
 
 /** Writes `s` (NULL: nothing) as HTML text or attribute value: markup
  * characters as entities; the runs between them as valid UTF-8, control
