@@ -16,7 +16,7 @@
 /* The documents the tests loaded, so cfg_free() can find a config's. */
 static struct conf_doc *held[64];
 
-static struct cfg *keep(struct conf_doc *doc)
+static inline struct cfg *keep(struct conf_doc *doc)
 {
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
         if (!held[i]) {
@@ -28,7 +28,7 @@ static struct cfg *keep(struct conf_doc *doc)
     return NULL;
 }
 
-static void cfg_free(struct cfg *c)
+static inline void cfg_free(struct cfg *c)
 {
     for (size_t i = 0; c && i < sizeof(held) / sizeof(held[0]); i++) {
         if (held[i] && conf_doc_data(held[i]) == c) {
@@ -39,8 +39,8 @@ static void cfg_free(struct cfg *c)
     }
 }
 
-static int cfg_load_string(const char *yaml, size_t len, const char *name, struct cfg **out,
-                           char *err, size_t errlen)
+static inline int cfg_load_string(const char *yaml, size_t len, const char *name,
+                                  struct cfg **out, char *err, size_t errlen)
 {
     struct conf_doc *doc = NULL;
     int rc = agent_config_load_string(yaml, len, name, CONF_EXPAND_ENV, &doc, err, errlen);
@@ -49,7 +49,7 @@ static int cfg_load_string(const char *yaml, size_t len, const char *name, struc
     return rc;
 }
 
-static int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen)
+static inline int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen)
 {
     struct conf_doc *doc = NULL;
     int rc = agent_config_load(path, CONF_EXPAND_ENV, &doc, err, errlen);
@@ -59,7 +59,7 @@ static int cfg_load_file(const char *path, struct cfg **out, char *err, size_t e
 }
 
 /* The name a loaded config was loaded under. */
-static const char *source_of(const struct cfg *c)
+static inline const char *source_of(const struct cfg *c)
 {
     for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
         if (held[i] && conf_doc_data(held[i]) == c)
@@ -67,7 +67,7 @@ static const char *source_of(const struct cfg *c)
     }
     return NULL;
 }
-static struct cfg *load_ok_at(const char *file, int line, const char *yaml)
+static inline struct cfg *load_ok_at(const char *file, int line, const char *yaml)
 {
     char err[1024] = "";
     struct cfg *c = NULL;
@@ -80,7 +80,7 @@ static struct cfg *load_ok_at(const char *file, int line, const char *yaml)
 #define LOAD_OK(y) load_ok_at(__FILE__, __LINE__, (y))
 
 /* Loading must fail and the message must be exactly `want`. */
-static void err_is_at(const char *file, int line, const char *yaml, const char *want)
+static inline void err_is_at(const char *file, int line, const char *yaml, const char *want)
 {
     char err[1024] = "";
     struct cfg *c = (struct cfg *)1;
@@ -94,7 +94,7 @@ static void err_is_at(const char *file, int line, const char *yaml, const char *
 #define ERR_IS(y, w) err_is_at(__FILE__, __LINE__, (y), (w))
 
 /* Loading must fail and the message must start with `want`. */
-static void err_starts_at(const char *file, int line, const char *yaml, const char *want)
+static inline void err_starts_at(const char *file, int line, const char *yaml, const char *want)
 {
     char err[1024] = "";
     struct cfg *c = NULL;

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for the configuration loader (agent/config.c): defaults, both
- * key spellings, env expansion, profile-type resolution, every class of
- * error with its FILE:LINE:COL message, and the seed examples. */
+/* The program's configuration as agent/config.c assembles it from the
+ * modules' settings: defaults, every key of each section in both
+ * spellings, profile-type resolution, the modules' own checks with their
+ * FILE:LINE:COL messages, the seed examples and docs/config.md's examples.
+ * The loader's generic rules (syntax, keys, scalars, env expansion, files)
+ * are tested in tests/conf. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

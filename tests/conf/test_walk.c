@@ -2,11 +2,8 @@
 /* conf/walk.c through the program's schema: unknown, doubled and
  * misspelt keys, wrong shapes, bad scalars (durations, sizes, choices),
  * missing keys and ${VAR} expansion, each refusal with its FILE:LINE:COL. */
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "config_check.h"
 
