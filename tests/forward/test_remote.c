@@ -380,7 +380,6 @@ static unsigned times_sent(const struct tsrv *s, const char *id)
 
 struct rig {
     uv_loop_t loop;
-    struct ticker tk;
     struct tsrv srv;
     struct net_client *http;
     struct workq *wq;
@@ -395,7 +394,6 @@ static void rig_start(struct rig *g, answer_fn answer)
 
     memset(g, 0, sizeof(*g));
     ASSERT_EQ(uv_loop_init(&g->loop), 0);
-    ticker_start(&g->loop, &g->tk, 5); /* RUN_UNTIL re-checks at least this often */
     tsrv_start(&g->loop, &g->srv, answer);
     snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", g->srv.port);
     g->http = net_client_new(&g->loop, 0, err, sizeof(err));
@@ -455,7 +453,6 @@ static void rig_close(struct rig *g)
     RUN_UNTIL(&g->loop, g->closed == 2, WAIT_MS);
     ASSERT_EQ(g->closed, 2);
     tsrv_close(&g->srv);
-    ticker_stop(&g->tk);
     RUN_UNTIL(&g->loop, !uv_loop_alive(&g->loop), WAIT_MS);
     workq_free(g->wq);
     ASSERT_EQ(g->srv.open_handles, 0);
@@ -727,7 +724,6 @@ TEST(close_past_its_deadline_waits_for_the_encoding_only)
     struct cfg_remote ep;
     struct fwd_profile *p;
     int blocker_done = 0;
-    uint64_t until;
 
     rig_start(&g, answer_ok);
     ep_init(&ep, "push", g.url, CFG_PROTO_PUSH, 1);
@@ -744,8 +740,7 @@ TEST(close_past_its_deadline_waits_for_the_encoding_only)
     /* The deadline passes with the encoding still to run: the close waits
      * for it, since its job calls back whatever happens. */
     fwd_close(g.fwd, 50, count_cb, &g.closed);
-    until = uv_hrtime() + 200 * 1000000ull;
-    RUN_UNTIL(&g.loop, uv_hrtime() >= until, WAIT_MS);
+    run_for(&g.loop, 200);
     ASSERT_EQ(g.closed, 0);
 
     /* Once it has run, the close ends, without encoding the profile again
@@ -760,7 +755,6 @@ TEST(close_past_its_deadline_waits_for_the_encoding_only)
     RUN_UNTIL(&g.loop, g.closed == 2, WAIT_MS);
     ASSERT_EQ(g.closed, 2);
     tsrv_close(&g.srv);
-    ticker_stop(&g.tk);
     RUN_UNTIL(&g.loop, !uv_loop_alive(&g.loop), WAIT_MS);
     workq_free(g.wq);
     ASSERT_EQ(uv_loop_close(&g.loop), 0);

@@ -100,60 +100,6 @@ void pyserver_stop(struct pyserver *ps)
     ps->pid = -1;
 }
 
-static void guard_cb(uv_timer_t *t)
-{
-    *(bool *)t->data = true;
-}
-
-static void free_cb(uv_handle_t *h)
-{
-    free(h);
-}
-
-/* The guard is unref'd so that it wakes uv_run without keeping the loop
- * alive by itself. */
-static bool run_guarded(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
-{
-    uv_timer_t *guard = malloc(sizeof(*guard));
-    bool expired = false, ok;
-
-    uv_timer_init(loop, guard);
-    guard->data = &expired;
-    uv_timer_start(guard, guard_cb, timeout_ms, 0);
-    uv_unref((uv_handle_t *)guard);
-    for (;;) {
-        if (counter && *counter >= target)
-            break;
-        if (expired || !uv_loop_alive(loop))
-            break;
-        uv_run(loop, UV_RUN_ONCE);
-    }
-    ok = counter ? *counter >= target : !uv_loop_alive(loop);
-    uv_close((uv_handle_t *)guard, free_cb);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return ok;
-}
-
-bool run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
-{
-    return run_guarded(loop, counter, target, timeout_ms);
-}
-
-void run_for(uv_loop_t *loop, uint64_t ms)
-{
-    int never = 0;
-
-    run_guarded(loop, &never, 1, ms);
-}
-
-int finish_loop(uv_loop_t *loop, uint64_t timeout_ms)
-{
-    run_guarded(loop, NULL, 0, timeout_ms);
-    /* The guard's own close ran in the NOWAIT pass above. */
-    uv_run(loop, UV_RUN_NOWAIT);
-    return uv_loop_close(loop);
-}
-
 int make_certs(char *dir, size_t dirlen)
 {
     char tmpl[] = "/tmp/proflet-net-XXXXXX";
