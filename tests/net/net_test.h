@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Helpers shared by the tests/net suites: the Python test server as a child
- * process, throw-away TLS certificates, a port nothing answers on. Loop
+/* Helpers shared by the tests/net suites: tests/net/http_server.py as a
+ * test peer, throw-away TLS certificates, a port nothing answers on. Loop
  * runs are the harness's (test_loop.h). */
 #ifndef PROFLET_TESTS_NET_TEST_H
 #define PROFLET_TESTS_NET_TEST_H
@@ -8,18 +8,19 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
 
 #include "test_loop.h"
+#include "test_peer.h"
 
 /** A running tests/net/http_server.py. */
 struct pyserver {
-    pid_t pid;
+    struct test_peer peer;
     int port;
 };
 
-/** Starts the Python test server with extra arguments (NULL-terminated
- * list, may be NULL) and waits (at most 10 s) for its port. 0 or -1. */
+/** Starts the Python test server ($NET_TEST_SERVER) with extra arguments
+ * (NULL-terminated list, may be NULL) and waits (at most 10 s) for its
+ * port. 0 or -1. */
 int pyserver_start(struct pyserver *ps, const char *const *args);
 /** Stops it (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void pyserver_stop(struct pyserver *ps);
