@@ -1,73 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Unit tests for the configuration loader (agent/config.c): defaults, both
- * key spellings, env expansion, profile-type resolution, every class of
- * error with its FILE:LINE:COL message, and the seed examples. */
+/* The program's configuration as agent/config.c assembles it from the
+ * modules' settings: defaults, every key of each section in both
+ * spellings, profile-type resolution, the modules' own checks with their
+ * FILE:LINE:COL messages, the seed examples and docs/config.md's examples.
+ * The loader's generic rules (syntax, keys, scalars, env expansion, files)
+ * are tested in tests/conf. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "agent/config.h"
-
-/* The whole file, as the tests were first written against it. */
-#define cfg agent_config
-#include "test.h"
-
-/* The documents the tests loaded, so cfg_free() can find a config's. */
-static struct conf_doc *held[64];
-
-static struct cfg *keep(struct conf_doc *doc)
-{
-    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
-        if (!held[i]) {
-            held[i] = doc;
-            return conf_doc_data(doc);
-        }
-    }
-    test__fail(__FILE__, __LINE__, "too many documents held");
-    return NULL;
-}
-
-static void cfg_free(struct cfg *c)
-{
-    for (size_t i = 0; c && i < sizeof(held) / sizeof(held[0]); i++) {
-        if (held[i] && conf_doc_data(held[i]) == c) {
-            conf_doc_unref(held[i]);
-            held[i] = NULL;
-            return;
-        }
-    }
-}
-
-static int cfg_load_string(const char *yaml, size_t len, const char *name, struct cfg **out,
-                           char *err, size_t errlen)
-{
-    struct conf_doc *doc = NULL;
-    int rc = agent_config_load_string(yaml, len, name, CONF_EXPAND_ENV, &doc, err, errlen);
-
-    *out = rc == 0 ? keep(doc) : NULL;
-    return rc;
-}
-
-static int cfg_load_file(const char *path, struct cfg **out, char *err, size_t errlen)
-{
-    struct conf_doc *doc = NULL;
-    int rc = agent_config_load(path, CONF_EXPAND_ENV, &doc, err, errlen);
-
-    *out = rc == 0 ? keep(doc) : NULL;
-    return rc;
-}
-
-/* The name a loaded config was loaded under. */
-static const char *source_of(const struct cfg *c)
-{
-    for (size_t i = 0; i < sizeof(held) / sizeof(held[0]); i++) {
-        if (held[i] && conf_doc_data(held[i]) == c)
-            return conf_doc_name(held[i]);
-    }
-    return NULL;
-}
+#include "config_check.h"
 
 /* A CA certificate (self-signed EC P-256, made for these tests): the TLS
  * settings' files and inline PEM are read when a file is loaded. */
@@ -154,46 +98,6 @@ static const char *fixture(const char *name)
     return p;
 }
 
-static struct cfg *load_ok_at(const char *file, int line, const char *yaml)
-{
-    char err[1024] = "";
-    struct cfg *c = NULL;
-    int rc = cfg_load_string(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
-
-    if (rc != 0 || !c)
-        test__fail(file, line, "load failed (%d): %s", rc, err);
-    return c;
-}
-#define LOAD_OK(y) load_ok_at(__FILE__, __LINE__, (y))
-
-/* Loading must fail and the message must be exactly `want`. */
-static void err_is_at(const char *file, int line, const char *yaml, const char *want)
-{
-    char err[1024] = "";
-    struct cfg *c = (struct cfg *)1;
-    int rc = cfg_load_string(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
-
-    if (rc >= 0 || c != NULL)
-        test__fail(file, line, "load succeeded, wanted error: %s", want);
-    if (strcmp(err, want) != 0)
-        test__fail(file, line, "error \"%s\", wanted \"%s\"", err, want);
-}
-#define ERR_IS(y, w) err_is_at(__FILE__, __LINE__, (y), (w))
-
-/* Loading must fail and the message must start with `want`. */
-static void err_starts_at(const char *file, int line, const char *yaml, const char *want)
-{
-    char err[1024] = "";
-    struct cfg *c = NULL;
-    int rc = cfg_load_string(yaml, strlen(yaml), "t.yaml", &c, err, sizeof(err));
-
-    if (rc >= 0 || c != NULL)
-        test__fail(file, line, "load succeeded, wanted error: %s", want);
-    if (strncmp(err, want, strlen(want)) != 0)
-        test__fail(file, line, "error \"%s\", wanted prefix \"%s\"", err, want);
-}
-#define ERR_STARTS(y, w) err_starts_at(__FILE__, __LINE__, (y), (w))
-
 static const struct scrape_profile_cfg *prof(const struct scrape_job_cfg *s, const char *name)
 {
     for (unsigned i = 0; i < s->n_profiles; i++) {
@@ -268,19 +172,6 @@ TEST(defaults)
     ASSERT_FALSE(prof(s, "fgprof")->enabled);
     ASSERT_FALSE(prof(s, "godeltaprof_memory")->enabled);
     cfg_free(c);
-}
-
-TEST(empty_document_is_valid)
-{
-    struct cfg *c = LOAD_OK("");
-
-    ASSERT_EQ(c->n_scrape, 0);
-    ASSERT_STR_EQ(c->listen_address, "127.0.0.1:4100");
-    cfg_free(c);
-    c = LOAD_OK("# only a comment\n");
-    ASSERT_EQ(c->limits.workers, 2);
-    cfg_free(c);
-    cfg_free(NULL);
 }
 
 TEST(embedded_default)
@@ -616,96 +507,6 @@ TEST(remote_write_default_names)
     cfg_free(again);
 }
 
-TEST(yaml_syntax_error)
-{
-    ERR_STARTS("scrape-configs:\n  - job-name: a\n   bad: [\n", "t.yaml:3:");
-    ERR_IS("a: b: c\n", "t.yaml:1:5: YAML syntax error: mapping values are not allowed in this "
-                        "context");
-    ERR_IS("x: [1, 2\n", "t.yaml:2:1: YAML syntax error: did not find expected ',' or ']' while "
-                         "parsing a flow sequence");
-    ERR_IS("a: &x 1\nb: *x\n", "t.yaml:2:4: YAML aliases (*x) are not supported");
-    ERR_IS("a: 1\n---\nb: 2\n", "t.yaml:2:1: only one YAML document is allowed");
-    ERR_IS("- 1\n", "t.yaml:1:1: expected a mapping, got a list");
-    ERR_IS("? [a]\n: 1\n", "t.yaml:1:3: mapping keys must be plain strings");
-}
-
-TEST(unknown_keys)
-{
-    ERR_IS("bogus: 1\n", "t.yaml:1:1: unknown key \"bogus\" in top level");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    foo: 1\n",
-           "t.yaml:3:5: unknown key \"foo\" in scrape config");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      - targets: []\n"
-           "        lables: {a: b}\n",
-           "t.yaml:5:9: unknown key \"lables\" in static config");
-    ERR_IS("remote-write:\n  - url: http://a\n    tls-config: {cafile: x}\n",
-           "t.yaml:3:18: unknown key \"cafile\" in tls-config");
-    ERR_IS("spool: {dirr: /x}\n", "t.yaml:1:9: unknown key \"dirr\" in spool");
-    /* Internal keys of the schema are not user keys. */
-    ERR_IS("scrape-configs:\n  - job-name: a\n    profiles: {cpu: {.kind: gauge}}\n",
-           "t.yaml:3:22: unknown key \".kind\" in profile");
-}
-
-TEST(wrong_types)
-{
-    ERR_IS("scrape-configs: foo\n", "t.yaml:1:17: expected a list, got \"foo\"");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs: [{targets: {a: b}}]\n",
-           "t.yaml:3:32: expected a list, got a mapping");
-    ERR_IS("scrape-configs:\n  - job-name: [a]\n",
-           "t.yaml:2:15: expected a string, got a list");
-    ERR_IS("server: 4100\n", "t.yaml:1:9: expected a mapping, got \"4100\"");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    use-delta-profiles: maybe\n",
-           "t.yaml:3:25: expected true or false, got \"maybe\"");
-    ERR_IS("remote-write:\n  - url: http://a\n    max-retries: -1\n",
-           "t.yaml:3:18: expected a non-negative integer, got \"-1\"");
-    ERR_IS("limits: {workers: 99999999999}\n",
-           "t.yaml:1:19: expected a non-negative integer, got \"99999999999\"");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs: [{targets: [a], labels: [x]}]\n",
-           "t.yaml:3:45: expected a mapping, got a list");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      -\n",
-           "t.yaml:4:8: expected a mapping, got null");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    body-size-limit: lots\n",
-           "t.yaml:3:22: expected a size like 64MiB, got \"lots\"");
-}
-
-TEST(bad_duration)
-{
-    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: abc\n",
-           "t.yaml:3:22: expected a duration like 15s, got \"abc\"");
-    ERR_IS("discovery: {coalesce_delay: 5}\n",
-           "t.yaml:1:29: expected a duration like 15s, got \"5\"");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 0s\n",
-           "t.yaml:3:22: scrape-interval must be greater than 0");
-}
-
-TEST(bad_enum_values)
-{
-    ERR_IS("scrape-configs:\n  - job-name: a\n    scheme: ftp\n",
-           "t.yaml:3:13: expected one of http, https, got \"ftp\"");
-    ERR_IS("log-level: loud\n", "t.yaml:1:12: expected one of debug, info, warn, error, got "
-                                "\"loud\"");
-    ERR_IS("spool: {fsync: sometimes}\n",
-           "t.yaml:1:16: expected one of always, batch, never, got \"sometimes\"");
-    ERR_IS("name_validation_scheme: ascii\n",
-           "t.yaml:1:25: expected one of utf8, legacy, got \"ascii\"");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    kubernetes-sd-configs: [{role: service}]\n",
-           "t.yaml:3:36: expected one of pod, got \"service\"");
-    ERR_IS("limits: {gzip-level: 13}\n",
-           "t.yaml:1:22: gzip-level must be between 0 and 12, got 13");
-    ERR_IS("workers: 0\n", "t.yaml:1:10: workers must be at least 1");
-}
-
-TEST(missing_required)
-{
-    ERR_IS("scrape-configs:\n  - scrape-interval: 10s\n",
-           "t.yaml:2:5: missing required key \"job-name\" in scrape config");
-    ERR_IS("scrape-configs:\n  - job-name:\n",
-           "t.yaml:2:5: missing required key \"job-name\" in scrape config");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs:\n      - labels: {a: b}\n",
-           "t.yaml:4:9: missing required key \"targets\" in static config");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    file-sd-configs: [{refresh-interval: 1m}]\n",
-           "t.yaml:3:23: missing required key \"files\" in file-sd config");
-}
-
 /* Prometheus refuses these paths when it loads the file (promtool says
  * "path name ... is not valid for file discovery"); so does proflet, at
  * their position, instead of a job silently missing at run time. */
@@ -722,25 +523,6 @@ TEST(file_sd_paths_checked_at_load)
                "t.yaml:4:17: path name \"/x/*/t.json\" is not valid");
     cfg_free(LOAD_OK("scrape-configs:\n  - job-name: a\n    file-sd-configs:\n"
                      "      - files: [/x/t.json, /x/*.yml, /x/a*b*.YAML, t.json]\n"));
-}
-
-TEST(both_spellings_and_duplicates)
-{
-    ERR_IS("scrape-configs:\n  - job-name: a\n    job_name: b\n",
-           "t.yaml:3:5: both \"job-name\" and \"job_name\" given in scrape config (they are the "
-           "same key)");
-    ERR_IS("scrape_configs: []\nscrape-configs: []\n",
-           "t.yaml:2:1: both \"scrape_configs\" and \"scrape-configs\" given in top level (they "
-           "are the same key)");
-    ERR_IS("scrape-configs:\n  - job-name: a\n    use-delta-profiles: true\n"
-           "    use-delta-endpoints: true\n",
-           "t.yaml:4:5: both \"use-delta-profiles\" and \"use-delta-endpoints\" given in scrape "
-           "config (they are the same key)");
-    ERR_IS("log-level: info\nlog-level: debug\n",
-           "t.yaml:2:1: key \"log-level\" given twice in top level");
-    ERR_IS("external-labels: {a: 1, a: 2}\n", "t.yaml:1:25: key \"a\" given twice");
-    ERR_IS("workers: 2\nlimits: {workers: 3}\n",
-           "t.yaml:1:1: workers given both at the top level and under limits");
 }
 
 TEST(profile_relabel_configs)
@@ -881,34 +663,6 @@ TEST(write_relabel_configs)
            "configuration for hashmod requires non-zero modulus");
 }
 
-/* The web UI's view of the configuration: everything as loaded, no secret. */
-TEST(dump_hides_secrets)
-{
-    const char *y = "scrape-configs:\n  - job-name: shop\n    scrape-interval: 30s\n"
-                    "    basic-auth: {username: bob, password: hunter2-scrape}\n"
-                    "    static-configs: [{targets: [127.0.0.1:6060]}]\n"
-                    "remote-write:\n  - url: http://127.0.0.1:4040\n"
-                    "    bearer-token: tok-4f3a9\n"
-                    "    headers: {X-Api-Key: key-77c1}\n";
-    struct conf_doc *doc = NULL;
-    struct buf b;
-    char err[512];
-
-    ASSERT_EQ(agent_config_load_string(y, strlen(y), "t.yaml", 0, &doc, err, sizeof(err)), 0);
-    buf_init(&b, 1u << 20);
-    agent_config_dump(doc, &b);
-    ASSERT_NOT_NULL(strstr(b.data, "job-name: \"shop\""));
-    ASSERT_NOT_NULL(strstr(b.data, "scrape-interval: 30000"));
-    ASSERT_NOT_NULL(strstr(b.data, "username: \"bob\""));
-    ASSERT_NOT_NULL(strstr(b.data, "127.0.0.1:4040"));
-    ASSERT_NOT_NULL(strstr(b.data, "<secret>"));
-    ASSERT_NULL(strstr(b.data, "hunter2"));
-    ASSERT_NULL(strstr(b.data, "tok-4f3a9"));
-    ASSERT_NULL(strstr(b.data, "key-77c1"));
-    buf_done(&b);
-    conf_doc_unref(doc);
-}
-
 TEST(scrape_timeout_rules)
 {
     const char *over = "scrape-configs:\n  - job-name: a\n    scrape-interval: 15s\n"
@@ -934,12 +688,6 @@ TEST(scrape_timeout_rules)
                 "    scrape-timeout: 1m\n");
     ASSERT_U64_EQ(c->scrape[0].timeout_ms, 60000);
     cfg_free(c);
-}
-
-TEST(durations_out_of_range)
-{
-    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: 18446744073710ms\n",
-           "t.yaml:3:22: duration \"18446744073710ms\" out of range (at most 292y)");
 }
 
 /* A duration profile lasts `seconds`: at least 1s and at least 1s below
@@ -1555,165 +1303,6 @@ TEST(kubeconfig_checked_at_load)
 #undef K8S
 }
 
-TEST(env_expansion)
-{
-    struct cfg *c;
-
-    setenv("PROFLET_T_NODE", "node-7", 1);
-    setenv("PROFLET_T_IV", "30s", 1);
-    setenv("PROFLET_T_EMPTY", "", 1);
-    unsetenv("PROFLET_T_UNSET");
-    c = LOAD_OK("external-labels:\n"
-                "  a: ${PROFLET_T_NODE}\n"
-                "  b: \"x-${PROFLET_T_UNSET}-y\"\n"
-                "  c: ${PROFLET_T_UNSET:-dflt}\n"
-                "  d: ${PROFLET_T_EMPTY:-e}\n"
-                "  e: cost $$5 and $1 and ${1} and $\n"
-                "  ${PROFLET_T_NODE}: key-not-expanded\n"
-                "scrape-configs:\n"
-                "  - job-name: a\n"
-                "    scrape-interval: ${PROFLET_T_IV}\n"
-                "    kubernetes-sd-configs:\n"
-                "      - selectors:\n"
-                "          - role: pod\n"
-                "            field: \"spec.nodeName=${PROFLET_T_NODE}\"\n");
-    ASSERT_STR_EQ(c->external_labels[0].value, "node-7");
-    ASSERT_STR_EQ(c->external_labels[1].value, "x--y");
-    ASSERT_STR_EQ(c->external_labels[2].value, "dflt");
-    ASSERT_STR_EQ(c->external_labels[3].value, "e");
-    ASSERT_STR_EQ(c->external_labels[4].value, "cost $5 and $1 and ${1} and $");
-    ASSERT_STR_EQ(c->external_labels[5].key, "${PROFLET_T_NODE}");
-    ASSERT_U64_EQ(c->scrape[0].interval_ms, 30000);
-    ASSERT_STR_EQ(c->scrape[0].sd.k8s_sd[0].selectors[0].field, "spec.nodeName=node-7");
-    cfg_free(c);
-
-    ERR_IS("log-level: ${PROFLET_T_NODE\n",
-           "t.yaml:1:12: malformed \"${...}\" in value \"${PROFLET_T_NODE\": expected ${NAME} or "
-           "${NAME:-default}");
-    ERR_IS("log-level: ${X:-abc\n",
-           "t.yaml:1:12: unterminated \"${\" in value \"${X:-abc\"");
-    /* A value that expands to something invalid is reported where it was written. */
-    ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: ${PROFLET_T_NODE}\n",
-           "t.yaml:3:22: expected a duration like 15s, got \"node-7\"");
-}
-
-/* Without CONF_EXPAND_ENV (no --config.expand-env) the file is read
- * literally, as Prometheus reads it, and the load notes the `${`. */
-TEST(env_expansion_is_opt_in)
-{
-    const char *yaml = "external-labels:\n"
-                       "  a: ${PROFLET_T_NODE}\n"
-                       "  e: cost $$5 and $1\n"
-                       "scrape-configs:\n"
-                       "  - job-name: a\n"
-                       "    relabel-configs:\n"
-                       "      - {source-labels: [x], regex: '(?P<name>.*)', target-label: y,\n"
-                       "         replacement: '${name}$$1'}\n";
-    const struct agent_config *c;
-    struct conf_doc *doc = NULL;
-    char err[512];
-
-    setenv("PROFLET_T_NODE", "node-7", 1);
-    ASSERT_EQ(agent_config_load_string(yaml, strlen(yaml), "t.yaml", 0, &doc, err, sizeof(err)),
-              0);
-    c = agent_config(doc);
-    ASSERT_STR_EQ(c->external_labels[0].value, "${PROFLET_T_NODE}");
-    ASSERT_STR_EQ(c->external_labels[1].value, "cost $$5 and $1");
-    ASSERT_STR_EQ(c->scrape[0].relabel[0].replacement, "${name}$$1");
-    ASSERT_NOT_NULL(conf_doc_warning(doc, 0));
-    ASSERT_NOT_NULL(strstr(conf_doc_warning(doc, 0), "--config.expand-env"));
-    ASSERT_NULL(conf_doc_warning(doc, 1));
-    conf_doc_unref(doc);
-    /* no `${`: nothing to note */
-    ASSERT_EQ(agent_config_load_string("log-level: info\n", 16, "t.yaml", 0, &doc, err,
-                                       sizeof(err)),
-              0);
-    ASSERT_NULL(conf_doc_warning(doc, 0));
-    conf_doc_unref(doc);
-}
-
-TEST(env_expansion_keeps_positions)
-{
-    /* A long multi-line expansion must not shift later line/column numbers. */
-    setenv("PROFLET_T_LONG", "line one\nline two\nline three, quite a bit longer than before", 1);
-    ERR_IS("external-labels: {a: \"${PROFLET_T_LONG}\", b: \"${PROFLET_T_LONG}\"}\n"
-           "scrape-configs:\n  - job-name: \"${PROFLET_T_LONG}\"\n    oops: 1\n",
-           "t.yaml:4:5: unknown key \"oops\" in scrape config");
-}
-
-TEST(pyroscope_configs_wrapper)
-{
-    struct cfg *c = LOAD_OK("pyroscopeConfigs:\n  log-level: warn\n  scrape-configs:\n"
-                            "    - job-name: a\n");
-
-    ASSERT_STR_EQ(c->log_level, "warn");
-    ASSERT_EQ(c->n_scrape, 1);
-    cfg_free(c);
-    ERR_IS("pyroscopeConfigs: {}\nlog-level: info\n",
-           "t.yaml:2:1: pyroscopeConfigs must be the only top-level key, but \"log-level\" is "
-           "also given");
-    ERR_IS("pyroscopeConfigs:\n  bogus: 1\n", "t.yaml:2:3: unknown key \"bogus\" in top level");
-}
-
-TEST(load_file)
-{
-    char path[] = "/tmp/proflet-cfg-XXXXXX", err[512];
-    struct cfg *c = (struct cfg *)1;
-    FILE *f;
-    int fd = mkstemp(path), rc;
-
-    ASSERT_GE(fd, 0);
-    f = fdopen(fd, "w");
-    fputs("scrape-configs:\n  - job-name: f\n    bogus: 1\n", f);
-    fclose(f);
-    rc = cfg_load_file(path, &c, err, sizeof(err));
-    ASSERT_LT(rc, 0);
-    ASSERT_NULL(c);
-    ASSERT_NOT_NULL(strstr(err, ":3:5: unknown key \"bogus\" in scrape config"));
-    ASSERT_EQ(strncmp(err, path, strlen(path)), 0);
-
-    f = fopen(path, "w");
-    fputs("scrape-configs:\n  - job-name: f\n", f);
-    fclose(f);
-    ASSERT_EQ(cfg_load_file(path, &c, err, sizeof(err)), 0);
-    ASSERT_STR_EQ(source_of(c), path);
-    ASSERT_STR_EQ(c->scrape[0].job_name, "f");
-    cfg_free(c);
-
-    /* Over the 4 MiB cap: refused before it is read, let alone parsed. */
-    f = fopen(path, "w");
-    for (int i = 0; i < (4 << 10) + 1; i++)
-        fprintf(f, "#%01022d\n", 0);
-    fclose(f);
-    rc = cfg_load_file(path, &c, err, sizeof(err));
-    ASSERT_LT(rc, 0);
-    ASSERT_NOT_NULL(strstr(err, "config file larger than 4 MiB"));
-
-    /* Under it, but so many jobs that the parsed form passes its cap: the
-     * message names where. */
-    f = fopen(path, "w");
-    fputs("scrape-configs:\n", f);
-    for (int i = 0; i < 40000; i++)
-        fprintf(f, "  - {job-name: j%d, static-configs: [{targets: [a]}]}\n", i);
-    fclose(f);
-    rc = cfg_load_file(path, &c, err, sizeof(err));
-    ASSERT_LT(rc, 0);
-    ASSERT_NOT_NULL(strstr(err, ": config too large: its parsed form passes 256 MiB here"));
-    ASSERT_EQ(strncmp(err + strlen(path), ":", 1), 0);
-    ASSERT(atoi(err + strlen(path) + 1) > 2);
-    unlink(path);
-
-    /* A byte that is not UTF-8 is reported where it is. */
-    ERR_IS("log-level: info\nexternal-labels: {a: \"x\xffy\"}\n",
-           "t.yaml:2:24: invalid leading UTF-8 octet (byte 0xff)");
-    ERR_IS("log-level: info\nexternal-labels: {a: \"\xc3\xa9\xff\"}\n",
-           "t.yaml:2:24: invalid leading UTF-8 octet (byte 0xff)");
-
-    rc = cfg_load_file("/nonexistent/proflet.yaml", &c, err, sizeof(err));
-    ASSERT_EQ(rc, -ENOENT);
-    ASSERT_STR_EQ(err, "/nonexistent/proflet.yaml: cannot open: No such file or directory");
-}
-
 static struct cfg *load_seed(const char *name)
 {
     char err[1024] = "", rel[256];
@@ -1843,16 +1432,6 @@ TEST(seed_004_alloy)
     ASSERT_EQ(c->remote[0].protocol, CFG_PROTO_PUSH);
     ASSERT_STR_EQ(c->remote[0].name, "example.invalid");
     cfg_free(c);
-}
-
-TEST(error_buffer_truncation)
-{
-    char err[16];
-    struct cfg *c;
-
-    ASSERT_LT(cfg_load_string("bogus: 1\n", 9, "a-long-file-name.yaml", &c, err, sizeof(err)), 0);
-    ASSERT_EQ(strlen(err), sizeof(err) - 1);
-    ASSERT_LT(cfg_load_string("bogus: 1\n", 9, "x", &c, NULL, 0), 0);
 }
 
 /* The complete examples of docs/config.md (each follows a marker comment)

@@ -10,6 +10,7 @@
 
 #include "cluster/cluster.h"
 #include "test.h"
+#include "test_loop.h"
 
 #define MAX_PEERS 16
 
@@ -198,13 +199,6 @@ static void close_all(struct cluster *c, uv_loop_t *loop)
     ASSERT_EQ(uv_loop_close(loop), 0);
 }
 
-static void run_until_change(uv_loop_t *loop, int want)
-{
-    for (int i = 0; i < 1000 && changes < want; i++)
-        uv_run(loop, UV_RUN_ONCE);
-    ASSERT_GE(changes, want);
-}
-
 TEST(static_membership_on_a_loop)
 {
     uv_loop_t loop;
@@ -215,6 +209,7 @@ TEST(static_membership_on_a_loop)
     struct cluster *c;
     size_t n, mine = 0, total = 2000;
     uint64_t s = 5;
+    int want;
     char err[256];
 
     uv_loop_init(&loop);
@@ -233,7 +228,7 @@ TEST(static_membership_on_a_loop)
     ASSERT_EQ(cluster_apply(c, &cfg, &g, err, sizeof(err)), 0);
     ASSERT_EQ(changes, 0); /* announced from the loop, not from inside the call */
     ASSERT_FALSE(cluster_ready(c)); /* ready once announced */
-    run_until_change(&loop, 1);
+    RUN_UNTIL(&loop, changes >= 1, 5000);
     ASSERT_TRUE(cluster_ready(c));
     ASSERT_TRUE(cluster_peers(c, &n) != NULL);
     ASSERT_EQ(n, 3);
@@ -258,7 +253,8 @@ TEST(static_membership_on_a_loop)
 
     /* Leaving (shutdown): nothing is ours any more. */
     cluster_leave(c);
-    run_until_change(&loop, changes + 1);
+    want = changes + 1;
+    RUN_UNTIL(&loop, changes >= want, 5000);
     s = 5;
     for (size_t i = 0; i < total; i++)
         ASSERT_FALSE(cluster_owns(next_id(&s), NULL, c));
@@ -287,7 +283,7 @@ TEST(a_name_seen_twice_is_one_peer)
     c = cluster_new(&o);
     ASSERT_TRUE(c != NULL);
     ASSERT_EQ(cluster_apply(c, &cfg, &g, err, sizeof(err)), 0);
-    run_until_change(&loop, 1);
+    RUN_UNTIL(&loop, changes >= 1, 5000);
     view = cluster_peers(c, &n);
     ASSERT_EQ(n, 2);
     ASSERT_STR_EQ(view[0], "a");

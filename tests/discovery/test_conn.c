@@ -10,6 +10,7 @@
 #include "common/workq.h"
 #include "discovery/internal.h"
 #include "tests/harness/test.h"
+#include "tests/harness/test_loop.h"
 
 static char *slurp(const char *path)
 {
@@ -27,14 +28,9 @@ static char *slurp(const char *path)
 /* Runs `loop` until the token in use is `want` (bounded: 2 s). */
 static const char *token_after_reread(uv_loop_t *loop, struct k8s_conn *c, const char *want)
 {
-    uint64_t deadline = uv_hrtime() + 2000000000ull;
-    const char *t = net_secret_get(c->bearer);
+    const char *t;
 
-    while ((!t || strcmp(t, want) != 0) && uv_hrtime() < deadline) {
-        uv_run(loop, UV_RUN_NOWAIT);
-        uv_sleep(1);
-        t = net_secret_get(c->bearer);
-    }
+    RUN_UNTIL(loop, (t = net_secret_get(c->bearer)) && strcmp(t, want) == 0, 2000);
     return t;
 }
 
@@ -157,10 +153,7 @@ TEST(in_cluster_and_token_rereading)
     put(p, "  \n");
     net_secret_expire(c.bearer);
     net_secret_get(c.bearer);
-    for (int i = 0; i < 2000 && !net_secret_error(c.bearer); i++) {
-        uv_run(&loop, UV_RUN_NOWAIT);
-        uv_sleep(1);
-    }
+    RUN_UNTIL(&loop, net_secret_error(c.bearer), 2000);
     ASSERT_NOT_NULL(net_secret_error(c.bearer));
     ASSERT_NOT_NULL(strstr(net_secret_error(c.bearer), "empty"));
     ASSERT_STR_EQ(net_secret_get(c.bearer), "t2");

@@ -153,7 +153,6 @@ TEST(provider_watches_files)
     struct tjob sc = {0};
     struct disc_file_cfg fsd = {0};
     struct disc_manager *m;
-    struct ticker tk;
     char dir[] = "/tmp/disc-file-XXXXXX", glob1[256], a[256], b[256], src[300], err[256];
     char *files[1];
     int errors = 0;
@@ -178,7 +177,6 @@ TEST(provider_watches_files)
     r.loop = &loop;
     m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
     disc_manager_set_error_cb(m, on_err, &errors);
-    ticker_start(&loop, &tk, 20);
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     RUN_UNTIL(&loop, disc_manager_ready(m), 5000);
     ASSERT_TRUE(disc_manager_ready(m));
@@ -249,7 +247,6 @@ TEST(provider_watches_files)
         ASSERT_EQ(strtol(strchr(line, '}') + 2, NULL, 10), errors);
         buf_done(&mb);
     }
-    ticker_stop(&tk);
     close_and_check(&loop, m);
     unlink(a);
     rmdir(dir);

@@ -20,7 +20,6 @@ struct env {
     struct disc_manager *m;
     struct rec r;
     struct fake f;
-    struct ticker tk;
     struct tcfg cfg;
     struct tjob sc;
     struct disc_k8s_cfg sd;
@@ -50,7 +49,6 @@ static void env_init(struct env *e, const char *scenario, const char *x1, const 
     e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
     ASSERT_NOT_NULL(e->m);
     disc_manager_set_error_cb(e->m, on_err, e);
-    ticker_start(&e->loop, &e->tk, 20);
     e->sd.role = "pod";
     e->sd.api_server = e->f.url;
     e->sc.job_name = JOB;
@@ -73,7 +71,6 @@ static void env_done(struct env *e)
 
     disc_manager_close(e->m, closed_flag, &closed);
     net_client_close(e->http, closed_flag, &nclosed);
-    ticker_stop(&e->tk);
     uv_run(&e->loop, UV_RUN_DEFAULT);
     ASSERT_EQ(closed, 1);
     ASSERT_EQ(nclosed, 1);
@@ -175,15 +172,9 @@ static double metric(struct env *e, const char *series)
 
 static void wait_watching(struct env *e, int n_watches)
 {
-    uint64_t deadline = uv_hrtime() + 10000000000ull;
-
-    while (count_requests(e, true) < n_watches) {
-        ASSERT_LT(uv_hrtime(), deadline);
-        uv_run(&e->loop, UV_RUN_ONCE);
-    }
+    RUN_UNTIL(&e->loop, count_requests(e, true) >= n_watches, 10000);
     /* Let the watch connection settle (bounded, event-driven). */
-    for (int i = 0; i < 5; i++)
-        uv_run(&e->loop, UV_RUN_ONCE);
+    run_turns(&e->loop, 5);
 }
 
 TEST(initial_sync_paginated_then_watch)
@@ -317,8 +308,7 @@ TEST(bookmark_rv_used_after_clean_end)
         json_object_put(o);
     }
     free(resp);
-    for (int i = 0; i < 10; i++)
-        uv_run(&e.loop, UV_RUN_ONCE);
+    run_turns(&e.loop, 10);
     fake_ctl(&e.f, "/watch_fault", "{\"fault\":\"close\"}");
     wait_watching(&e, 2);
     reqs = requests(&e);
@@ -577,8 +567,7 @@ TEST(reapply_same_keeps_provider_and_change_restarts)
     snprintf(other, sizeof(other), "%s", e.f.url);
     e.sd.api_server = other;
     env_apply(&e);
-    for (int i = 0; i < 20; i++)
-        uv_run(&e.loop, UV_RUN_ONCE);
+    run_turns(&e.loop, 20);
     ASSERT_EQ(e.r.rounds, rounds);
     ASSERT_EQ(count_requests(&e, false), 1);
     /* A selector changes: the provider restarts and re-lists. */

@@ -21,7 +21,6 @@ struct env {
     struct disc_manager *m;
     struct rec r;
     struct fake f;
-    struct ticker tk;
     struct tcfg cfg;
     struct tjob sc[3];
     struct disc_k8s_cfg sd[3];
@@ -40,7 +39,6 @@ static void env_init(struct env *e)
     e->r.loop = &e->loop;
     e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
     ASSERT_NOT_NULL(e->m);
-    ticker_start(&e->loop, &e->tk, 20);
     for (int i = 0; i < 3; i++) {
         snprintf(e->url[i], sizeof(e->url[i]), "%s", e->f.url);
         e->sd[i].role = "pod";
@@ -70,7 +68,6 @@ static void env_done(struct env *e)
 
     disc_manager_close(e->m, closed_flag, &closed);
     net_client_close(e->http, closed_flag, &nclosed);
-    ticker_stop(&e->tk);
     uv_run(&e->loop, UV_RUN_DEFAULT);
     ASSERT_EQ(closed, 1);
     ASSERT_EQ(nclosed, 1);
@@ -106,13 +103,7 @@ static int server_count(struct env *e, const char *what)
 /* Runs the loop until the server reports `want` open watches (10 s). */
 static void wait_open_watches(struct env *e, int want)
 {
-    uint64_t deadline = uv_hrtime() + 10000000000ull;
-
-    while (server_count(e, "watches") != want) {
-        ASSERT_LT(uv_hrtime(), deadline);
-        for (int i = 0; i < 5; i++)
-            uv_run(&e->loop, UV_RUN_ONCE);
-    }
+    RUN_UNTIL(&e->loop, server_count(e, "watches") == want, 10000);
 }
 
 static struct rec_src *pod_src(struct env *e, const char *job, const char *ns, const char *name)
@@ -220,8 +211,7 @@ TEST(identical_k8s_configs_share_one_list_and_watch)
     ASSERT_EQ(job_sources(&e, "pyroscope/memory"), 4);
     ASSERT_EQ(e.r.rounds, rounds + 2); /* one per removed job */
     ASSERT_EQ(disc_manager_providers(e.m), 1);
-    for (int i = 0; i < 20; i++)
-        uv_run(&e.loop, UV_RUN_ONCE);
+    run_turns(&e.loop, 20);
     ASSERT_EQ(server_count(&e, "watches"), 1);
     ASSERT_EQ(server_count(&e, "list"), 1);
     ASSERT_EQ(server_count(&e, "watch"), 1);
@@ -299,7 +289,6 @@ TEST(file_sd_shared_between_jobs)
     struct disc_file_cfg fsd[2];
     char dir[] = "/tmp/disc-share-XXXXXX", path[128], src[160], *files[2][1];
     struct disc_manager *m;
-    struct ticker tk;
     char err[256];
     FILE *fp;
 
@@ -328,7 +317,6 @@ TEST(file_sd_shared_between_jobs)
     ASSERT_EQ(uv_loop_init(&loop), 0);
     r.loop = &loop;
     m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
-    ticker_start(&loop, &tk, 20); /* RUN_UNTIL must not block in uv_run */
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(disc_manager_providers(m), 1);
     RUN_UNTIL(&loop, r.n == 2, 5000);
@@ -345,7 +333,6 @@ TEST(file_sd_shared_between_jobs)
     RUN_UNTIL(&loop, r.n == 1, 5000);
     ASSERT_NULL(rec_find(&r, "x", src));
     ASSERT_NOT_NULL(rec_find(&r, "y", src));
-    ticker_stop(&tk);
     close_and_check(&loop, m);
     rec_free(&r);
     unlink(path);

@@ -22,6 +22,7 @@
 #include "forward/internal.h"
 #include "tcfg.h"
 #include "test.h"
+#include "test_loop.h"
 
 #define NREC 12
 
@@ -359,7 +360,6 @@ TEST(refused_append_is_rolled_back)
 
 struct loop_env {
     uv_loop_t loop;
-    uv_timer_t tick; /* wakes the loop: every wait below is bounded */
     struct workq *wq;
     struct fwd *f;
     struct fwd_ep ep;
@@ -395,24 +395,10 @@ static void on_closed(void *ud)
     ((struct loop_env *)ud)->closed = true;
 }
 
-static void on_tick(uv_timer_t *t)
-{
-}
-
-/* Runs the loop until `flag` is set; at most 20 s. */
-static void run_until(struct loop_env *e, const bool *flag)
-{
-    for (int i = 0; i < 2000 && !*flag; i++)
-        uv_run(&e->loop, UV_RUN_ONCE);
-    ASSERT(*flag);
-}
-
 /* Runs the loop until the spool's jobs are done; at most 20 s. */
 static void run_idle(struct loop_env *e)
 {
-    for (int i = 0; i < 2000 && fwd__spool_busy(e->s); i++)
-        uv_run(&e->loop, UV_RUN_ONCE);
-    ASSERT(!fwd__spool_busy(e->s));
+    RUN_UNTIL(&e->loop, !fwd__spool_busy(e->s), 20000);
 }
 
 static void env_open(struct loop_env *e, char *dir)
@@ -421,8 +407,6 @@ static void env_open(struct loop_env *e, char *dir)
 
     memset(e, 0, sizeof(*e));
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    uv_timer_init(&e->loop, &e->tick);
-    uv_timer_start(&e->tick, on_tick, 10, 10);
     ASSERT_NOT_NULL(e->wq = workq_new(&e->loop, 4, 64));
     e->f = fwd_new(&e->loop, NULL, e->wq);
     e->ep.f = e->f;
@@ -440,7 +424,7 @@ static void env_open(struct loop_env *e, char *dir)
     e->ep.spool = &e->spool;
     e->ep.cfg = &e->cfg;
     ASSERT_EQ(fwd__spool_open(&e->ep, &env_cb, e, &e->s, err, sizeof(err)), 0);
-    run_until(e, &e->changed);
+    RUN_UNTIL(&e->loop, e->changed, 20000);
     ASSERT(fwd__spool_ready(e->s));
 }
 
@@ -459,10 +443,9 @@ static void env_close(struct loop_env *e)
     for (size_t i = 0; i < e->n_got; i++)
         fwd_profile_unref(e->got[i]);
     fwd__spool_close(e->s, on_closed, e);
-    run_until(e, &e->closed);
+    RUN_UNTIL(&e->loop, e->closed, 20000);
     fwd__spool_free(e->s);
     fwd_close(e->f, 0, NULL, NULL);
-    uv_close((uv_handle_t *)&e->tick, NULL);
     uv_run(&e->loop, UV_RUN_DEFAULT);
     workq_free(e->wq);
     ASSERT_EQ(uv_loop_close(&e->loop), 0);

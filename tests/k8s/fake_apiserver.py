@@ -45,7 +45,8 @@ change the cluster and inject faults:
 Scenario files (--scenario FILE) preload objects and settings:
   {"settings": {...}, "namespaces": [...], "nodes": [...], "pods": [...]}
 
-Ports go to --port-file as "API_PORT CONTROL_PORT\n" once both listen.
+Ports go to --port-file as "API_PORT CONTROL_PORT\n" once both listen, and
+the same line to stdout (C tests read it there: tests/harness/test_peer.h).
 Optional TLS for the API port with --tls-cert/--tls-key.
 """
 import argparse
@@ -703,6 +704,7 @@ def main():
     with open(tmp, "w") as f:
         f.write("%d %d\n" % (api.server_address[1], ctl.server_address[1]))
     os.rename(tmp, a.port_file)
+    print("%d %d" % (api.server_address[1], ctl.server_address[1]), flush=True)
     # Runs until SIGTERM, or until --max-seconds pass (a leaked server dies).
     signal.signal(signal.SIGTERM, lambda *_: os._exit(0))
     time.sleep(a.max_seconds)

@@ -1,42 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers for the tests/net suites (see net_test.h). Test-process only; the
- * child server is always reaped, and every wait has a deadline. */
+ * child server is the harness's test peer, always reaped. */
 #include "net_test.h"
 
 #include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
-
-extern char **environ;
-
-static uint64_t now_ms(void)
-{
-    return uv_hrtime() / 1000000;
-}
 
 int pyserver_start(struct pyserver *ps, const char *const *args)
 {
     const char *script = getenv("NET_TEST_SERVER");
     const char *argv[16];
-    posix_spawn_file_actions_t fa;
-    int pipefd[2], n = 0;
-    char line[64];
-    size_t got = 0;
-    uint64_t deadline = now_ms() + 10000;
+    int n = 0;
 
-    ps->pid = -1;
     ps->port = -1;
+    ps->peer.pid = -1;
     if (!script) {
         fprintf(stderr, "NET_TEST_SERVER is not set\n");
         return -1;
@@ -46,35 +28,10 @@ int pyserver_start(struct pyserver *ps, const char *const *args)
     for (int i = 0; args && args[i] && n < 15; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    if (pipe2(pipefd, O_CLOEXEC) < 0)
+    if (test_peer_start(&ps->peer, argv) < 0)
         return -1;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_adddup2(&fa, pipefd[1], 1);
-    if (posix_spawn(&ps->pid, argv[0], &fa, NULL, (char *const *)argv, environ) != 0) {
-        posix_spawn_file_actions_destroy(&fa);
-        close(pipefd[0]);
-        close(pipefd[1]);
-        ps->pid = -1;
-        return -1;
-    }
-    posix_spawn_file_actions_destroy(&fa);
-    close(pipefd[1]);
-    while (got < sizeof(line) - 1 && !memchr(line, '\n', got)) {
-        struct pollfd pfd = {.fd = pipefd[0], .events = POLLIN};
-        uint64_t now = now_ms();
-        ssize_t r;
-
-        if (now >= deadline || poll(&pfd, 1, (int)(deadline - now)) <= 0)
-            break;
-        r = read(pipefd[0], line + got, sizeof(line) - 1 - got);
-        if (r <= 0)
-            break;
-        got += (size_t)r;
-    }
-    close(pipefd[0]);
-    line[got] = '\0';
-    if (sscanf(line, "PORT %d", &ps->port) != 1) {
-        fprintf(stderr, "test server did not start: \"%s\"\n", line);
+    if (sscanf(ps->peer.line, "PORT %d", &ps->port) != 1) {
+        fprintf(stderr, "test server did not start: \"%s\"\n", ps->peer.line);
         pyserver_stop(ps);
         return -1;
     }
@@ -83,75 +40,7 @@ int pyserver_start(struct pyserver *ps, const char *const *args)
 
 void pyserver_stop(struct pyserver *ps)
 {
-    uint64_t deadline = now_ms() + 5000;
-    int st;
-
-    if (ps->pid <= 0)
-        return;
-    kill(ps->pid, SIGTERM);
-    while (waitpid(ps->pid, &st, WNOHANG) == 0) {
-        if (now_ms() > deadline) {
-            kill(ps->pid, SIGKILL);
-            waitpid(ps->pid, &st, 0);
-            break;
-        }
-        usleep(10000); /* polling a child's exit, not hiding a race */
-    }
-    ps->pid = -1;
-}
-
-static void guard_cb(uv_timer_t *t)
-{
-    *(bool *)t->data = true;
-}
-
-static void free_cb(uv_handle_t *h)
-{
-    free(h);
-}
-
-/* The guard is unref'd so that it wakes uv_run without keeping the loop
- * alive by itself. */
-static bool run_guarded(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
-{
-    uv_timer_t *guard = malloc(sizeof(*guard));
-    bool expired = false, ok;
-
-    uv_timer_init(loop, guard);
-    guard->data = &expired;
-    uv_timer_start(guard, guard_cb, timeout_ms, 0);
-    uv_unref((uv_handle_t *)guard);
-    for (;;) {
-        if (counter && *counter >= target)
-            break;
-        if (expired || !uv_loop_alive(loop))
-            break;
-        uv_run(loop, UV_RUN_ONCE);
-    }
-    ok = counter ? *counter >= target : !uv_loop_alive(loop);
-    uv_close((uv_handle_t *)guard, free_cb);
-    uv_run(loop, UV_RUN_NOWAIT);
-    return ok;
-}
-
-bool run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms)
-{
-    return run_guarded(loop, counter, target, timeout_ms);
-}
-
-void run_for(uv_loop_t *loop, uint64_t ms)
-{
-    int never = 0;
-
-    run_guarded(loop, &never, 1, ms);
-}
-
-int finish_loop(uv_loop_t *loop, uint64_t timeout_ms)
-{
-    run_guarded(loop, NULL, 0, timeout_ms);
-    /* The guard's own close ran in the NOWAIT pass above. */
-    uv_run(loop, UV_RUN_NOWAIT);
-    return uv_loop_close(loop);
+    test_peer_stop(&ps->peer);
 }
 
 int make_certs(char *dir, size_t dirlen)

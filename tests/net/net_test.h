@@ -1,34 +1,42 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Helpers shared by the tests/net suites: bounded loop runs, the Python test
- * server as a child process, throw-away TLS certificates. */
+/* Helpers shared by the tests/net suites: tests/net/http_server.py as a
+ * test peer, throw-away TLS certificates, a port nothing answers on. Loop
+ * runs are the harness's (test_loop.h). */
 #ifndef PROFLET_TESTS_NET_TEST_H
 #define PROFLET_TESTS_NET_TEST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
-#include <uv.h>
+
+#include "test_loop.h"
+#include "test_peer.h"
 
 /** A running tests/net/http_server.py. */
 struct pyserver {
-    pid_t pid;
+    struct test_peer peer;
     int port;
 };
 
-/** Starts the Python test server with extra arguments (NULL-terminated
- * list, may be NULL) and waits (at most 10 s) for its port. 0 or -1. */
+/** Starts the Python test server ($NET_TEST_SERVER) with extra arguments
+ * (NULL-terminated list, may be NULL) and waits (at most 10 s) for its
+ * port. 0 or -1. */
 int pyserver_start(struct pyserver *ps, const char *const *args);
 /** Stops it (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void pyserver_stop(struct pyserver *ps);
 
-/** Runs `loop` until `*counter >= target` or `timeout_ms` passes, whichever
- * first; true if the counter got there. Never blocks past the deadline. */
-bool run_until(uv_loop_t *loop, const int *counter, int target, uint64_t timeout_ms);
-/** Runs `loop` for about `ms` milliseconds. */
-void run_for(uv_loop_t *loop, uint64_t ms);
-/** Runs `loop` until nothing is alive (all close callbacks done) or
- * `timeout_ms` passes; then returns uv_loop_close(). */
-int finish_loop(uv_loop_t *loop, uint64_t timeout_ms);
+/** The harness's RUN_UNTIL in the counter form tests/net/test_server.c
+ * was written with: fails the test unless `*counter >= target` within
+ * `timeout_ms`; true otherwise. */
+static inline bool run_until_at(const char *file, int line, uv_loop_t *loop, const int *counter,
+                                int target, uint64_t timeout_ms)
+{
+    TEST_RUN_UNTIL_AT(file, line, loop, *counter >= target, "*counter >= target", timeout_ms,
+                      TEST_LOOP_MAX_TURNS);
+    return true;
+}
+#define run_until(loop, counter, target, ms)                                       \
+    run_until_at(__FILE__, __LINE__, (loop), (counter), (target), (ms))
 
 /** Makes a CA and a server certificate (SAN test.example, localhost,
  * 127.0.0.1) and a client certificate in a fresh temporary directory,

@@ -89,7 +89,7 @@ static void client_close(uv_loop_t *loop, struct net_client *c)
     int closed = 0;
 
     net_client_close(c, count_cb, &closed);
-    ASSERT(run_until(loop, &closed, 1, 5000));
+    RUN_UNTIL(loop, closed >= 1, 5000);
     ASSERT_EQ(finish_loop(loop, 5000), 0);
 }
 
@@ -100,7 +100,7 @@ static void fetch(uv_loop_t *loop, struct net_client *c, struct net_request_opts
     int before = res->done;
 
     ASSERT_EQ(net_request_start(c, o, on_done, res, NULL), 0);
-    ASSERT(run_until(loop, &res->done, before + 1, 15000));
+    RUN_UNTIL(loop, res->done >= before + 1, 15000);
 }
 
 static const char *url(const char *path)
@@ -350,7 +350,7 @@ static int connections_after_chain(const char *const *hdrs, size_t n_hdrs)
     snprintf(u, sizeof(u), "http://127.0.0.1:%d/bytes?n=10", own.port);
     o.url = u;
     ASSERT_EQ(net_request_start(c, &o, chain_cb, &ch, NULL), 0);
-    ASSERT(run_until(&loop, &ch.done, 1, 20000));
+    RUN_UNTIL(&loop, ch.done >= 1, 20000);
     if (ch.failures)
         test__fail(__FILE__, __LINE__, "%d of 20 chained requests failed; %s", ch.failures,
                    ch.first_failure);
@@ -399,7 +399,7 @@ TEST(two_hundred_parallel_requests)
     for (int i = 0; i < 200; i++)
         ASSERT_EQ(net_request_start(c, &o, many_cb, &m, NULL), 0);
     ASSERT_EQ(net_client_inflight(c), 200);
-    ASSERT(run_until(&loop, &m.done, 200, 30000));
+    RUN_UNTIL(&loop, m.done >= 200, 30000);
     ASSERT_EQ(m.ok, 200);
     ASSERT_EQ(net_client_inflight(c), 0);
     client_close(&loop, c);
@@ -539,12 +539,12 @@ TEST(cancel_before_and_during_transfer)
     ASSERT_EQ(net_client_inflight(c), 1);
     /* b is in transfer once the server has its request and has started
      * sending the body. */
-    ASSERT(run_until(&loop, &hs.body_started, 1, 10000));
+    RUN_UNTIL(&loop, hs.body_started >= 1, 10000);
     ASSERT_EQ(called, 0);
     net_request_cancel(b);
     ASSERT_EQ(net_client_inflight(c), 0);
     /* The cancel ends the transfer: its connection closes. */
-    ASSERT(run_until(&loop, &hs.peer_closed, 1, 10000));
+    RUN_UNTIL(&loop, hs.peer_closed >= 1, 10000);
     /* a never reached the server; b's answer never reached its callback. */
     ASSERT_EQ(hs.accepted, 1);
     ASSERT_EQ(hs.requests, 1);
@@ -578,7 +578,7 @@ TEST(close_with_requests_in_flight)
     run_for(&loop, 100);
     net_client_close(c, count_cb, &closed);
     ASSERT_EQ(net_request_start(c, &o2, never_cb, &called, NULL), -ESHUTDOWN);
-    ASSERT(run_until(&loop, &closed, 1, 5000));
+    RUN_UNTIL(&loop, closed >= 1, 5000);
     ASSERT_EQ(closed, 1);
     ASSERT_EQ(called, 0);
     result_done(&res);
@@ -646,7 +646,7 @@ TEST(socket_action_failure_rebuilds_multi)
     run_for(&loop, 100);
     net__client_fail_next_action(c);
     for (int i = 0; i < 3; i++) {
-        ASSERT(run_until(&loop, &res[i].done, 1, 5000));
+        RUN_UNTIL(&loop, res[i].done >= 1, 5000);
         ASSERT_EQ(res[i].result, NET_EIO);
         ASSERT_NOT_NULL(strstr(res[i].error, "multi handle failed"));
         done++;
@@ -657,7 +657,7 @@ TEST(socket_action_failure_rebuilds_multi)
     /* The rebuilt multi works. */
     o.url = url("/bytes?n=1000");
     ASSERT_EQ(net_request_start(c, &o, many_cb, &m, NULL), 0);
-    ASSERT(run_until(&loop, &m.done, 1, 5000));
+    RUN_UNTIL(&loop, m.done >= 1, 5000);
     ASSERT_EQ(m.ok, 1);
     client_close(&loop, c);
 }
@@ -711,7 +711,7 @@ TEST(streaming_on_data)
 
     sr.s.c = c;
     ASSERT_EQ(net_request_start(c, &o, stream_done, &sr, NULL), 0);
-    ASSERT(run_until(&loop, &sr.r.done, 1, 10000));
+    RUN_UNTIL(&loop, sr.r.done >= 1, 10000);
     ASSERT_EQ(sr.r.result, 0);
     ASSERT_EQ(sr.s.total, 300000);
     ASSERT_EQ(sr.r.len, 0);
@@ -722,7 +722,7 @@ TEST(streaming_on_data)
     memset(&sr, 0, sizeof(sr));
     sr.s.abort_after = 1;
     ASSERT_EQ(net_request_start(c, &o, stream_done, &sr, NULL), 0);
-    ASSERT(run_until(&loop, &sr.r.done, 1, 10000));
+    RUN_UNTIL(&loop, sr.r.done >= 1, 10000);
     ASSERT_EQ(sr.r.result, NET_EABORTED);
 
     /* The cap applies to the streamed total. */
@@ -730,7 +730,7 @@ TEST(streaming_on_data)
     o.url = url("/endless");
     o.max_response = 100000;
     ASSERT_EQ(net_request_start(c, &o, stream_done, &sr, NULL), 0);
-    ASSERT(run_until(&loop, &sr.r.done, 1, 10000));
+    RUN_UNTIL(&loop, sr.r.done >= 1, 10000);
     ASSERT_EQ(sr.r.result, NET_ETOOLARGE);
     ASSERT_LE(sr.s.total, 100000);
     result_done(&sr.r);
@@ -772,7 +772,7 @@ TEST(close_from_on_data_is_deferred)
 
     k.c = client_new(&loop);
     ASSERT_EQ(net_request_start(k.c, &o, closer_done, &k, NULL), 0);
-    ASSERT(run_until(&loop, &k.closed, 1, 10000));
+    RUN_UNTIL(&loop, k.closed >= 1, 10000);
     ASSERT_EQ(k.called, 0);
     ASSERT_GE(k.chunks, 1);
     ASSERT_EQ(finish_loop(&loop, 5000), 0);
@@ -898,7 +898,7 @@ TEST(oauth2_requests_wait_for_one_cached_token)
     for (int i = 0; i < 3; i++)
         ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
     for (int i = 0; i < 3; i++) {
-        ASSERT(run_until(&loop, &res[i].done, 1, 15000));
+        RUN_UNTIL(&loop, res[i].done >= 1, 15000);
         done++;
     }
     for (int i = 0; i < 3; i++) {
@@ -941,7 +941,7 @@ TEST(oauth2_failure_fails_waiting_requests_without_the_secret)
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
     for (int i = 0; i < 2; i++) {
-        ASSERT(run_until(&loop, &res[i].done, 1, 15000));
+        RUN_UNTIL(&loop, res[i].done >= 1, 15000);
         ASSERT_EQ(res[i].result, NET_EAUTH);
         ASSERT_STR_EQ(res[i].error, "oauth2: the token endpoint answered HTTP 401");
     }
@@ -972,7 +972,7 @@ TEST(oauth2_cancel_free_and_close_while_waiting)
     ASSERT_EQ(net_client_inflight(c), 3); /* two waiting, one token request */
     net_request_cancel(r0);
     net_auth_free(a);
-    ASSERT(run_until(&loop, &res[1].done, 1, 15000));
+    RUN_UNTIL(&loop, res[1].done >= 1, 15000);
     ASSERT_EQ(res[1].result, 0);
     ASSERT_NOT_NULL(strstr(res[1].body, "\nAuthorization: Bearer tok-"));
     ASSERT_EQ(res[0].done, 0);
@@ -1003,7 +1003,7 @@ TEST(oauth2_waiting_requests_and_multi_rebuild)
     run_for(&loop, 100);
     net__client_fail_next_action(c);
     for (int i = 0; i < 2; i++) {
-        ASSERT(run_until(&loop, &res[i].done, 1, 5000));
+        RUN_UNTIL(&loop, res[i].done >= 1, 5000);
         ASSERT(res[i].result == NET_EIO || res[i].result == NET_EAUTH);
     }
     ASSERT_EQ(net_client_inflight(c), 0);

@@ -14,7 +14,10 @@ Prints one JSON line {"port": P, "control": C} on stdout when ready.
 
 Control API (JSON over HTTP on the control port):
     GET  /accepted            -> {"profiles": [{id, labels, head, t}], "requests": n}
-    GET  /requests            -> headers and paths of every request seen
+    GET  /requests            -> every request seen, in arrival order: {method, path,
+                                 query, headers, len, sha256 (of the body), status
+                                 (answered; absent if none), ids (push: the sample
+                                 ids, in request order), t}
     POST /faults  {...}       -> merges fault settings:
         down_for: seconds     stop listening (connections refused), then come back
         fail_next: {count, status, code, message, retry_after}   whole-request
@@ -31,6 +34,7 @@ Control API (JSON over HTTP on the control port):
 """
 import argparse
 import gzip
+import hashlib
 import json
 import os
 import socket
@@ -79,6 +83,9 @@ class Push(BaseHTTPRequestHandler):
 
     def reply(self, status, obj=None, ctype="application/json", retry_after=None):
         body = b"" if obj is None else json.dumps(obj).encode()
+        if self.rec is not None:
+            with LOCK:
+                self.rec["status"] = status
         self.send_response(status)
         if retry_after is not None:
             self.send_header("Retry-After", str(retry_after))
@@ -94,6 +101,7 @@ class Push(BaseHTTPRequestHandler):
         return self.rfile.read(n)
 
     def do_POST(self):
+        self.rec = None
         body = self.read_body()
         if Push.down:
             # Down: a kept-alive connection is cut without an answer.
@@ -105,9 +113,11 @@ class Push(BaseHTTPRequestHandler):
             STATE["requests"] += 1
             STATE["bytes"] += len(body)
             if not self.fast:
-                STATE["seen"].append({"path": url.path, "query": url.query,
-                                      "headers": {k: v for k, v in self.headers.items()},
-                                      "len": len(body), "t": time.time()})
+                self.rec = {"method": self.command, "path": url.path, "query": url.query,
+                            "headers": {k: v for k, v in self.headers.items()},
+                            "len": len(body), "sha256": hashlib.sha256(body).hexdigest(),
+                            "t": time.time()}
+                STATE["seen"].append(self.rec)
             reset = FAULTS.get("reset_next", 0)
             if reset:
                 FAULTS["reset_next"] = reset - 1
@@ -155,6 +165,7 @@ class Push(BaseHTTPRequestHandler):
             times = FAULTS.get("fail_ids_times", 1 << 30)
             every = FAULTS.get("partial_every", 0)
             slow = FAULTS.get("slow_ms", 0)
+            self.rec["ids"] = [smp.ID for s in req.series for smp in s.samples]
             for i, s in enumerate(req.series):
                 labels = {lp.name: lp.value for lp in s.labels}
                 for smp in s.samples:

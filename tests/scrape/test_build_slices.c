@@ -170,17 +170,21 @@ static void sync_one(struct env *e, struct disc_targets *d)
     disc_targets_unref(d);
 }
 
+/* True once no build is pending; counts the turns that found one. */
+static bool builds_done(struct env *e, unsigned *turns)
+{
+    if (!e->m->pend_head)
+        return true;
+    ++*turns;
+    return false;
+}
+
 /* Runs loop turns until no build is pending; returns how many it took. */
 static unsigned run_builds(struct env *e)
 {
     unsigned turns = 0;
-    uint64_t deadline = uv_hrtime() + 10ull * 1000000000ull;
 
-    while (e->m->pend_head && turns < 1000 && uv_hrtime() < deadline) {
-        uv_run(&e->loop, UV_RUN_NOWAIT);
-        turns++;
-    }
-    ASSERT_NULL(e->m->pend_head);
+    RUN_UNTIL_TURNS(&e->loop, builds_done(e, &turns), 10000, 1000);
     return turns;
 }
 
