@@ -435,15 +435,20 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .on_error = on_cluster_error,
         .ud = a,
     };
+    const struct workq_opts wo = {
+        .loop = a->loop,
+        .max_inflight = c->limits.workers,
+        .max_backlog = c->limits.max_jobs_backlog,
+    };
+    const struct net_client_opts no = { .loop = a->loop, .max_connects = 1024 };
+    int r;
 
     a->workers = c->limits.workers;
-    if (!(a->work = workq_new(a->loop, a->workers, c->limits.max_jobs_backlog))) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if ((r = workq_new(&wo, &a->work, err, errlen)) < 0)
+        return r;
     so.work = a->work;
-    if (!(a->http = net_client_new(a->loop, 1024, err, errlen)))
-        return -EINVAL;
+    if ((r = net_client_new(&no, &a->http, err, errlen)) < 0)
+        return r;
     co.http = a->http;
     co.work = a->work;
     if (!(a->cluster = cluster_new(&co))) {

@@ -943,7 +943,8 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     }
     m->transport = (struct scrape_transport){ curl_start, curl_cancel, curl_inflight, m };
     for (int i = 0; i < SCRAPE_CLIENTS && !m->dry_run; i++) {
-        if (!(m->clients[i] = net_client_new(m->loop, 1024, err, errlen))) {
+        if (net_client_new(&(struct net_client_opts){ .loop = m->loop, .max_connects = 1024 },
+                           &m->clients[i], err, errlen) < 0) {
             m->closing = true;
             scrape_manager_close(m, NULL, NULL);
             return NULL;

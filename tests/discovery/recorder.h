@@ -45,8 +45,12 @@ static struct workq *rec_wq;
 
 static inline struct workq *rec_work(uv_loop_t *loop)
 {
-    if (!rec_wq)
-        rec_wq = workq_new(loop, 2, 64);
+    const struct workq_opts o = { .loop = loop, .max_inflight = 2, .max_backlog = 64 };
+    char err[128] = "";
+    int rc;
+
+    if (!rec_wq && (rc = workq_new(&o, &rec_wq, err, sizeof(err))) < 0)
+        test__fail(__FILE__, __LINE__, "workq_new: %d %s", rc, err);
     return rec_wq;
 }
 

@@ -72,6 +72,20 @@ static void close_fwd(uv_loop_t *loop, struct fwd *f)
     ASSERT_EQ(done, 1);
 }
 
+/* A work queue of `max_inflight` on `loop`, or the test fails with the
+ * constructor's message. */
+static struct workq *new_queue(uv_loop_t *loop, unsigned max_inflight)
+{
+    const struct workq_opts o = { .loop = loop, .max_inflight = max_inflight, .max_backlog = 64 };
+    struct workq *q;
+    char err[128] = "";
+    int rc = workq_new(&o, &q, err, sizeof(err));
+
+    if (rc < 0)
+        test__fail(__FILE__, __LINE__, "workq_new: %d %s", rc, err);
+    return q;
+}
+
 static size_t count_files(const char *dir, const char *suffix, char names[][128], size_t max)
 {
     DIR *d = opendir(dir);
@@ -128,7 +142,7 @@ TEST(dir_writes_exact_bytes_and_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
     f = fwd_new(&loop, NULL, wq);
@@ -188,7 +202,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     snprintf(sub, sizeof(sub), "%s/svc/process_cpu", tmpdir);
     dir_cfg(&c, &r, url, 1ull << 30);
@@ -305,7 +319,7 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     snprintf(url2, sizeof(url2), "file://%s/plain", tmpdir);
     /* r[1]: no rules, no labels of its own: the global ones still come. */
@@ -378,7 +392,7 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
     ASSERT_EQ(chdir(tmpdir), 0);
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     dir_cfg(&c, &r, "file://./rel", 1 << 30);
     f = fwd_new(&loop, NULL, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
@@ -420,7 +434,7 @@ TEST(dir_cancelled_write_is_done_later)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 1, 64));
+    wq = new_queue(&loop, 1);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
     f = fwd_new(&loop, NULL, wq);

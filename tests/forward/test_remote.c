@@ -398,9 +398,13 @@ static void rig_start(struct rig *g, answer_fn answer)
     ticker_start(&g->loop, &g->tk, 5); /* RUN_UNTIL re-checks at least this often */
     tsrv_start(&g->loop, &g->srv, answer);
     snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", g->srv.port);
-    g->http = net_client_new(&g->loop, 0, err, sizeof(err));
-    ASSERT_NOT_NULL(g->http);
-    ASSERT_NOT_NULL(g->wq = workq_new(&g->loop, 4, 64));
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &g->loop }, &g->http, err,
+                             sizeof(err)),
+              0);
+    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &g->loop, .max_inflight = 4,
+                                              .max_backlog = 64 },
+                        &g->wq, err, sizeof(err)),
+              0);
     g->fwd = fwd_new(&g->loop, g->http, g->wq);
     ASSERT_NOT_NULL(g->fwd);
 }

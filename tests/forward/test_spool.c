@@ -423,7 +423,10 @@ static void env_open(struct loop_env *e, char *dir)
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
     uv_timer_init(&e->loop, &e->tick);
     uv_timer_start(&e->tick, on_tick, 10, 10);
-    ASSERT_NOT_NULL(e->wq = workq_new(&e->loop, 4, 64));
+    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &e->loop, .max_inflight = 4,
+                                              .max_backlog = 64 },
+                        &e->wq, err, sizeof(err)),
+              0);
     e->f = fwd_new(&e->loop, NULL, e->wq);
     e->ep.f = e->f;
     e->ep.loop = &e->loop;

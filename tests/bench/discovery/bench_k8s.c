@@ -61,8 +61,8 @@ TEST(bench_initial_sync_and_churn)
     fake_start(&f, NULL, NULL, NULL);
     fake_ctl(&f, "/generate", "{\"pods\": 10000}");
     uv_loop_init(&loop);
-    http = net_client_new(&loop, 0, err, sizeof(err));
-    ASSERT_NOT_NULL(http);
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &loop }, &http, err, sizeof(err)),
+              0);
     m = disc_manager_new(&loop, http, rec_work(&loop), 1000, count_cb, &targets);
     ticker_start(&loop, &tk, 50);
     sd.role = "pod";
