@@ -54,6 +54,20 @@ static inline struct workq *rec_work(uv_loop_t *loop)
     return rec_wq;
 }
 
+/* disc_manager_new() of `o` with the work queue of its loop, or the test
+ * fails with the constructor's message. */
+static inline struct disc_manager *rec_manager_new(struct disc_manager_opts o)
+{
+    struct disc_manager *m;
+    char err[256] = "";
+    int rc;
+
+    o.work = rec_work(o.loop);
+    if ((rc = disc_manager_new(&o, &m, err, sizeof(err))) < 0)
+        test__fail(__FILE__, __LINE__, "disc_manager_new: %d %s", rc, err);
+    return m;
+}
+
 /* Frees the work queue once its loop has run dry. */
 static inline void rec_work_done(void)
 {

@@ -48,9 +48,12 @@ static void env_init(struct env *e, const char *scenario, const char *x1, const 
                              sizeof(err)),
               0);
     e->r.loop = &e->loop;
-    e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
-    ASSERT_NOT_NULL(e->m);
-    disc_manager_set_error_cb(e->m, on_err, e);
+    e->m = rec_manager_new((struct disc_manager_opts){ .loop = &e->loop,
+                                                       .http = e->http,
+                                                       .on_update = rec_cb,
+                                                       .update_ud = &e->r,
+                                                       .on_error = on_err,
+                                                       .error_ud = e });
     ticker_start(&e->loop, &e->tk, 20);
     e->sd.role = "pod";
     e->sd.api_server = e->f.url;

@@ -39,8 +39,8 @@ static void env_init(struct env *e)
                              sizeof(err)),
               0);
     e->r.loop = &e->loop;
-    e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
-    ASSERT_NOT_NULL(e->m);
+    e->m = rec_manager_new((struct disc_manager_opts){
+        .loop = &e->loop, .http = e->http, .on_update = rec_cb, .update_ud = &e->r });
     ticker_start(&e->loop, &e->tk, 20);
     for (int i = 0; i < 3; i++) {
         snprintf(e->url[i], sizeof(e->url[i]), "%s", e->f.url);
@@ -328,7 +328,8 @@ TEST(file_sd_shared_between_jobs)
     c.n_scrape = 2;
     ASSERT_EQ(uv_loop_init(&loop), 0);
     r.loop = &loop;
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ticker_start(&loop, &tk, 20); /* RUN_UNTIL must not block in uv_run */
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(disc_manager_providers(m), 1);

@@ -342,12 +342,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "workq_new: %s\n", err);
         return 2;
     }
-    fwd = fwd_new(&loop, http, work);
-    if (!fwd) {
-        fprintf(stderr, "fwd_new: out of memory\n");
+    if (fwd_new(&(struct fwd_opts){ .loop = &loop, .http = http, .work = work, .on_error = on_error },
+                &fwd, err, sizeof(err)) < 0) {
+        fprintf(stderr, "fwd_new: %s\n", err);
         return 2;
     }
-    fwd_set_error_cb(fwd, on_error, NULL);
     if (tcfg_apply(fwd, &cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "fwd_apply: %s\n", err);
         return 2;

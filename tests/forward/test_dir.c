@@ -86,6 +86,18 @@ static struct workq *new_queue(uv_loop_t *loop, unsigned max_inflight)
     return q;
 }
 
+/* A forwarder without an HTTP client (directory sinks need none). */
+static struct fwd *new_fwd(uv_loop_t *loop, struct workq *wq)
+{
+    struct fwd *f;
+    char err[128] = "";
+    int rc = fwd_new(&(struct fwd_opts){ .loop = loop, .work = wq }, &f, err, sizeof(err));
+
+    if (rc < 0)
+        test__fail(__FILE__, __LINE__, "fwd_new: %d %s", rc, err);
+    return f;
+}
+
 static size_t count_files(const char *dir, const char *suffix, char names[][128], size_t max)
 {
     DIR *d = opendir(dir);
@@ -145,7 +157,7 @@ TEST(dir_writes_exact_bytes_and_labels)
     wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     /* Hostile components: a slash, a leading dot, "..". */
     p = mkprof("team/app", "..", 1000, 1);
@@ -206,7 +218,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     snprintf(sub, sizeof(sub), "%s/svc/process_cpu", tmpdir);
     dir_cfg(&c, &r, url, 1ull << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     for (int i = 0; i < 10; i++) {
         struct fwd_profile *p = mkprof("svc", "process_cpu", 4000, i);
@@ -235,7 +247,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
         one += (uint64_t)st.st_size;
     }
     dir_cfg(&c, &r, url, one * 4 + one / 2);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(count_files(sub, ".pb.gz", names, 64), 4);
@@ -340,7 +352,7 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
     c.n_external_labels = 2;
     r[0].external_labels = own;
     r[0].n_external_labels = 1;
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     p = mkprof("app", "memory", 100, 1);
     fwd_submit(f, p);
@@ -394,7 +406,7 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_EQ(uv_loop_init(&loop), 0);
     wq = new_queue(&loop, 4);
     dir_cfg(&c, &r, "file://./rel", 1 << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0); /* unchanged: kept */
     p = mkprof("a", "memory", 10, 3);
@@ -437,7 +449,7 @@ TEST(dir_cancelled_write_is_done_later)
     wq = new_queue(&loop, 1);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0); /* the start-up scan */
     ASSERT_EQ(tblocker_start(wq, &blocker), 0);

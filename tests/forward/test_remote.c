@@ -405,8 +405,9 @@ static void rig_start(struct rig *g, answer_fn answer)
                                               .max_backlog = 64 },
                         &g->wq, err, sizeof(err)),
               0);
-    g->fwd = fwd_new(&g->loop, g->http, g->wq);
-    ASSERT_NOT_NULL(g->fwd);
+    ASSERT_EQ(fwd_new(&(struct fwd_opts){ .loop = &g->loop, .http = g->http, .work = g->wq },
+                      &g->fwd, err, sizeof(err)),
+              0);
 }
 
 /* A push or ingest endpoint on the rig's server: batches of `batch`,

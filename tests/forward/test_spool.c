@@ -427,7 +427,9 @@ static void env_open(struct loop_env *e, char *dir)
                                               .max_backlog = 64 },
                         &e->wq, err, sizeof(err)),
               0);
-    e->f = fwd_new(&e->loop, NULL, e->wq);
+    ASSERT_EQ(fwd_new(&(struct fwd_opts){ .loop = &e->loop, .work = e->wq }, &e->f, err,
+                      sizeof(err)),
+              0);
     e->ep.f = e->f;
     e->ep.loop = &e->loop;
     e->ep.name = "ep";

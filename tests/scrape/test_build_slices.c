@@ -109,7 +109,7 @@ static bool owner_cb(uint64_t id, const char **owner, void *ud)
 static void env_init(struct env *e, const char *text)
 {
     struct workq_opts wo = { .max_inflight = 1, .max_backlog = 16 };
-    struct scrape_opts o = {0};
+    struct scrape_manager_opts o = {0};
     char err[256];
 
     memset(e, 0, sizeof(*e));
@@ -123,7 +123,7 @@ static void env_init(struct env *e, const char *text)
     o.transport = &fake_transport;
     o.owner = owner_cb;
     mine = true;
-    ASSERT_NOT_NULL(e->m = scrape_manager_new(&o, err, sizeof(err)));
+    ASSERT_EQ(scrape_manager_new(&o, &e->m, err, sizeof(err)), 0);
     apply(e, text);
 }
 

@@ -144,7 +144,7 @@ static void apply(struct env *e, struct conf_doc *doc)
 static void env_init(struct env *e, bool hold)
 {
     struct workq_opts wo = { .max_inflight = 1, .max_backlog = 16 };
-    struct scrape_opts o = {0};
+    struct scrape_manager_opts o = {0};
     struct disc_group g;
     char err[256];
 
@@ -162,7 +162,7 @@ static void env_init(struct env *e, bool hold)
     o.offset_seed = e->seed;
     o.on_profile = on_profile;
     o.transport = &fake_transport;
-    ASSERT_NOT_NULL(e->m = scrape_manager_new(&o, err, sizeof(err)));
+    ASSERT_EQ(scrape_manager_new(&o, &e->m, err, sizeof(err)), 0);
     ASSERT_NOT_NULL(e->doc = load());
     apply(e, e->doc);
 

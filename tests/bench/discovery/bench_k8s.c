@@ -63,7 +63,11 @@ TEST(bench_initial_sync_and_churn)
     uv_loop_init(&loop);
     ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &loop }, &http, err, sizeof(err)),
               0);
-    m = disc_manager_new(&loop, http, rec_work(&loop), 1000, count_cb, &targets);
+    m = rec_manager_new((struct disc_manager_opts){ .loop = &loop,
+                                                    .http = http,
+                                                    .coalesce_ms = 1000,
+                                                    .on_update = count_cb,
+                                                    .update_ud = &targets });
     ticker_start(&loop, &tk, 50);
     sd.role = "pod";
     sd.api_server = f.url;
