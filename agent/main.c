@@ -441,6 +441,7 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .max_backlog = c->limits.max_jobs_backlog,
     };
     const struct net_client_opts no = { .loop = a->loop, .max_connects = 1024 };
+    const struct recent_opts ro = { .max_bytes = c->recent_profiles_bytes };
     struct fwd_opts fo = {
         .loop = a->loop,
         .on_error = on_fwd_error,
@@ -477,6 +478,8 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
     dopts.work = a->work;
     dopts.update_ud = targets_mode ? (void *)a : (void *)a->scrape;
     if ((r = disc_manager_new(&dopts, &a->disc, err, errlen)) < 0)
+        return r;
+    if (!targets_mode && (r = recent_new(&ro, &a->recent, err, errlen)) < 0)
         return r;
     return 0;
 }
@@ -558,8 +561,6 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     a.reloads_ok = 0;
     if (!targets_mode) {
         const char *addr = agent_config(a.doc)->listen_address;
-
-        a.recent = recent_new(agent_config(a.doc)->recent_profiles_bytes);
 
         if (addr && *addr) {
             r = net_server_start(&loop, addr, agent__status_handler, &a, &a.status, err,
