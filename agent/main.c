@@ -420,7 +420,7 @@ static uint64_t offset_seed(const struct agent_config *c)
 static int start(struct agent *a, const struct agent_config *c, bool targets_mode, char *err,
                  size_t errlen)
 {
-    struct scrape_opts so = {
+    struct scrape_manager_opts so = {
         .loop = a->loop,
         .dry_run = targets_mode,
         .offset_seed = offset_seed(c),
@@ -435,40 +435,52 @@ static int start(struct agent *a, const struct agent_config *c, bool targets_mod
         .on_error = on_cluster_error,
         .ud = a,
     };
+    const struct workq_opts wo = {
+        .loop = a->loop,
+        .max_inflight = c->limits.workers,
+        .max_backlog = c->limits.max_jobs_backlog,
+    };
+    const struct net_client_opts no = { .loop = a->loop, .max_connects = 1024 };
+    const struct recent_opts ro = { .max_bytes = c->recent_profiles_bytes };
+    struct fwd_opts fo = {
+        .loop = a->loop,
+        .on_error = on_fwd_error,
+        .ud = a,
+    };
+    struct disc_manager_opts dopts = {
+        .loop = a->loop,
+        .coalesce_ms = targets_mode ? 0 : c->discovery.coalesce_ms,
+        .on_update = targets_mode ? targets_update : scrape_manager_sync,
+        .on_error = on_disc_error,
+        .error_ud = a,
+    };
+    int r;
 
     a->workers = c->limits.workers;
-    if (!(a->work = workq_new(a->loop, a->workers, c->limits.max_jobs_backlog))) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if ((r = workq_new(&wo, &a->work, err, errlen)) < 0)
+        return r;
     so.work = a->work;
-    if (!(a->http = net_client_new(a->loop, 1024, err, errlen)))
-        return -EINVAL;
+    if ((r = net_client_new(&no, &a->http, err, errlen)) < 0)
+        return r;
     co.http = a->http;
     co.work = a->work;
-    if (!(a->cluster = cluster_new(&co))) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
+    if ((r = cluster_new(&co, &a->cluster, err, errlen)) < 0)
+        return r;
     so.owner = cluster_owns;
     so.owner_ud = a->cluster;
-    if (!(a->scrape = scrape_manager_new(&so, err, errlen)))
-        return -EINVAL;
-    if (!targets_mode && !(a->fwd = fwd_new(a->loop, a->http, a->work))) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    a->disc = disc_manager_new(a->loop, a->http, a->work,
-                               targets_mode ? 0 : c->discovery.coalesce_ms,
-                               targets_mode ? targets_update : scrape_manager_sync,
-                               targets_mode ? (void *)a : (void *)a->scrape);
-    if (!a->disc) {
-        snprintf(err, errlen, "out of memory");
-        return -ENOMEM;
-    }
-    if (a->fwd)
-        fwd_set_error_cb(a->fwd, on_fwd_error, a);
-    disc_manager_set_error_cb(a->disc, on_disc_error, a);
+    if ((r = scrape_manager_new(&so, &a->scrape, err, errlen)) < 0)
+        return r;
+    fo.http = a->http;
+    fo.work = a->work;
+    if (!targets_mode && (r = fwd_new(&fo, &a->fwd, err, errlen)) < 0)
+        return r;
+    dopts.http = a->http;
+    dopts.work = a->work;
+    dopts.update_ud = targets_mode ? (void *)a : (void *)a->scrape;
+    if ((r = disc_manager_new(&dopts, &a->disc, err, errlen)) < 0)
+        return r;
+    if (!targets_mode && (r = recent_new(&ro, &a->recent, err, errlen)) < 0)
+        return r;
     return 0;
 }
 
@@ -549,8 +561,6 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     a.reloads_ok = 0;
     if (!targets_mode) {
         const char *addr = agent_config(a.doc)->listen_address;
-
-        a.recent = recent_new(agent_config(a.doc)->recent_profiles_bytes);
 
         if (addr && *addr) {
             r = net_server_start(&loop, addr, agent__status_handler, &a, &a.status, err,

@@ -9,6 +9,8 @@
  *
  * Loop thread only. The store owns its copies; a profile returned by
  * recent_get() is valid until the next recent_put() or recent_free(). */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,15 +30,19 @@ struct recent {
     uint64_t evicted;
 };
 
-struct recent *recent_new(size_t max_bytes)
+int recent_new(const struct recent_opts *o, struct recent **out, char *err, size_t errlen)
 {
     struct recent *r = calloc(1, sizeof(*r));
 
-    if (!r)
-        return NULL;
-    r->max_bytes = max_bytes;
+    *out = NULL;
+    if (!r) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    r->max_bytes = o->max_bytes;
     hashmap_init(&r->by_key);
-    return r;
+    *out = r;
+    return 0;
 }
 
 static size_t cost(const struct recent_entry *e)

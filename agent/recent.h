@@ -22,8 +22,15 @@ struct recent_stats {
 
 struct recent;
 
-/** A store of at most `max_bytes` (0: keeps nothing). NULL on OOM. */
-struct recent *recent_new(size_t max_bytes);
+/** What a store is made with. It has no loop: it holds no handle. */
+struct recent_opts {
+    size_t max_bytes; /**< the cap (0: keeps nothing) */
+};
+
+/** Creates a store. Returns 0 and the store in `*out` (the caller's, for
+ * recent_free()), or -ENOMEM with "out of memory" in `err` and NULL in
+ * `*out`. */
+int recent_new(const struct recent_opts *o, struct recent **out, char *err, size_t errlen);
 /** Keeps a copy of `data` as the latest profile of `key` (the hash of its
  * sent labels), replacing the previous one; the oldest go while over the
  * cap. A profile larger than the cap is not kept (counted as evicted). */

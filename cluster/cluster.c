@@ -296,13 +296,15 @@ static void disc_stop(struct cluster *c)
 
 /* ------------------------------------------------------------------ public */
 
-struct cluster *cluster_new(const struct cluster_opts *o)
+int cluster_new(const struct cluster_opts *o, struct cluster **out, char *err, size_t errlen)
 {
     struct cluster *c = calloc(1, sizeof(*c));
 
+    *out = NULL;
     if (!c || !(c->self = strdup(""))) {
         free(c);
-        return NULL;
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
     }
     c->loop = o->loop;
     c->http = o->http;
@@ -315,7 +317,8 @@ struct cluster *cluster_new(const struct cluster_opts *o)
     c->notify.data = c;
     uv_timer_init(c->loop, &c->sync_timer);
     c->sync_timer.data = c;
-    return c;
+    *out = c;
+    return 0;
 }
 
 /* The replica's name: the configured one, else $POD_NAME (the downward
@@ -384,14 +387,22 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
         k8s.mark_terminating = true; /* a pod being deleted is no peer */
 
         if (fresh) {
-            c->disc = disc_manager_new(c->loop, c->http, c->work, MEMBERSHIP_COALESCE_MS, on_pods,
-                                       c);
-            if (!c->disc) {
+            const struct disc_manager_opts dopts = {
+                .loop = c->loop,
+                .http = c->http,
+                .work = c->work,
+                .coalesce_ms = MEMBERSHIP_COALESCE_MS,
+                .on_update = on_pods,
+                .update_ud = c,
+                .on_error = on_disc_error,
+                .error_ud = c,
+            };
+
+            rc = disc_manager_new(&dopts, &c->disc, err, errlen);
+            if (rc < 0) {
                 free(self);
-                snprintf(err, errlen, "out of memory");
-                return -ENOMEM;
+                return rc;
             }
-            disc_manager_set_error_cb(c->disc, on_disc_error, c);
         }
         rc = disc_manager_apply(c->disc, &job, 1, g, err, errlen);
         if (rc < 0) {

@@ -76,8 +76,9 @@ typedef void (*cluster_error_cb)(const char *msg, void *ud);
  * cluster_ call); cluster_owns() answers under the new view. */
 typedef void (*cluster_changed_cb)(void *ud);
 
+/** What a cluster is made with. */
 struct cluster_opts {
-    uv_loop_t *loop;
+    uv_loop_t *loop;           /**< the cluster's loop; both callbacks run on it */
     struct net_client *http;   /**< borrowed: the Kubernetes client's transport */
     struct workq *work;        /**< borrowed: token re-reads */
     cluster_changed_cb changed;
@@ -86,8 +87,10 @@ struct cluster_opts {
 };
 
 /** Creates a cluster with clustering off (it owns everything) until
- * cluster_apply() enables it. NULL on OOM. */
-struct cluster *cluster_new(const struct cluster_opts *o);
+ * cluster_apply() enables it. Returns 0 and the cluster in `*out` (the
+ * caller's, for cluster_close()), or -ENOMEM with "out of memory" in `err`
+ * and NULL in `*out`. */
+int cluster_new(const struct cluster_opts *o, struct cluster **out, char *err, size_t errlen);
 /** Makes the membership match `cfg` (borrowed; what is kept is copied) under
  * discovery's settings `g` (watch line cap). Unchanged settings keep the
  * running watch and view. Returns 0 or a negative code with a message, and

@@ -7,6 +7,7 @@
  * job's `fn` on its own argument. */
 #include <errno.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "common/workq.h"
@@ -33,15 +34,19 @@ struct workq {
 
 static void pump(struct workq *q);
 
-struct workq *workq_new(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog)
+int workq_new(const struct workq_opts *o, struct workq **out, char *err, size_t errlen)
 {
     struct workq *q = calloc(1, sizeof(*q));
 
-    if (!q)
-        return NULL;
-    q->loop = loop;
-    workq_set_limits(q, max_inflight, max_backlog);
-    return q;
+    *out = NULL;
+    if (!q) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    q->loop = o->loop;
+    workq_set_limits(q, o->max_inflight, o->max_backlog);
+    *out = q;
+    return 0;
 }
 
 void workq_set_limits(struct workq *q, unsigned max_inflight, unsigned max_backlog)

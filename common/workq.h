@@ -31,6 +31,7 @@
 #define PROFLET_COMMON_WORKQ_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <uv.h>
 
@@ -56,8 +57,17 @@ struct workq_stats {
 
 struct workq;
 
-/** Creates a queue on `loop`. NULL on OOM. */
-struct workq *workq_new(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog);
+/** What a queue is made with. */
+struct workq_opts {
+    uv_loop_t *loop;       /**< the queue's loop; jobs complete on it */
+    unsigned max_inflight; /**< jobs on pool threads at once (0: 1) */
+    unsigned max_backlog;  /**< waiting WORKQ_SKIPPABLE jobs before they are refused */
+};
+
+/** Creates a queue. Returns 0 and the queue in `*out` (the caller's, for
+ * workq_free()), or -ENOMEM with "out of memory" in `err` and NULL in
+ * `*out`. */
+int workq_new(const struct workq_opts *o, struct workq **out, char *err, size_t errlen);
 /** Changes the bounds (a reload); jobs already queued stay. */
 void workq_set_limits(struct workq *q, unsigned max_inflight, unsigned max_backlog);
 /** Sets the memory budget of running jobs, bytes (0: no budget). */

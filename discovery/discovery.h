@@ -149,14 +149,34 @@ struct disc_group {
 typedef void (*disc_update_cb)(const char *job, const struct disc_group *groups, size_t n,
                                void *ud);
 
+/** Error report: `job` and `provider` ("static", "file", "kubernetes") name
+ * the source (for a provider shared by several jobs, `job` lists them,
+ * joined by ','); `msg` is borrowed for the call. Runs on the loop thread. */
+typedef void (*disc_error_cb)(const char *job, const char *provider, const char *msg, void *ud);
+
 struct disc_manager;
 
-/** Creates a manager whose providers use `http` and queue their file
- * reads on `work`. `coalesce_ms` bounds how often updates are delivered
- * (0: deliver at once, as `proflet targets` wants). */
-struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
-                                      struct workq *work, uint64_t coalesce_ms, disc_update_cb cb,
-                                      void *ud);
+/** What a manager is made with. */
+struct disc_manager_opts {
+    uv_loop_t *loop;         /**< the manager's loop; every callback runs on it */
+    struct net_client *http; /**< borrowed: the Kubernetes providers' client */
+    struct workq *work;      /**< borrowed: the file providers' reads */
+    /** Bounds how often updates are delivered (0: at once, as `proflet
+     * targets` wants). */
+    uint64_t coalesce_ms;
+    disc_update_cb on_update;
+    void *update_ud;
+    /** May be NULL. Receives every provider error as it happens, for the
+     * agent to log; errors are counted in the metrics either way. */
+    disc_error_cb on_error;
+    void *error_ud;
+};
+
+/** Creates a manager. Returns 0 and the manager in `*out` (the caller's,
+ * for disc_manager_close()), or a negative code with the reason in `err`
+ * ("out of memory") and NULL in `*out`. */
+int disc_manager_new(const struct disc_manager_opts *o, struct disc_manager **out, char *err,
+                     size_t errlen);
 /** Starts, keeps or stops providers so they match `jobs` (borrowed only
  * during the call: providers copy what they keep). Kubernetes and file
  * providers run once per distinct settings and feed every job using them;
@@ -189,14 +209,6 @@ int disc_manager_metrics_next(const struct disc_manager *m, struct disc_metrics_
 /** Stops every provider; `cb` runs once all handles are closed. */
 void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud);
 
-/** Error report: `job` and `provider` ("static", "file", "kubernetes") name
- * the source (for a provider shared by several jobs, `job` lists them,
- * joined by ','); `msg` is borrowed for the call. Runs on the loop thread. */
-typedef void (*disc_error_cb)(const char *job, const char *provider, const char *msg, void *ud);
-/** Sets (or clears with NULL) the callback that receives every provider
- * error as it happens, for the agent to log. Errors are also counted in the
- * metrics whether or not a callback is set. */
-void disc_manager_set_error_cb(struct disc_manager *m, disc_error_cb cb, void *ud);
 /** The last error message ("" if none); valid until the next error. */
 const char *disc_manager_last_error(const struct disc_manager *m);
 /** Number of providers running: one per static job, one per distinct file

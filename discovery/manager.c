@@ -632,32 +632,34 @@ static struct disc__stats *stats_get(struct disc_manager *m, const char *job, co
 
 /* ---------------------------------------------------------------- lifecycle */
 
-struct disc_manager *disc_manager_new(uv_loop_t *loop, struct net_client *http,
-                                      struct workq *work, uint64_t coalesce_ms, disc_update_cb cb,
-                                      void *ud)
+int disc_manager_new(const struct disc_manager_opts *o, struct disc_manager **out, char *err,
+                     size_t errlen)
 {
     struct disc_manager *m = calloc(1, sizeof(*m));
+    int rc;
 
-    if (!m)
-        return NULL;
-    m->loop = loop;
-    m->http = http;
-    m->work = work;
-    m->coalesce_ms = coalesce_ms;
-    m->cb = cb;
-    m->ud = ud;
-    if (uv_timer_init(loop, &m->timer) < 0) {
+    *out = NULL;
+    if (!m) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    m->loop = o->loop;
+    m->http = o->http;
+    m->work = o->work;
+    m->coalesce_ms = o->coalesce_ms;
+    m->cb = o->on_update;
+    m->ud = o->update_ud;
+    m->err_cb = o->on_error;
+    m->err_ud = o->error_ud;
+    rc = uv_timer_init(o->loop, &m->timer);
+    if (rc < 0) {
+        snprintf(err, errlen, "coalescing timer: %s", uv_strerror(rc));
         free(m);
-        return NULL;
+        return rc;
     }
     m->timer.data = m;
-    return m;
-}
-
-void disc_manager_set_error_cb(struct disc_manager *m, disc_error_cb cb, void *ud)
-{
-    m->err_cb = cb;
-    m->err_ud = ud;
+    *out = m;
+    return 0;
 }
 
 const char *disc_manager_last_error(const struct disc_manager *m)

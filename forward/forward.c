@@ -36,7 +36,7 @@ struct fwd {
     uv_timer_t resubmit;
     struct fwd_ep *eps;     /* active endpoints, config order */
     struct fwd_ep *retired; /* being closed after a reload */
-    void (*err_cb)(const char *endpoint, const char *msg, void *ud);
+    fwd_error_cb err_cb;
     void *err_ud;
     char last_error[FWD__ERRLEN];
     /* close */
@@ -243,25 +243,24 @@ int fwd__job_submit(struct fwd *f, struct fwd__job *j, uint64_t cost,
 
 /* ---------------------------------------------------------------- public */
 
-struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http, struct workq *work)
+int fwd_new(const struct fwd_opts *o, struct fwd **out, char *err, size_t errlen)
 {
     struct fwd *f = calloc(1, sizeof(*f));
 
-    if (!f)
-        return NULL;
-    f->loop = loop;
-    f->http = http;
-    f->work = work;
+    *out = NULL;
+    if (!f) {
+        snprintf(err, errlen, "out of memory");
+        return -ENOMEM;
+    }
+    f->loop = o->loop;
+    f->http = o->http;
+    f->work = o->work;
+    f->err_cb = o->on_error;
+    f->err_ud = o->ud;
     f->cancelled_tail = &f->cancelled;
-    uv_timer_init(loop, &f->resubmit);
-    return f;
-}
-
-void fwd_set_error_cb(struct fwd *f, void (*cb)(const char *endpoint, const char *msg, void *ud),
-                      void *ud)
-{
-    f->err_cb = cb;
-    f->err_ud = ud;
+    uv_timer_init(o->loop, &f->resubmit);
+    *out = f;
+    return 0;
 }
 
 const char *fwd_last_error(const struct fwd *f)

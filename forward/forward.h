@@ -110,12 +110,28 @@ void fwd_profile_unref(struct fwd_profile *p);
 struct fwd;
 struct workq;
 
-/** Creates the forwarder. Its pool work (PushRequest encoding, gzip, the
- * spool's and the directory sink's file jobs) goes through `work`, the
- * agent's one bounded work queue (borrowed: it must outlive the forwarder).
- * A job the queue cancels before it starts is submitted again, so nothing
- * is lost. */
-struct fwd *fwd_new(uv_loop_t *loop, struct net_client *http, struct workq *work);
+/** Endpoint errors (a failed request, a disk error...), called on the loop
+ * thread with the endpoint name and a message (both borrowed for the
+ * call). The library never logs; the agent may, rate limited. */
+typedef void (*fwd_error_cb)(const char *endpoint, const char *msg, void *ud);
+
+/** What a forwarder is made with. */
+struct fwd_opts {
+    uv_loop_t *loop;         /**< the forwarder's loop; the callback runs on it */
+    struct net_client *http; /**< borrowed: the remote endpoints' client */
+    /** Borrowed (it must outlive the forwarder): the agent's one bounded
+     * work queue, for the pool work (PushRequest encoding, gzip, the
+     * spool's and the directory sink's file jobs). A job the queue cancels
+     * before it starts is submitted again, so nothing is lost. */
+    struct workq *work;
+    fwd_error_cb on_error;   /**< may be NULL */
+    void *ud;                /**< for on_error */
+};
+
+/** Creates the forwarder. Returns 0 and the forwarder in `*out` (the
+ * caller's, for fwd_close()), or -ENOMEM with "out of memory" in `err` and
+ * NULL in `*out`. */
+int fwd_new(const struct fwd_opts *o, struct fwd **out, char *err, size_t errlen);
 /** Makes the endpoints match `remotes` and `spool`, with the global
  * `external` labels under each endpoint's own. Endpoints whose settings did
  * not change keep their queues (and the settings they started with).
@@ -152,12 +168,6 @@ void fwd_endpoints_visit(const struct fwd *f,
  * spools the rest, then closes everything and calls `cb`. */
 void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *ud);
 
-/** Sets a callback for endpoint errors (a failed request, a disk error...),
- * called on the loop thread with the endpoint name and a message (both
- * borrowed for the call). The library never logs; the agent may, rate
- * limited. `cb` may be NULL. */
-void fwd_set_error_cb(struct fwd *f, void (*cb)(const char *endpoint, const char *msg, void *ud),
-                      void *ud);
 /** The last endpoint error ("name: message"), "" if none. Valid until the
  * next call into the forwarder. */
 const char *fwd_last_error(const struct fwd *f);

@@ -363,14 +363,16 @@ static CURLM *multi_new(struct net_client *c)
     return m;
 }
 
-struct net_client *net_client_new(uv_loop_t *loop, size_t max_connects, char *err, size_t errlen)
+int net_client_new(const struct net_client_opts *o, struct net_client **out, char *err,
+                   size_t errlen)
 {
     curl_version_info_data *vi;
     struct net_client *c;
 
+    *out = NULL;
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         snprintf(err, errlen, "libcurl initialisation failed");
-        return NULL;
+        return -EIO;
     }
     vi = curl_version_info(CURLVERSION_NOW);
     if (!(vi->features & CURL_VERSION_ASYNCHDNS)) {
@@ -378,23 +380,24 @@ struct net_client *net_client_new(uv_loop_t *loop, size_t max_connects, char *er
                  "libcurl %s has no asynchronous resolver (CURL_VERSION_ASYNCHDNS); "
                  "DNS lookups would block the event loop",
                  vi->version);
-        return NULL;
+        return -ENOTSUP;
     }
     c = calloc(1, sizeof(*c));
     if (!c) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        return -ENOMEM;
     }
-    c->loop = loop;
-    c->max_connects = max_connects ? (long)max_connects : DEFAULT_MAX_CONNECTS;
+    c->loop = o->loop;
+    c->max_connects = o->max_connects ? (long)o->max_connects : DEFAULT_MAX_CONNECTS;
     c->multi = multi_new(c);
     if (!c->multi) {
-        snprintf(err, errlen, "curl_multi_init failed");
+        snprintf(err, errlen, "curl_multi_init failed: out of memory");
         free(c);
-        return NULL;
+        return -ENOMEM;
     }
-    uv_timer_init(loop, &c->timer);
-    return c;
+    uv_timer_init(o->loop, &c->timer);
+    *out = c;
+    return 0;
 }
 
 void net_client_set_max_connects(struct net_client *c, size_t max_connects)

@@ -257,10 +257,19 @@ struct net_request;
 /** Completion callback; `resp` is only valid during the call. */
 typedef void (*net_done_cb)(struct net_request *req, struct net_response *resp, void *ud);
 
-/** Creates a client on `loop`. `max_connects` sizes the keep-alive cache
- * (0: 1024). Fails (NULL, message in err) if libcurl lacks an asynchronous
- * resolver, since a blocking lookup would stall the loop. */
-struct net_client *net_client_new(uv_loop_t *loop, size_t max_connects, char *err, size_t errlen);
+/** What a client is made with. */
+struct net_client_opts {
+    uv_loop_t *loop;     /**< the client's loop; every callback runs on it */
+    size_t max_connects; /**< sizes the keep-alive cache (0: 1024) */
+};
+
+/** Creates a client. Returns 0 and the client in `*out` (the caller's, for
+ * net_client_close()), or a negative code with the reason in `err` and NULL
+ * in `*out`: -ENOTSUP if libcurl lacks an asynchronous resolver (a blocking
+ * lookup would stall the loop), -EIO if libcurl cannot be initialised,
+ * -ENOMEM. */
+int net_client_new(const struct net_client_opts *o, struct net_client **out, char *err,
+                   size_t errlen);
 /** Resizes the keep-alive cache (e.g. to the number of targets). */
 void net_client_set_max_connects(struct net_client *c, size_t max_connects);
 /** Cancels every request (their callbacks are not called), closes all

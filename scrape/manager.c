@@ -911,13 +911,16 @@ static uint64_t wall_ns(void)
     return clock_wall_ns();
 }
 
-struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err, size_t errlen)
+int scrape_manager_new(const struct scrape_manager_opts *o, struct scrape_manager **out,
+                       char *err, size_t errlen)
 {
     struct scrape_manager *m = calloc(1, sizeof(*m));
+    int rc;
 
+    *out = NULL;
     if (!m) {
         snprintf(err, errlen, "out of memory");
-        return NULL;
+        return -ENOMEM;
     }
     m->loop = o->loop;
     m->work = o->work;
@@ -939,17 +942,21 @@ struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err
     prom_hist_init(&m->lateness, prom_latency_bounds, ARRAY_SIZE(prom_latency_bounds));
     if (o->transport) {
         m->transport = *o->transport;
-        return m;
+        *out = m;
+        return 0;
     }
     m->transport = (struct scrape_transport){ curl_start, curl_cancel, curl_inflight, m };
     for (int i = 0; i < SCRAPE_CLIENTS && !m->dry_run; i++) {
-        if (!(m->clients[i] = net_client_new(m->loop, 1024, err, errlen))) {
+        rc = net_client_new(&(struct net_client_opts){ .loop = m->loop, .max_connects = 1024 },
+                            &m->clients[i], err, errlen);
+        if (rc < 0) {
             m->closing = true;
             scrape_manager_close(m, NULL, NULL);
-            return NULL;
+            return rc;
         }
     }
-    return m;
+    *out = m;
+    return 0;
 }
 
 void scrape_manager_stop(struct scrape_manager *m)

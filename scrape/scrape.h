@@ -176,8 +176,8 @@ struct scrape_transport {
  * scrape does not know who answers. */
 typedef bool (*scrape_owner_cb)(uint64_t id, const char **owner, void *ud);
 
-struct scrape_opts {
-    uv_loop_t *loop;
+struct scrape_manager_opts {
+    uv_loop_t *loop;            /**< the manager's loop; every callback runs on it */
     struct workq *work;         /**< CPU work (gunzip checks, deltas) */
     /** `proflet targets`: build targets only; no pair, timer or request. */
     bool dry_run;
@@ -208,9 +208,12 @@ struct scrape_settings {
 
 struct scrape_manager;
 
-/** Creates a manager. Returns NULL with a message on failure. */
-struct scrape_manager *scrape_manager_new(const struct scrape_opts *o, char *err,
-                                          size_t errlen);
+/** Creates a manager. Returns 0 and the manager in `*out` (the caller's,
+ * for scrape_manager_close()), or a negative code with the reason in `err`
+ * (the libcurl client's, or "out of memory") and NULL in `*out`; the
+ * handles it had opened then close on the loop's next run. */
+int scrape_manager_new(const struct scrape_manager_opts *o, struct scrape_manager **out,
+                       char *err, size_t errlen);
 /** Makes the jobs match `jobs[0..n)` (inside `doc`, which the manager
  * references while anything uses it) and rebuilds every known target
  * under them. Pairs whose labels and URL did not change keep their timers

@@ -9,13 +9,25 @@
 #include "agent/recent.h"
 #include "test.h"
 
+/* A store of at most `max_bytes`, or the test fails with the constructor's
+ * message. */
+static struct recent *new_store(size_t max_bytes)
+{
+    struct recent *r;
+    char err[64] = "";
+    int rc = recent_new(&(struct recent_opts){ .max_bytes = max_bytes }, &r, err, sizeof(err));
+
+    if (rc < 0)
+        test__fail(__FILE__, __LINE__, "recent_new: %d %s", rc, err);
+    return r;
+}
+
 TEST(replace_and_evict_oldest_first)
 {
     static uint8_t data[1000];
-    struct recent *r = recent_new(3500); /* three entries fit, not four */
+    struct recent *r = new_store(3500); /* three entries fit, not four */
     struct recent_stats st;
 
-    ASSERT_NOT_NULL(r);
     recent_put(r, 1, "{a}", data, 1000, 10);
     recent_put(r, 2, "{b}", data, 1000, 20);
     recent_put(r, 1, "{a}", data, 500, 30); /* replaces, and is now the newest */
@@ -39,10 +51,9 @@ TEST(replace_and_evict_oldest_first)
 TEST(forget_drops_one_key_and_its_bytes)
 {
     static uint8_t data[1000];
-    struct recent *r = recent_new(1 << 20);
+    struct recent *r = new_store(1 << 20);
     struct recent_stats st;
 
-    ASSERT_NOT_NULL(r);
     recent_put(r, 1, "{a}", data, 1000, 10);
     recent_put(r, 2, "{b}", data, 700, 20);
     recent_put(r, 3, "{c}", data, 300, 30);
@@ -68,7 +79,7 @@ TEST(forget_drops_one_key_and_its_bytes)
 TEST(too_large_and_zero_cap)
 {
     static uint8_t data[5000];
-    struct recent *r = recent_new(4000), *none = recent_new(0);
+    struct recent *r = new_store(4000), *none = new_store(0);
     struct recent_stats st;
 
     recent_put(r, 1, "{a}", data, 100, 1);

@@ -215,8 +215,7 @@ TEST(static_membership_on_a_loop)
     uv_loop_init(&loop);
     o.loop = &loop;
     changes = 0;
-    c = cluster_new(&o);
-    ASSERT_TRUE(c != NULL);
+    ASSERT_EQ(cluster_new(&o, &c, err, sizeof(err)), 0);
     /* Off: everything is ours, nobody named. */
     ASSERT_TRUE(cluster_ready(c));
     {
@@ -280,8 +279,7 @@ TEST(a_name_seen_twice_is_one_peer)
     uv_loop_init(&loop);
     o.loop = &loop;
     changes = 0;
-    c = cluster_new(&o);
-    ASSERT_TRUE(c != NULL);
+    ASSERT_EQ(cluster_new(&o, &c, err, sizeof(err)), 0);
     ASSERT_EQ(cluster_apply(c, &cfg, &g, err, sizeof(err)), 0);
     RUN_UNTIL(&loop, changes >= 1, 5000);
     view = cluster_peers(c, &n);
@@ -303,12 +301,12 @@ TEST(leaving_without_clustering_announces_nothing)
     uv_loop_t loop;
     struct cluster_opts o = { .changed = changed };
     struct cluster *c;
+    char err[64];
 
     uv_loop_init(&loop);
     o.loop = &loop;
     changes = 0;
-    c = cluster_new(&o);
-    ASSERT_TRUE(c != NULL);
+    ASSERT_EQ(cluster_new(&o, &c, err, sizeof(err)), 0);
     cluster_leave(c);
     /* An announcement would be a 1 ms timer: the loop runs until no handle
      * is active, so it would have fired by the time this returns. */

@@ -45,9 +45,27 @@ static struct workq *rec_wq;
 
 static inline struct workq *rec_work(uv_loop_t *loop)
 {
-    if (!rec_wq)
-        rec_wq = workq_new(loop, 2, 64);
+    const struct workq_opts o = { .loop = loop, .max_inflight = 2, .max_backlog = 64 };
+    char err[128] = "";
+    int rc;
+
+    if (!rec_wq && (rc = workq_new(&o, &rec_wq, err, sizeof(err))) < 0)
+        test__fail(__FILE__, __LINE__, "workq_new: %d %s", rc, err);
     return rec_wq;
+}
+
+/* disc_manager_new() of `o` with the work queue of its loop, or the test
+ * fails with the constructor's message. */
+static inline struct disc_manager *rec_manager_new(struct disc_manager_opts o)
+{
+    struct disc_manager *m;
+    char err[256] = "";
+    int rc;
+
+    o.work = rec_work(o.loop);
+    if ((rc = disc_manager_new(&o, &m, err, sizeof(err))) < 0)
+        test__fail(__FILE__, __LINE__, "disc_manager_new: %d %s", rc, err);
+    return m;
 }
 
 /* Frees the work queue once its loop has run dry. */

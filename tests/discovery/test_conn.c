@@ -52,7 +52,9 @@ TEST(kubeconfig_current_context)
     struct workq *q;
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    q = workq_new(&loop, 1, 8);
+    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &loop, .max_inflight = 1, .max_backlog = 8 },
+                        &q, err, sizeof(err)),
+              0);
     ASSERT_NOT_NULL(mkdtemp(dir));
     snprintf(kc, sizeof(kc), "%s/config", dir);
     snprintf(tf, sizeof(tf), "%s/tok", dir);
@@ -120,7 +122,9 @@ TEST(in_cluster_and_token_rereading)
     struct workq *q;
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    q = workq_new(&loop, 1, 8);
+    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &loop, .max_inflight = 1, .max_backlog = 8 },
+                        &q, err, sizeof(err)),
+              0);
     ASSERT_NOT_NULL(mkdtemp(dir));
     snprintf(p, sizeof(p), "%s/token", dir);
     put(p, "t1\n");

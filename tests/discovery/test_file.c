@@ -175,8 +175,11 @@ TEST(provider_watches_files)
     c.n_scrape = 1;
     uv_loop_init(&loop);
     r.loop = &loop;
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
-    disc_manager_set_error_cb(m, on_err, &errors);
+    m = rec_manager_new((struct disc_manager_opts){ .loop = &loop,
+                                                    .on_update = rec_cb,
+                                                    .update_ud = &r,
+                                                    .on_error = on_err,
+                                                    .error_ud = &errors });
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     RUN_UNTIL(&loop, disc_manager_ready(m), 5000);
     ASSERT_TRUE(disc_manager_ready(m));

@@ -43,12 +43,16 @@ static void env_init(struct env *e, const char *scenario, const char *x1, const 
     memset(e, 0, sizeof(*e));
     fake_start(&e->f, scenario, x1, x2);
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    e->http = net_client_new(&e->loop, 0, err, sizeof(err));
-    ASSERT_NOT_NULL(e->http);
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &e->loop }, &e->http, err,
+                             sizeof(err)),
+              0);
     e->r.loop = &e->loop;
-    e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
-    ASSERT_NOT_NULL(e->m);
-    disc_manager_set_error_cb(e->m, on_err, e);
+    e->m = rec_manager_new((struct disc_manager_opts){ .loop = &e->loop,
+                                                       .http = e->http,
+                                                       .on_update = rec_cb,
+                                                       .update_ud = &e->r,
+                                                       .on_error = on_err,
+                                                       .error_ud = e });
     e->sd.role = "pod";
     e->sd.api_server = e->f.url;
     e->sc.job_name = JOB;

@@ -51,8 +51,8 @@ TEST(static_groups_and_labels)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "go-apps");
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
-    ASSERT_NOT_NULL(m);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ASSERT_FALSE(disc_manager_ready(m));
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(r.rounds, 0); /* never from inside apply */
@@ -138,7 +138,8 @@ TEST(two_jobs_separate_callbacks)
     sc[1].sd.n_static = 1;
     c.scrape = sc;
     c.n_scrape = 2;
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 2);
@@ -171,7 +172,8 @@ TEST(coalescing_delay)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 1, "j");
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 300, rec_cb, &r);
+    m = rec_manager_new((struct disc_manager_opts){
+        .loop = &loop, .coalesce_ms = 300, .on_update = rec_cb, .update_ud = &r });
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     ASSERT_EQ(r.rounds, 1); /* quiet before: delivered at once */
@@ -211,7 +213,8 @@ TEST(apply_from_callback_is_refused)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "j");
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     r.m = m;
     r.try_apply = true;
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
@@ -234,7 +237,8 @@ TEST(ready_with_no_providers_and_close_with_pending)
     char err[256];
 
     uv_loop_init(&loop);
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ASSERT_FALSE(disc_manager_ready(m));
     memset(&c, 0, sizeof(c));
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
@@ -264,7 +268,8 @@ TEST(metrics_pass_promtool)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &sc, st, 2, "job \"quoted\"\\x");
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_DEFAULT);
     buf_init(&b, 1 << 20);
@@ -304,7 +309,8 @@ TEST(failed_apply_changes_nothing)
     r.loop = &loop;
     base_statics(st);
     make_cfg(&c, &jobs[0], st, 2, "keep");
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     uv_run(&loop, UV_RUN_NOWAIT);
     ASSERT_EQ(r.n, 2);

@@ -34,11 +34,12 @@ static void env_init(struct env *e)
     memset(e, 0, sizeof(*e));
     fake_start(&e->f, "basic.json", NULL, NULL);
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    e->http = net_client_new(&e->loop, 0, err, sizeof(err));
-    ASSERT_NOT_NULL(e->http);
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &e->loop }, &e->http, err,
+                             sizeof(err)),
+              0);
     e->r.loop = &e->loop;
-    e->m = disc_manager_new(&e->loop, e->http, rec_work(&e->loop), 0, rec_cb, &e->r);
-    ASSERT_NOT_NULL(e->m);
+    e->m = rec_manager_new((struct disc_manager_opts){
+        .loop = &e->loop, .http = e->http, .on_update = rec_cb, .update_ud = &e->r });
     for (int i = 0; i < 3; i++) {
         snprintf(e->url[i], sizeof(e->url[i]), "%s", e->f.url);
         e->sd[i].role = "pod";
@@ -316,7 +317,8 @@ TEST(file_sd_shared_between_jobs)
     c.n_scrape = 2;
     ASSERT_EQ(uv_loop_init(&loop), 0);
     r.loop = &loop;
-    m = disc_manager_new(&loop, NULL, rec_work(&loop), 0, rec_cb, &r);
+    m = rec_manager_new(
+        (struct disc_manager_opts){ .loop = &loop, .on_update = rec_cb, .update_ud = &r });
     ASSERT_EQ(tcfg_apply(m, &c, err, sizeof(err)), 0);
     ASSERT_EQ(disc_manager_providers(m), 1);
     RUN_UNTIL(&loop, r.n == 2, 5000);

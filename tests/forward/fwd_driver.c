@@ -333,18 +333,20 @@ int main(int argc, char **argv)
     cfg.n_remote = n_eps;
     signal(SIGPIPE, SIG_IGN);
     uv_loop_init(&loop);
-    http = net_client_new(&loop, 0, err, sizeof(err));
-    if (!http) {
+    if (net_client_new(&(struct net_client_opts){ .loop = &loop }, &http, err, sizeof(err)) < 0) {
         fprintf(stderr, "net_client_new: %s\n", err);
         return 2;
     }
-    work = workq_new(&loop, 4, 1024);
-    fwd = work ? fwd_new(&loop, http, work) : NULL;
-    if (!fwd) {
-        fprintf(stderr, "fwd_new: out of memory\n");
+    if (workq_new(&(struct workq_opts){ .loop = &loop, .max_inflight = 4, .max_backlog = 1024 },
+                  &work, err, sizeof(err)) < 0) {
+        fprintf(stderr, "workq_new: %s\n", err);
         return 2;
     }
-    fwd_set_error_cb(fwd, on_error, NULL);
+    if (fwd_new(&(struct fwd_opts){ .loop = &loop, .http = http, .work = work, .on_error = on_error },
+                &fwd, err, sizeof(err)) < 0) {
+        fprintf(stderr, "fwd_new: %s\n", err);
+        return 2;
+    }
     if (tcfg_apply(fwd, &cfg, err, sizeof(err)) < 0) {
         fprintf(stderr, "fwd_apply: %s\n", err);
         return 2;

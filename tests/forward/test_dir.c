@@ -72,6 +72,32 @@ static void close_fwd(uv_loop_t *loop, struct fwd *f)
     ASSERT_EQ(done, 1);
 }
 
+/* A work queue of `max_inflight` on `loop`, or the test fails with the
+ * constructor's message. */
+static struct workq *new_queue(uv_loop_t *loop, unsigned max_inflight)
+{
+    const struct workq_opts o = { .loop = loop, .max_inflight = max_inflight, .max_backlog = 64 };
+    struct workq *q;
+    char err[128] = "";
+    int rc = workq_new(&o, &q, err, sizeof(err));
+
+    if (rc < 0)
+        test__fail(__FILE__, __LINE__, "workq_new: %d %s", rc, err);
+    return q;
+}
+
+/* A forwarder without an HTTP client (directory sinks need none). */
+static struct fwd *new_fwd(uv_loop_t *loop, struct workq *wq)
+{
+    struct fwd *f;
+    char err[128] = "";
+    int rc = fwd_new(&(struct fwd_opts){ .loop = loop, .work = wq }, &f, err, sizeof(err));
+
+    if (rc < 0)
+        test__fail(__FILE__, __LINE__, "fwd_new: %d %s", rc, err);
+    return f;
+}
+
 static size_t count_files(const char *dir, const char *suffix, char names[][128], size_t max)
 {
     DIR *d = opendir(dir);
@@ -128,10 +154,10 @@ TEST(dir_writes_exact_bytes_and_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     /* Hostile components: a slash, a leading dot, "..". */
     p = mkprof("team/app", "..", 1000, 1);
@@ -188,11 +214,11 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     snprintf(sub, sizeof(sub), "%s/svc/process_cpu", tmpdir);
     dir_cfg(&c, &r, url, 1ull << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     for (int i = 0; i < 10; i++) {
         struct fwd_profile *p = mkprof("svc", "process_cpu", 4000, i);
@@ -221,7 +247,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
         one += (uint64_t)st.st_size;
     }
     dir_cfg(&c, &r, url, one * 4 + one / 2);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(count_files(sub, ".pb.gz", names, 64), 4);
@@ -305,7 +331,7 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     snprintf(url2, sizeof(url2), "file://%s/plain", tmpdir);
     /* r[1]: no rules, no labels of its own: the global ones still come. */
@@ -326,7 +352,7 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
     c.n_external_labels = 2;
     r[0].external_labels = own;
     r[0].n_external_labels = 1;
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     p = mkprof("app", "memory", 100, 1);
     fwd_submit(f, p);
@@ -378,9 +404,9 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
     ASSERT_EQ(chdir(tmpdir), 0);
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 4, 64));
+    wq = new_queue(&loop, 4);
     dir_cfg(&c, &r, "file://./rel", 1 << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0); /* unchanged: kept */
     p = mkprof("a", "memory", 10, 3);
@@ -420,10 +446,10 @@ TEST(dir_cancelled_write_is_done_later)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_NOT_NULL(wq = workq_new(&loop, 1, 64));
+    wq = new_queue(&loop, 1);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
-    f = fwd_new(&loop, NULL, wq);
+    f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0); /* the start-up scan */
     ASSERT_EQ(tblocker_start(wq, &blocker), 0);

@@ -217,11 +217,16 @@ static void rig_start(struct rig *g)
     ASSERT_EQ(uv_loop_init(&g->loop), 0);
     rx_reset();
     snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", rx_port);
-    g->http = net_client_new(&g->loop, 0, err, sizeof(err));
-    ASSERT_NOT_NULL(g->http);
-    ASSERT_NOT_NULL(g->wq = workq_new(&g->loop, 4, 64));
-    g->fwd = fwd_new(&g->loop, g->http, g->wq);
-    ASSERT_NOT_NULL(g->fwd);
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &g->loop }, &g->http, err,
+                             sizeof(err)),
+              0);
+    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &g->loop, .max_inflight = 4,
+                                              .max_backlog = 64 },
+                        &g->wq, err, sizeof(err)),
+              0);
+    ASSERT_EQ(fwd_new(&(struct fwd_opts){ .loop = &g->loop, .http = g->http, .work = g->wq },
+                      &g->fwd, err, sizeof(err)),
+              0);
 }
 
 /* A push or ingest endpoint on the receiver: batches of `batch`,

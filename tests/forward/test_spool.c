@@ -407,8 +407,13 @@ static void env_open(struct loop_env *e, char *dir)
 
     memset(e, 0, sizeof(*e));
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    ASSERT_NOT_NULL(e->wq = workq_new(&e->loop, 4, 64));
-    e->f = fwd_new(&e->loop, NULL, e->wq);
+    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &e->loop, .max_inflight = 4,
+                                              .max_backlog = 64 },
+                        &e->wq, err, sizeof(err)),
+              0);
+    ASSERT_EQ(fwd_new(&(struct fwd_opts){ .loop = &e->loop, .work = e->wq }, &e->f, err,
+                      sizeof(err)),
+              0);
     e->ep.f = e->f;
     e->ep.loop = &e->loop;
     e->ep.name = "ep";

@@ -77,8 +77,7 @@ static struct net_client *client_new(uv_loop_t *loop)
     struct net_client *c;
 
     ASSERT_EQ(uv_loop_init(loop), 0);
-    c = net_client_new(loop, 0, err, sizeof(err));
-    if (!c)
+    if (net_client_new(&(struct net_client_opts){ .loop = loop }, &c, err, sizeof(err)) < 0)
         fprintf(stderr, "net_client_new: %s\n", err);
     ASSERT_NOT_NULL(c);
     return c;

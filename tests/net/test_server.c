@@ -920,11 +920,13 @@ TEST(net_client_against_net_server)
     struct e2e e = {0};
     char err[128], u[128];
     int port = server_up(&loop, &h, "127.0.0.1:0");
-    struct net_client *c = net_client_new(&loop, 4, err, sizeof(err));
+    struct net_client *c = NULL;
     struct net_request_opts o = {.method = "POST", .url = u, .body = "pprof!", .body_len = 6};
     int closed = 0;
 
-    ASSERT_NOT_NULL(c);
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &loop, .max_connects = 4 }, &c,
+                             err, sizeof(err)),
+              0);
     snprintf(u, sizeof(u), "http://127.0.0.1:%d/echo", port);
     for (int i = 0; i < 20; i++)
         ASSERT_EQ(net_request_start(c, &o, e2e_cb, &e, NULL), 0);

@@ -108,12 +108,14 @@ static bool owner_cb(uint64_t id, const char **owner, void *ud)
 
 static void env_init(struct env *e, const char *text)
 {
-    struct scrape_opts o = {0};
+    struct workq_opts wo = { .max_inflight = 1, .max_backlog = 16 };
+    struct scrape_manager_opts o = {0};
     char err[256];
 
     memset(e, 0, sizeof(*e));
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    ASSERT_NOT_NULL(e->work = workq_new(&e->loop, 1, 16));
+    wo.loop = &e->loop;
+    ASSERT_EQ(workq_new(&wo, &e->work, err, sizeof(err)), 0);
     o.loop = &e->loop;
     o.work = e->work;
     o.offset_seed = 1;
@@ -121,7 +123,7 @@ static void env_init(struct env *e, const char *text)
     o.transport = &fake_transport;
     o.owner = owner_cb;
     mine = true;
-    ASSERT_NOT_NULL(e->m = scrape_manager_new(&o, err, sizeof(err)));
+    ASSERT_EQ(scrape_manager_new(&o, &e->m, err, sizeof(err)), 0);
     apply(e, text);
 }
 

@@ -143,7 +143,8 @@ static void apply(struct env *e, struct conf_doc *doc)
 
 static void env_init(struct env *e, bool hold)
 {
-    struct scrape_opts o = {0};
+    struct workq_opts wo = { .max_inflight = 1, .max_backlog = 16 };
+    struct scrape_manager_opts o = {0};
     struct disc_group g;
     char err[256];
 
@@ -153,14 +154,15 @@ static void env_init(struct env *e, bool hold)
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
     fake.loop = &e->loop;
     uv_timer_init(&e->loop, &fake.answer);
-    ASSERT_NOT_NULL(e->work = workq_new(&e->loop, 1, 16));
+    wo.loop = &e->loop;
+    ASSERT_EQ(workq_new(&wo, &e->work, err, sizeof(err)), 0);
     e->seed = scrape_offset_seed("test-host", NULL);
     o.loop = &e->loop;
     o.work = e->work;
     o.offset_seed = e->seed;
     o.on_profile = on_profile;
     o.transport = &fake_transport;
-    ASSERT_NOT_NULL(e->m = scrape_manager_new(&o, err, sizeof(err)));
+    ASSERT_EQ(scrape_manager_new(&o, &e->m, err, sizeof(err)), 0);
     ASSERT_NOT_NULL(e->doc = load());
     apply(e, e->doc);
 

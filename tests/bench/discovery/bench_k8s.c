@@ -60,9 +60,13 @@ TEST(bench_initial_sync_and_churn)
     fake_start(&f, NULL, NULL, NULL);
     fake_ctl(&f, "/generate", "{\"pods\": 10000}");
     uv_loop_init(&loop);
-    http = net_client_new(&loop, 0, err, sizeof(err));
-    ASSERT_NOT_NULL(http);
-    m = disc_manager_new(&loop, http, rec_work(&loop), 1000, count_cb, &targets);
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &loop }, &http, err, sizeof(err)),
+              0);
+    m = rec_manager_new((struct disc_manager_opts){ .loop = &loop,
+                                                    .http = http,
+                                                    .coalesce_ms = 1000,
+                                                    .on_update = count_cb,
+                                                    .update_ud = &targets });
     sd.role = "pod";
     sd.api_server = f.url;
     sc.job_name = "bench";
