@@ -140,34 +140,3 @@ void prom_families(struct buf *b, const struct prom_family *f, size_t n, const v
         prom_family_series(b, &f[i], stats, labels);
     }
 }
-
-void prom_head(struct buf *b, const char *name, const char *type, const char *help)
-{
-    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
-void prom_u64(struct buf *b, const char *name, const char *const *labels, uint64_t v)
-{
-    series(b, name, "", labels, NULL, NULL);
-    u64(b, v);
-}
-
-void prom_f64(struct buf *b, const char *name, const char *const *labels, double v)
-{
-    series(b, name, "", labels, NULL, NULL);
-    f64(b, v);
-}
-
-void prom_hist(struct buf *b, const char *name, const char *const *labels,
-               const struct prom_hist *h)
-{
-    hist(b, name, labels, h);
-}
-
-void prom_ones(struct buf *b, const struct prom_one *m, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        prom_head(b, m[i].name, m[i].type, m[i].help);
-        prom_u64(b, m[i].name, NULL, m[i].value);
-    }
-}

@@ -87,20 +87,4 @@ void prom_family_series(struct buf *b, const struct prom_family *f, const void *
 void prom_families(struct buf *b, const struct prom_family *f, size_t n, const void *stats,
                    const char *const *labels);
 
-/** `# HELP` and `# TYPE` of a family written by hand. */
-void prom_head(struct buf *b, const char *name, const char *type, const char *help);
-/** A sample; `labels` as for prom_family_series. */
-void prom_u64(struct buf *b, const char *name, const char *const *labels, uint64_t v);
-void prom_f64(struct buf *b, const char *name, const char *const *labels, double v);
-/** One metric without labels, announced (prom_head) and written. */
-struct prom_one {
-    const char *name, *type, *help;
-    uint64_t value;
-};
-/** Writes each of `n` metrics of `m`. */
-void prom_ones(struct buf *b, const struct prom_one *m, size_t n);
-/** The `_bucket`, `_sum` and `_count` samples of a histogram. */
-void prom_hist(struct buf *b, const char *name, const char *const *labels,
-               const struct prom_hist *h);
-
 #endif
