@@ -74,15 +74,30 @@ uint64_t looplag_max_busy_ns(const struct looplag *l)
     return l->max_busy_ns;
 }
 
+/* What /metrics shows, taken when it is written: the timer's figures in seconds. */
+struct figures {
+    struct prom_hist hist;
+    double max, max_busy;
+};
+
+static const struct prom_family families[] = {
+    PROM_FAMILY_HIST("proflet_loop_lag_seconds",
+                     "How late the event loop ran a timer due every 10ms: the loop's stalls.",
+                     struct figures, hist),
+    PROM_FAMILY_F64("proflet_loop_lag_max_seconds", "gauge",
+                    "The longest lateness of that timer since start.", struct figures, max),
+    PROM_FAMILY_F64("proflet_loop_busy_max_seconds", "gauge",
+                    "The longest lateness of that timer that the loop thread spent computing.",
+                    struct figures, max_busy),
+};
+
 void looplag_metrics(const struct looplag *l, struct buf *b)
 {
-    prom_head(b, "proflet_loop_lag_seconds", "histogram",
-              "How late the event loop ran a timer due every 10ms: the loop's stalls.");
-    prom_hist(b, "proflet_loop_lag_seconds", NULL, &l->hist);
-    prom_head(b, "proflet_loop_lag_max_seconds", "gauge",
-              "The longest lateness of that timer since start.");
-    prom_f64(b, "proflet_loop_lag_max_seconds", NULL, (double)l->max_ns / 1e9);
-    prom_head(b, "proflet_loop_busy_max_seconds", "gauge",
-              "The longest lateness of that timer that the loop thread spent computing.");
-    prom_f64(b, "proflet_loop_busy_max_seconds", NULL, (double)l->max_busy_ns / 1e9);
+    const struct figures f = {
+        .hist = l->hist,
+        .max = (double)l->max_ns / 1e9,
+        .max_busy = (double)l->max_busy_ns / 1e9,
+    };
+
+    prom_families(b, families, ARRAY_SIZE(families), &f, NULL);
 }

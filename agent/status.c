@@ -39,39 +39,128 @@ bool agent__ready(const struct agent *a)
 static void server_metrics(const struct agent *a, struct buf *b)
 {
     struct net_server_stats st;
+    const char *reasons[NET_CLOSE_N];
+    const struct prom_family families[] = {
+        PROM_FAMILY_U64("proflet_http_server_connections", "gauge",
+                        "Open connections of the status server (this scrape's included).",
+                        struct net_server_stats, open),
+        PROM_FAMILY_U64("proflet_http_server_connections_accepted_total", "counter",
+                        "Connections the status server accepted.", struct net_server_stats,
+                        accepted),
+        PROM_FAMILY_U64_BY("proflet_http_server_connections_closed_total", "counter",
+                           "Connections of the status server closed, by reason: done (by the "
+                           "server after its last answer, or at shutdown), client_closed, reset "
+                           "(a read or write failed), timeout, evicted (at the connection "
+                           "limit), error (TLS, memory).",
+                           struct net_server_stats, closed, "reason", reasons),
+    };
 
     if (!a->status)
         return;
-    net_server_get_stats(a->status, &st);
-    prom_head(b, "proflet_http_server_connections", "gauge",
-              "Open connections of the status server (this scrape's included).");
-    prom_u64(b, "proflet_http_server_connections", NULL, st.open);
-    prom_head(b, "proflet_http_server_connections_accepted_total", "counter",
-              "Connections the status server accepted.");
-    prom_u64(b, "proflet_http_server_connections_accepted_total", NULL, st.accepted);
-    prom_head(b, "proflet_http_server_connections_closed_total", "counter",
-              "Connections of the status server closed, by reason: done (by the server after "
-              "its last answer, or at shutdown), client_closed, reset (a read or write "
-              "failed), timeout, evicted (at the connection limit), error (TLS, memory).");
     for (int r = 0; r < NET_CLOSE_N; r++)
-        prom_u64(b, "proflet_http_server_connections_closed_total",
-                 (const char *const[]){ "reason", net_close_reason_name(r), NULL },
-                 st.closed[r]);
+        reasons[r] = net_close_reason_name(r);
+    net_server_get_stats(a->status, &st);
+    prom_families(b, families, ARRAY_SIZE(families), &st, NULL);
 }
+
+/* The agent's own figures, taken when /metrics is written. */
+struct figures {
+    uint64_t build_info[1]; /* 1, its one series labelled by the version */
+    double start_time;
+    uint64_t jobs_in_flight, jobs_backlog, jobs_backlog_bytes, jobs_completed, jobs_rejected;
+    uint64_t memory_budget, memory_in_flight, jobs_over_budget;
+    uint64_t recent_profiles, recent_bytes, recent_evicted;
+    uint64_t label_strings, label_strings_bytes;
+    uint64_t reloads[2];
+    uint64_t last_reload_ok;
+    double last_reload_time;
+};
+
+static const char *const version[] = { PROFLET_VERSION };
+static const char *const reload_results[] = { "success", "failure" };
+
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct figures, field)
+#define F64(name, help, field) PROM_FAMILY_F64(name, "gauge", help, struct figures, field)
+
+/* Before the loop's lag and the cluster's gauges. */
+static const struct prom_family first_families[] = {
+    PROM_FAMILY_U64_BY("proflet_build_info", "gauge", "Build information.", struct figures,
+                       build_info, "version", version),
+    F64("proflet_start_time_seconds", "Start time of the process.", start_time),
+};
+
+/* After them. */
+static const struct prom_family families[] = {
+    U64("proflet_worker_jobs_in_flight", "gauge", "CPU jobs running in the worker pool.",
+        jobs_in_flight),
+    U64("proflet_worker_jobs_backlog", "gauge", "CPU jobs waiting for a worker.", jobs_backlog),
+    U64("proflet_worker_jobs_backlog_bytes", "gauge",
+        "Bytes the waiting jobs hold (compressed profiles); at most limits.memory-budget.",
+        jobs_backlog_bytes),
+    U64("proflet_worker_jobs_completed_total", "counter", "CPU jobs completed.", jobs_completed),
+    U64("proflet_worker_jobs_rejected_total", "counter",
+        "CPU jobs refused because the backlog was full, in jobs or in bytes.", jobs_rejected),
+    U64("proflet_worker_memory_budget_bytes", "gauge",
+        "Peak memory all profile jobs in flight may use together (limits.memory-budget).",
+        memory_budget),
+    U64("proflet_worker_memory_in_flight_bytes", "gauge",
+        "Peak memory the profile jobs running now were admitted with.", memory_in_flight),
+    U64("proflet_worker_jobs_over_budget_total", "counter",
+        "Profile jobs refused because they alone exceed the memory budget.", jobs_over_budget),
+    U64("proflet_ui_recent_profiles", "gauge",
+        "Latest profiles kept for the web UI (server.recent-profiles-bytes).", recent_profiles),
+    U64("proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.", recent_bytes),
+    U64("proflet_ui_recent_profiles_evicted_total", "counter",
+        "Kept profiles dropped to stay under the cap.", recent_evicted),
+    U64("proflet_label_strings", "gauge",
+        "Distinct label names and values held (each stored once, shared by every label set "
+        "that holds it).",
+        label_strings),
+    U64("proflet_label_strings_bytes", "gauge", "Bytes those strings take.",
+        label_strings_bytes),
+    PROM_FAMILY_U64_BY("proflet_config_reloads_total", "counter",
+                       "Configuration reloads by result.", struct figures, reloads, "result",
+                       reload_results),
+    U64("proflet_config_last_reload_successful", "gauge",
+        "Whether the last configuration reload succeeded.", last_reload_ok),
+    F64("proflet_config_last_reload_success_timestamp_seconds",
+        "Time of the last successful configuration load.", last_reload_time),
+};
+
+#undef U64
+#undef F64
 
 static void metrics(struct agent *a, struct buf *b)
 {
     struct workq_stats w;
     struct recent_stats rs;
     size_t interned, interned_bytes;
+    struct figures f;
 
     workq_get_stats(a->work, &w);
     intern_stats(&interned, &interned_bytes);
-    prom_head(b, "proflet_build_info", "gauge", "Build information.");
-    prom_u64(b, "proflet_build_info", (const char *const[]){ "version", PROFLET_VERSION, NULL },
-             1);
-    prom_head(b, "proflet_start_time_seconds", "gauge", "Start time of the process.");
-    prom_f64(b, "proflet_start_time_seconds", NULL, (double)a->start_time_ns / 1e9);
+    recent_stats(a->recent, &rs);
+    f = (struct figures){
+        .build_info = { 1 },
+        .start_time = (double)a->start_time_ns / 1e9,
+        .jobs_in_flight = w.inflight,
+        .jobs_backlog = w.backlog,
+        .jobs_backlog_bytes = w.backlog_held,
+        .jobs_completed = w.completed,
+        .jobs_rejected = w.rejected,
+        .memory_budget = w.max_cost,
+        .memory_in_flight = w.cost_inflight,
+        .jobs_over_budget = w.over_budget,
+        .recent_profiles = rs.profiles,
+        .recent_bytes = rs.bytes,
+        .recent_evicted = rs.evicted,
+        .label_strings = interned,
+        .label_strings_bytes = interned_bytes,
+        .reloads = { a->reloads_ok, a->reloads_failed },
+        .last_reload_ok = a->last_reload_ok,
+        .last_reload_time = (double)a->last_reload_ns / 1e9,
+    };
+    prom_families(b, first_families, ARRAY_SIZE(first_families), &f, NULL);
     looplag_metrics(&a->lag, b);
     if (a->cluster) {
         size_t owned, elsewhere;
@@ -79,51 +168,7 @@ static void metrics(struct agent *a, struct buf *b)
         scrape_manager_target_counts(a->scrape, &owned, &elsewhere);
         cluster_metrics(a->cluster, owned, owned + elsewhere, b);
     }
-    recent_stats(a->recent, &rs);
-    {
-        const struct prom_one one[] = {
-            {"proflet_worker_jobs_in_flight", "gauge", "CPU jobs running in the worker pool.",
-             w.inflight},
-            {"proflet_worker_jobs_backlog", "gauge", "CPU jobs waiting for a worker.", w.backlog},
-            {"proflet_worker_jobs_backlog_bytes", "gauge",
-             "Bytes the waiting jobs hold (compressed profiles); at most limits.memory-budget.",
-             w.backlog_held},
-            {"proflet_worker_jobs_completed_total", "counter", "CPU jobs completed.", w.completed},
-            {"proflet_worker_jobs_rejected_total", "counter",
-             "CPU jobs refused because the backlog was full, in jobs or in bytes.", w.rejected},
-            {"proflet_worker_memory_budget_bytes", "gauge",
-             "Peak memory all profile jobs in flight may use together (limits.memory-budget).",
-             w.max_cost},
-            {"proflet_worker_memory_in_flight_bytes", "gauge",
-             "Peak memory the profile jobs running now were admitted with.", w.cost_inflight},
-            {"proflet_worker_jobs_over_budget_total", "counter",
-             "Profile jobs refused because they alone exceed the memory budget.", w.over_budget},
-            {"proflet_ui_recent_profiles", "gauge",
-             "Latest profiles kept for the web UI (server.recent-profiles-bytes).", rs.profiles},
-            {"proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.", rs.bytes},
-            {"proflet_ui_recent_profiles_evicted_total", "counter",
-             "Kept profiles dropped to stay under the cap.", rs.evicted},
-            {"proflet_label_strings", "gauge",
-             "Distinct label names and values held (each stored once, shared by every "
-             "label set that holds it).", interned},
-            {"proflet_label_strings_bytes", "gauge", "Bytes those strings take.",
-             interned_bytes},
-        };
-
-        prom_ones(b, one, ARRAY_SIZE(one));
-    }
-    prom_head(b, "proflet_config_reloads_total", "counter", "Configuration reloads by result.");
-    prom_u64(b, "proflet_config_reloads_total", (const char *const[]){ "result", "success", NULL },
-             a->reloads_ok);
-    prom_u64(b, "proflet_config_reloads_total", (const char *const[]){ "result", "failure", NULL },
-             a->reloads_failed);
-    prom_head(b, "proflet_config_last_reload_successful", "gauge",
-              "Whether the last configuration reload succeeded.");
-    prom_u64(b, "proflet_config_last_reload_successful", NULL, a->last_reload_ok ? 1 : 0);
-    prom_head(b, "proflet_config_last_reload_success_timestamp_seconds", "gauge",
-              "Time of the last successful configuration load.");
-    prom_f64(b, "proflet_config_last_reload_success_timestamp_seconds", NULL,
-             (double)a->last_reload_ns / 1e9);
+    prom_families(b, families, ARRAY_SIZE(families), &f, NULL);
     server_metrics(a, b);
     if (a->fwd)
         fwd_metrics(a->fwd, b);

@@ -32,6 +32,7 @@
 
 #include "cluster/cluster.h"
 #include "common/hashmap.h"
+#include "common/macros.h"
 #include "common/promtext.h"
 
 #define MEMBERSHIP_JOB "clustering"
@@ -484,32 +485,46 @@ const char *const *cluster_peers(const struct cluster *c, size_t *n)
     return (const char *const *)c->peers;
 }
 
+/* The figures /metrics shows, taken when it is written. */
+struct figures {
+    uint64_t enabled, peers, synced, self_live, owned, total, view_changes, errors;
+};
+
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct figures, field)
+
+/* The first family is all a replica without clustering shows. */
+static const struct prom_family families[] = {
+    U64("proflet_cluster_enabled", "gauge", "Whether clustering is on.", enabled),
+    U64("proflet_cluster_peers", "gauge", "Live peers in this replica's view.", peers),
+    U64("proflet_cluster_synced", "gauge",
+        "Whether the first view of the peers is known (before it, nothing is owned).", synced),
+    U64("proflet_cluster_self_live", "gauge",
+        "Whether this replica is among the live peers of its own view.", self_live),
+    U64("proflet_cluster_owned_targets", "gauge", "Targets this replica owns and scrapes.", owned),
+    U64("proflet_cluster_targets", "gauge",
+        "Targets the scrape jobs yield before ownership (owned here or elsewhere).", total),
+    U64("proflet_cluster_membership_changes_total", "counter",
+        "Times the view of the live peers changed.", view_changes),
+    U64("proflet_cluster_membership_errors_total", "counter",
+        "Errors reading the membership (the view in force is kept).", errors),
+};
+
+#undef U64
+
 void cluster_metrics(const struct cluster *c, size_t owned, size_t total, struct buf *b)
 {
-    prom_head(b, "proflet_cluster_enabled", "gauge", "Whether clustering is on.");
-    prom_u64(b, "proflet_cluster_enabled", NULL, c->enabled);
-    if (!c->enabled)
-        return;
-    prom_head(b, "proflet_cluster_peers", "gauge", "Live peers in this replica's view.");
-    prom_u64(b, "proflet_cluster_peers", NULL, c->n_peers);
-    prom_head(b, "proflet_cluster_synced", "gauge",
-              "Whether the first view of the peers is known (before it, nothing is owned).");
-    prom_u64(b, "proflet_cluster_synced", NULL, c->synced);
-    prom_head(b, "proflet_cluster_self_live", "gauge",
-              "Whether this replica is among the live peers of its own view.");
-    prom_u64(b, "proflet_cluster_self_live", NULL, c->self_live && !c->leaving);
-    prom_head(b, "proflet_cluster_owned_targets", "gauge",
-              "Targets this replica owns and scrapes.");
-    prom_u64(b, "proflet_cluster_owned_targets", NULL, owned);
-    prom_head(b, "proflet_cluster_targets", "gauge",
-              "Targets the scrape jobs yield before ownership (owned here or elsewhere).");
-    prom_u64(b, "proflet_cluster_targets", NULL, total);
-    prom_head(b, "proflet_cluster_membership_changes_total", "counter",
-              "Times the view of the live peers changed.");
-    prom_u64(b, "proflet_cluster_membership_changes_total", NULL, c->view_changes);
-    prom_head(b, "proflet_cluster_membership_errors_total", "counter",
-              "Errors reading the membership (the view in force is kept).");
-    prom_u64(b, "proflet_cluster_membership_errors_total", NULL, c->errors);
+    const struct figures f = {
+        .enabled = c->enabled,
+        .peers = c->n_peers,
+        .synced = c->synced,
+        .self_live = c->self_live && !c->leaving,
+        .owned = owned,
+        .total = total,
+        .view_changes = c->view_changes,
+        .errors = c->errors,
+    };
+
+    prom_families(b, families, c->enabled ? ARRAY_SIZE(families) : 1, &f, NULL);
 }
 
 static void closed_one(void *ud)

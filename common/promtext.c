@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The Prometheus text format writer (see promtext.h; docs/design.md
- * "Modules"). Pure; the caller owns the buffer. */
+ * "Modules"): families read from tables at their offsets. Pure; the
+ * caller owns the buffer and lends the tables and structs for the call. */
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
@@ -30,11 +31,6 @@ void prom_hist_observe(struct prom_hist *h, double v)
     h->count++;
 }
 
-void prom_head(struct buf *b, const char *name, const char *type, const char *help)
-{
-    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
-}
-
 /* Label values escape \, " and newline. */
 static void escape(struct buf *b, const char *v)
 {
@@ -48,12 +44,15 @@ static void escape(struct buf *b, const char *v)
     }
 }
 
-static void series(struct buf *b, const char *name, const char *const *labels, const char *le)
+/* `name suffix{labels,extra="extra_value"} `: the series up to its value. */
+static void series(struct buf *b, const char *name, const char *suffix,
+                   const char *const *labels, const char *extra, const char *extra_value)
 {
-    bool any = (labels && labels[0]) || le;
+    bool any = labels && labels[0];
 
     buf_puts(b, name);
-    if (!any) {
+    buf_puts(b, suffix);
+    if (!any && !extra) {
         buf_puts(b, " ");
         return;
     }
@@ -63,49 +62,81 @@ static void series(struct buf *b, const char *name, const char *const *labels, c
         escape(b, labels[i + 1] ? labels[i + 1] : "");
         buf_puts(b, "\"");
     }
-    if (le)
-        buf_printf(b, "%sle=\"%s\"", labels && labels[0] ? "," : "", le);
+    if (extra) {
+        buf_printf(b, "%s%s=\"", any ? "," : "", extra);
+        escape(b, extra_value ? extra_value : "");
+        buf_puts(b, "\"");
+    }
     buf_puts(b, "} ");
 }
 
-void prom_u64(struct buf *b, const char *name, const char *const *labels, uint64_t v)
+static void u64(struct buf *b, uint64_t v)
 {
-    series(b, name, labels, NULL);
     buf_printf(b, "%llu\n", (unsigned long long)v);
 }
 
-void prom_f64(struct buf *b, const char *name, const char *const *labels, double v)
+static void f64(struct buf *b, double v)
 {
-    series(b, name, labels, NULL);
     buf_printf(b, "%.17g\n", v);
 }
 
-void prom_hist(struct buf *b, const char *name, const char *const *labels,
-               const struct prom_hist *h)
+static void hist(struct buf *b, const char *name, const char *const *labels,
+                 const struct prom_hist *h)
 {
-    char n[256], le[32];
+    char le[32];
     uint64_t cum = 0;
 
-    snprintf(n, sizeof(n), "%s_bucket", name);
     for (unsigned i = 0; i <= h->n_bounds; i++) {
         cum += h->counts[i];
         if (i < h->n_bounds)
             snprintf(le, sizeof(le), "%g", h->bounds[i]);
         else
             snprintf(le, sizeof(le), "+Inf");
-        series(b, n, labels, le);
-        buf_printf(b, "%llu\n", (unsigned long long)cum);
+        series(b, name, "_bucket", labels, "le", le);
+        u64(b, cum);
     }
-    snprintf(n, sizeof(n), "%s_sum", name);
-    prom_f64(b, n, labels, h->sum);
-    snprintf(n, sizeof(n), "%s_count", name);
-    prom_u64(b, n, labels, h->count);
+    series(b, name, "_sum", labels, NULL, NULL);
+    f64(b, h->sum);
+    series(b, name, "_count", labels, NULL, NULL);
+    u64(b, h->count);
 }
 
-void prom_ones(struct buf *b, const struct prom_one *m, size_t n)
+void prom_family_head(struct buf *b, const struct prom_family *f)
+{
+    buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", f->name, f->help, f->name, f->type);
+}
+
+/* One sample of `f` whose value is at `at`. */
+static void sample(struct buf *b, const struct prom_family *f, const char *const *labels,
+                   const char *value_name, const char *at)
+{
+    series(b, f->name, "", labels, value_name ? f->label : NULL, value_name);
+    if (f->kind == PROM_KIND_F64)
+        f64(b, *(const double *)at);
+    else
+        u64(b, *(const uint64_t *)at);
+}
+
+void prom_family_series(struct buf *b, const struct prom_family *f, const void *stats,
+                        const char *const *labels)
+{
+    const char *at = (const char *)stats + f->offset;
+    size_t size = f->kind == PROM_KIND_F64 ? sizeof(double) : sizeof(uint64_t);
+
+    if (f->kind == PROM_KIND_HIST)
+        hist(b, f->name, labels, (const struct prom_hist *)at);
+    else if (!f->label)
+        sample(b, f, labels, NULL, at);
+    else
+        for (size_t i = 0; i < f->n_values; i++)
+            sample(b, f, labels, f->values[i], at + i * size);
+}
+
+void prom_families(struct buf *b, const struct prom_family *f, size_t n, const void *stats,
+                   const char *const *labels)
 {
     for (size_t i = 0; i < n; i++) {
-        prom_head(b, m[i].name, m[i].type, m[i].help);
-        prom_u64(b, m[i].name, NULL, m[i].value);
+        prom_family_head(b, &f[i]);
+        prom_family_series(b, &f[i], stats, labels);
     }
 }

@@ -51,7 +51,7 @@ struct disc__stats {
     uint64_t relists_expired;  /**< re-lists caused by 410 Gone/Expired */
     uint64_t errors[DISC_ERR__N];
     double last_sync;          /**< unix seconds of the last successful sync, 0 never */
-    size_t targets_shown;      /**< proflet_discovery_targets as a /metrics rendering
+    uint64_t targets_shown;    /**< proflet_discovery_targets as a /metrics rendering
                                     summed it when it began that family */
     struct disc__stats *next;
 };

@@ -41,6 +41,7 @@
 #include <time.h>
 
 #include "common/clock.h"
+#include "common/macros.h"
 #include "common/promtext.h"
 #include "common/strtab.h"
 #include "discovery/internal.h"
@@ -1050,50 +1051,63 @@ void disc_manager_close(struct disc_manager *m, void (*cb)(void *ud), void *ud)
 
 /* ---------------------------------------------------------------- metrics */
 
-#define JP(s) ((const char *const[]){ "job", (s)->job, "provider", (s)->provider, NULL })
+/* The manager's own figures, taken when they are written. */
+struct figures {
+    uint64_t ready, providers, updates, groups_delivered;
+};
+
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct figures, field)
+
+static const struct prom_family global_families[] = {
+    U64("proflet_discovery_ready", "gauge",
+        "1 once every discovery provider has completed its first sync.", ready),
+    U64("proflet_discovery_providers", "gauge",
+        "Discovery providers running (one per distinct settings, shared by the jobs using it).",
+        providers),
+    U64("proflet_discovery_updates_total", "counter",
+        "Coalesced update rounds delivered to the target manager.", updates),
+    U64("proflet_discovery_groups_delivered_total", "counter",
+        "Changed target groups delivered to the target manager.", groups_delivered),
+};
+
+#undef U64
 
 /* The families of one series (or one set) per (job, provider kind), after
- * the manager's own figures. Their list is appended to and never shortened
- * while the manager lives, so a cursor into it stays valid across parts. */
-static const struct {
-    const char *name, *type, *help;
-    size_t offset; /* of a uint64_t counter; 0 for the others */
-} stat_families[] = {
-    { "proflet_discovery_targets", "gauge", "Targets currently discovered, by job and provider.",
-      0 },
-    { "proflet_discovery_lists_total", "counter", "Completed list operations (all pages).",
-      offsetof(struct disc__stats, lists) },
-    { "proflet_discovery_watches_total", "counter", "Watch requests started.",
-      offsetof(struct disc__stats, watches) },
-    { "proflet_discovery_watch_restarts_total", "counter",
-      "Watches that ended and were started again.", offsetof(struct disc__stats, watch_restarts) },
-    { "proflet_discovery_relists_expired_total", "counter",
-      "Re-lists caused by an expired resource version (HTTP 410).",
-      offsetof(struct disc__stats, relists_expired) },
-    { "proflet_discovery_errors_total", "counter", "Discovery errors by job, provider and kind.",
-      0 },
-    { "proflet_discovery_last_sync_timestamp_seconds", "gauge",
-      "Unix time of the last successful sync, 0 if none yet.", 0 },
+ * the manager's own figures, read from its disc__stats. Their list is
+ * appended to and never shortened while the manager lives, so a cursor
+ * into it stays valid across parts. */
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct disc__stats, field)
+
+static const struct prom_family stat_families[] = {
+    U64("proflet_discovery_targets", "gauge", "Targets currently discovered, by job and provider.",
+        targets_shown),
+    U64("proflet_discovery_lists_total", "counter", "Completed list operations (all pages).",
+        lists),
+    U64("proflet_discovery_watches_total", "counter", "Watch requests started.", watches),
+    U64("proflet_discovery_watch_restarts_total", "counter",
+        "Watches that ended and were started again.", watch_restarts),
+    U64("proflet_discovery_relists_expired_total", "counter",
+        "Re-lists caused by an expired resource version (HTTP 410).", relists_expired),
+    PROM_FAMILY_U64_BY("proflet_discovery_errors_total", "counter",
+                       "Discovery errors by job, provider and kind.", struct disc__stats, errors,
+                       "kind", err_kind_names),
+    PROM_FAMILY_F64("proflet_discovery_last_sync_timestamp_seconds", "gauge",
+                    "Unix time of the last successful sync, 0 if none yet.", struct disc__stats,
+                    last_sync),
 };
-#define FAM_TARGETS 0
-#define FAM_ERRORS 5
-#define FAM_LAST_SYNC 6
+
+#undef U64
 
 static void global_metrics(const struct disc_manager *m, struct buf *out)
 {
-    prom_head(out, "proflet_discovery_ready", "gauge",
-              "1 once every discovery provider has completed its first sync.");
-    prom_u64(out, "proflet_discovery_ready", NULL, m->ready ? 1 : 0);
-    prom_head(out, "proflet_discovery_providers", "gauge",
-              "Discovery providers running (one per distinct settings, shared by the jobs "
-              "using it).");
-    prom_u64(out, "proflet_discovery_providers", NULL, m->n_providers);
-    prom_head(out, "proflet_discovery_updates_total", "counter",
-              "Coalesced update rounds delivered to the target manager.");
-    prom_u64(out, "proflet_discovery_updates_total", NULL, m->updates);
-    prom_head(out, "proflet_discovery_groups_delivered_total", "counter",
-              "Changed target groups delivered to the target manager.");
-    prom_u64(out, "proflet_discovery_groups_delivered_total", NULL, m->groups_delivered);
+    const struct figures f = {
+        .ready = m->ready,
+        .providers = m->n_providers,
+        .updates = m->updates,
+        .groups_delivered = m->groups_delivered,
+    };
+
+    prom_families(out, global_families, ARRAY_SIZE(global_families), &f, NULL);
 }
 
 /* Sums each (job, provider kind)'s targets in one walk of the
@@ -1108,30 +1122,10 @@ static void sum_targets(const struct disc_manager *m)
                 sb->stats->targets_shown += p->n_targets;
 }
 
-static void stat_series(unsigned fam, const struct disc__stats *s, struct buf *out)
-{
-    const char *name = stat_families[fam].name;
-
-    if (fam == FAM_TARGETS) {
-        prom_u64(out, name, JP(s), s->targets_shown);
-    } else if (fam == FAM_ERRORS) {
-        for (int k = 0; k < DISC_ERR__N; k++)
-            prom_u64(out, name,
-                     (const char *const[]){ "job", s->job, "provider", s->provider, "kind",
-                                            err_kind_names[k], NULL },
-                     s->errors[k]);
-    } else if (fam == FAM_LAST_SYNC) {
-        prom_f64(out, name, JP(s), s->last_sync);
-    } else {
-        prom_u64(out, name, JP(s),
-                 *(const uint64_t *)((const char *)s + stat_families[fam].offset));
-    }
-}
-
 int disc_manager_metrics_next(const struct disc_manager *m, struct disc_metrics_cursor *c,
                               struct buf *out, size_t chunk)
 {
-    const size_t n_fam = sizeof(stat_families) / sizeof(stat_families[0]);
+    const size_t n_fam = ARRAY_SIZE(stat_families);
 
     if (!c->begun) {
         c->begun = true;
@@ -1140,18 +1134,21 @@ int disc_manager_metrics_next(const struct disc_manager *m, struct disc_metrics_
             c->family = (unsigned)n_fam; /* no (job, provider) yet: no family */
     }
     while (c->family < n_fam && out->len < chunk) {
+        const struct prom_family *fam = &stat_families[c->family];
+
         if (!c->started) {
             c->started = true;
             c->at = m->stats;
-            if (c->family == FAM_TARGETS)
+            if (fam == &stat_families[0]) /* proflet_discovery_targets */
                 sum_targets(m);
-            prom_head(out, stat_families[c->family].name, stat_families[c->family].type,
-                      stat_families[c->family].help);
+            prom_family_head(out, fam);
         }
         while (c->at && out->len < chunk) {
             const struct disc__stats *s = c->at;
 
-            stat_series(c->family, s, out);
+            prom_family_series(out, fam, s,
+                               (const char *const[]){ "job", s->job, "provider", s->provider,
+                                                      NULL });
             c->at = s->next;
         }
         if (!c->at) {

@@ -448,114 +448,101 @@ void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *
 
 /* --------------------------------------------------------------- metrics */
 
-/* Every forward metric is proflet_remote_<name>, one series per endpoint,
- * labelled by endpoint and sink kind (and, for some, one more label). */
-static const char *metric_name(char *n, size_t nlen, const char *name)
-{
-    snprintf(n, nlen, "proflet_remote_%s", name);
-    return n;
-}
-
-static void head(struct buf *b, const char *name, const char *type, const char *help)
-{
-    char n[128];
-
-    prom_head(b, metric_name(n, sizeof(n), name), type, help);
-}
-
-/* A metric family read from a uint64_t of struct fwd__stats, or from its
- * array of FWD_DROP__N counters (then labelled by reason). */
-struct family {
-    const char *name, *type, *help;
-    size_t off;
-    bool by_reason;
-};
-
-#define M(name, type, help, field) {name, type, help, offsetof(struct fwd__stats, field), false}
+/* Every forward family has one series per endpoint, labelled by endpoint
+ * and sink kind (and, for the dropped ones, by reason), read from the
+ * endpoint's struct fwd__stats. */
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct fwd__stats, field)
 #define BY_REASON(name, help, field)                                                               \
-    {name, "counter", help, offsetof(struct fwd__stats, field), true}
+    PROM_FAMILY_U64_BY(name, "counter", help, struct fwd__stats, field, "reason", drop_names)
 
-static const struct family families[] = {
-    M("sent_profiles_total", "counter", "Profiles accepted by the endpoint.", sent_profiles),
-    M("sent_bytes_total", "counter", "Profile bytes accepted by the endpoint.", sent_bytes),
-    M("retried_profiles_total", "counter", "Profiles sent again after a retryable failure.",
-      retried_profiles),
-    M("retried_bytes_total", "counter", "Profile bytes sent again after a retryable failure.",
-      retried_bytes),
-    M("requests_total", "counter", "Requests (or file writes) attempted.", requests),
-    M("failed_requests_total", "counter", "Requests that did not fully succeed.",
-      failed_requests),
-    M("ambiguous_profiles_total", "counter",
-      "Profiles resent after an outcome the server did not report (timeout, reset).",
-      ambiguous_profiles),
-    BY_REASON("dropped_profiles_total", "Profiles dropped, by reason.", dropped_profiles),
-    BY_REASON("dropped_bytes_total", "Profile bytes dropped, by reason.", dropped_bytes),
-    M("failed_profiles_total", "counter",
-      "Profiles refused by the endpoint with a non-retryable error.",
-      dropped_profiles[FWD_DROP_REJECTED]),
-    M("queue_profiles", "gauge", "Profiles queued in memory.", queue_len),
-    M("queue_bytes", "gauge", "Profile bytes queued in memory.", queue_bytes),
-    M("inflight_profiles", "gauge", "Profiles in requests not yet answered.",
-      inflight_profiles),
-    M("spool_bytes", "gauge", "Bytes in the disk spool.", spool_bytes),
-    M("spool_segments", "gauge", "Segment files in the disk spool.", spool_segments),
-    M("spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",
-      spool_records),
-    M("spool_written_profiles_total", "counter", "Profiles written to the spool.",
-      spool_written_profiles),
-    M("spool_replayed_profiles_total", "counter", "Profiles read back from the spool.",
-      spool_replayed_profiles),
-    M("dir_files", "gauge", "Profiles in the directory sink's index.", files),
-    M("dir_deleted_files_total", "counter",
-      "Profiles deleted from the directory sink by its size cap.", files_deleted),
+static const struct prom_family families[] = {
+    U64("proflet_remote_sent_profiles_total", "counter", "Profiles accepted by the endpoint.",
+        sent_profiles),
+    U64("proflet_remote_sent_bytes_total", "counter", "Profile bytes accepted by the endpoint.",
+        sent_bytes),
+    U64("proflet_remote_retried_profiles_total", "counter",
+        "Profiles sent again after a retryable failure.", retried_profiles),
+    U64("proflet_remote_retried_bytes_total", "counter",
+        "Profile bytes sent again after a retryable failure.", retried_bytes),
+    U64("proflet_remote_requests_total", "counter", "Requests (or file writes) attempted.",
+        requests),
+    U64("proflet_remote_failed_requests_total", "counter", "Requests that did not fully succeed.",
+        failed_requests),
+    U64("proflet_remote_ambiguous_profiles_total", "counter",
+        "Profiles resent after an outcome the server did not report (timeout, reset).",
+        ambiguous_profiles),
+    BY_REASON("proflet_remote_dropped_profiles_total", "Profiles dropped, by reason.",
+              dropped_profiles),
+    BY_REASON("proflet_remote_dropped_bytes_total", "Profile bytes dropped, by reason.",
+              dropped_bytes),
+    U64("proflet_remote_failed_profiles_total", "counter",
+        "Profiles refused by the endpoint with a non-retryable error.",
+        dropped_profiles[FWD_DROP_REJECTED]),
+    U64("proflet_remote_queue_profiles", "gauge", "Profiles queued in memory.", queue_len),
+    U64("proflet_remote_queue_bytes", "gauge", "Profile bytes queued in memory.", queue_bytes),
+    U64("proflet_remote_inflight_profiles", "gauge", "Profiles in requests not yet answered.",
+        inflight_profiles),
+    U64("proflet_remote_spool_bytes", "gauge", "Bytes in the disk spool.", spool_bytes),
+    U64("proflet_remote_spool_segments", "gauge", "Segment files in the disk spool.",
+        spool_segments),
+    U64("proflet_remote_spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",
+        spool_records),
+    U64("proflet_remote_spool_written_profiles_total", "counter",
+        "Profiles written to the spool.", spool_written_profiles),
+    U64("proflet_remote_spool_replayed_profiles_total", "counter",
+        "Profiles read back from the spool.", spool_replayed_profiles),
+    U64("proflet_remote_dir_files", "gauge", "Profiles in the directory sink's index.", files),
+    U64("proflet_remote_dir_deleted_files_total", "counter",
+        "Profiles deleted from the directory sink by its size cap.", files_deleted),
 };
 
-static void family(struct buf *out, const struct fwd *f, const struct family *m)
+#undef U64
+#undef BY_REASON
+
+/* The spool's age is not kept but computed as it is written. */
+struct spool_age {
+    double seconds;
+};
+
+static const struct prom_family spool_age_family =
+    PROM_FAMILY_F64("proflet_remote_spool_oldest_age_seconds", "gauge",
+                    "Age of the oldest spooled profile.", struct spool_age, seconds);
+
+static const struct prom_family push_duration_family =
+    PROM_FAMILY_HIST("proflet_remote_push_duration_seconds",
+                     "Latency of requests to the endpoint.", struct fwd__stats, lat);
+
+#define EP_LABELS(ep)                                                                              \
+    ((const char *const[]){ "endpoint", (ep)->name, "kind", (ep)->ops->kind, NULL })
+
+static void family(struct buf *out, const struct fwd *f, const struct prom_family *m)
 {
-    char n[128];
-
-    head(out, m->name, m->type, m->help);
-    metric_name(n, sizeof(n), m->name);
-    for (const struct fwd_ep *ep = f->eps; ep; ep = ep->next) {
-        const uint64_t *v = (const uint64_t *)((const char *)&ep->st + m->off);
-        const char *labels[] = {"endpoint", ep->name, "kind", ep->ops->kind, NULL, NULL, NULL};
-
-        if (!m->by_reason) {
-            prom_u64(out, n, labels, *v);
-            continue;
-        }
-        labels[4] = "reason";
-        for (int r = 0; r < FWD_DROP__N; r++) {
-            labels[5] = drop_names[r];
-            prom_u64(out, n, labels, v[r]);
-        }
-    }
+    prom_family_head(out, m);
+    for (const struct fwd_ep *ep = f->eps; ep; ep = ep->next)
+        prom_family_series(out, m, &ep->st, EP_LABELS(ep));
 }
 
 void fwd_metrics(const struct fwd *f, struct buf *out)
 {
-    const struct fwd_ep *ep;
     uint64_t wall = clock_wall_ms();
 
     if (!f->eps)
         return;
     for (size_t i = 0; i < ARRAY_SIZE(families); i++)
         family(out, f, &families[i]);
-    head(out, "spool_oldest_age_seconds", "gauge", "Age of the oldest spooled profile.");
-    for (ep = f->eps; ep; ep = ep->next) {
-        const char *const labels[] = {"endpoint", ep->name, "kind", ep->ops->kind, NULL};
+    prom_family_head(out, &spool_age_family);
+    for (const struct fwd_ep *ep = f->eps; ep; ep = ep->next) {
         uint64_t oldest = ep->st.spool_oldest_ms;
+        struct spool_age age = {
+            .seconds = oldest && wall > oldest ? (double)(wall - oldest) / 1e3 : 0,
+        };
 
-        prom_f64(out, "proflet_remote_spool_oldest_age_seconds", labels,
-                 oldest && wall > oldest ? (double)(wall - oldest) / 1e3 : 0);
+        prom_family_series(out, &spool_age_family, &age, EP_LABELS(ep));
     }
-    head(out, "push_duration_seconds", "histogram", "Latency of requests to the endpoint.");
-    for (ep = f->eps; ep; ep = ep->next) {
-        const char *const labels[] = {"endpoint", ep->name, "kind", ep->ops->kind, NULL};
-
-        prom_hist(out, "proflet_remote_push_duration_seconds", labels, &ep->st.lat);
-    }
+    family(out, f, &push_duration_family);
 }
+
+#undef EP_LABELS
 
 void fwd_endpoints_visit(const struct fwd *f,
                          void (*fn)(const struct fwd_endpoint_view *e, void *ud), void *ud)

@@ -494,147 +494,134 @@ struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job
     return s;
 }
 
-/* The per-(job, type) counters, all plain uint64_t fields of scrape_stats. */
-static const struct stats_counter {
-    const char *name;
-    const char *help;
-    size_t offset;
-} stats_counters[] = {
-    {"proflet_scrapes_total", "Scrapes completed, by job and profile type.",
-     offsetof(struct scrape_stats, scrapes)},
-    {"proflet_scrape_body_bytes_total", "Bytes of scraped profile bodies.",
-     offsetof(struct scrape_stats, body_bytes)},
-    {"proflet_scrape_skipped_ticks_total",
-     "Ticks skipped because the previous scrape of the pair was still running.",
-     offsetof(struct scrape_stats, skipped_ticks)},
-    {"proflet_profiles_produced_total", "Profiles handed to the forwarder.",
-     offsetof(struct scrape_stats, profiles_out)},
-    {"proflet_delta_baselines_total",
-     "First profiles of a pair kept as the delta baseline and not sent.",
-     offsetof(struct scrape_stats, delta_baselines)},
-    {"proflet_delta_resets_total", "Target restarts detected by the delta; that profile is dropped.",
-     offsetof(struct scrape_stats, delta_resets)},
-};
-
 /* The scrape metrics are families of three shapes: one series per (job,
- * type) counters (walked from the newest: counters are added at the head of
- * a list nothing removes from while the manager lives, so a cursor into it
- * stays valid and never meets an entry twice), the manager's own figures,
- * and one series per job (the jobs list is replaced by a reload: a cursor
- * into it is good only while m->jobs_gen stands). */
+ * type), read from its scrape_stats (walked from the newest: counters are
+ * added at the head of a list nothing removes from while the manager lives,
+ * so a cursor into it stays valid and never meets an entry twice), the
+ * manager's own figures, and one series per job (the jobs list is replaced
+ * by a reload: a cursor into it is good only while m->jobs_gen stands). */
+#define U64(name, help, field)                                                                     \
+    PROM_FAMILY_U64(name, "counter", help, struct scrape_stats, field)
+
+static const struct prom_family stats_families[] = {
+    U64("proflet_scrapes_total", "Scrapes completed, by job and profile type.", scrapes),
+    U64("proflet_scrape_body_bytes_total", "Bytes of scraped profile bodies.", body_bytes),
+    U64("proflet_scrape_skipped_ticks_total",
+        "Ticks skipped because the previous scrape of the pair was still running.",
+        skipped_ticks),
+    U64("proflet_profiles_produced_total", "Profiles handed to the forwarder.", profiles_out),
+    U64("proflet_delta_baselines_total",
+        "First profiles of a pair kept as the delta baseline and not sent.", delta_baselines),
+    U64("proflet_delta_resets_total",
+        "Target restarts detected by the delta; that profile is dropped.", delta_resets),
+    PROM_FAMILY_U64_BY("proflet_scrape_failures_total", "counter", "Failed scrapes, by reason.",
+                       struct scrape_stats, failures, "reason", scrape__fail_names),
+    PROM_FAMILY_HIST("proflet_scrape_duration_seconds", "Scrape request duration.",
+                     struct scrape_stats, duration),
+};
+
+#undef U64
+
+/* The manager's own figures, taken when they are written. */
+struct global_figures {
+    struct prom_hist lateness;
+    uint64_t pairs, pairs_created, pairs_removed, ownership_changes[2], target_errors;
+    uint64_t delta_state_bytes;
+};
+
+static const char *const directions[] = { "gained", "lost" };
+
+#define U64(name, type, help, field)                                                               \
+    PROM_FAMILY_U64(name, type, help, struct global_figures, field)
+
+static const struct prom_family global_families[] = {
+    PROM_FAMILY_HIST("proflet_scrape_start_lateness_seconds",
+                     "How late a scrape tick fired after its planned instant.",
+                     struct global_figures, lateness),
+    U64("proflet_scrape_pairs", "gauge", "Running (target, profile type) pairs.", pairs),
+    U64("proflet_scrape_pairs_created_total", "counter",
+        "Pairs started (new targets, or targets whose labels or URL changed).", pairs_created),
+    U64("proflet_scrape_pairs_removed_total", "counter", "Pairs stopped.", pairs_removed),
+    PROM_FAMILY_U64_BY("proflet_scrape_ownership_changes_total", "counter",
+                       "Targets this process started (gained) or stopped (lost) scraping because "
+                       "the owner filter's answer changed (clustering: a peer joined or left).",
+                       struct global_figures, ownership_changes, "direction", directions),
+    U64("proflet_target_errors_total", "counter", "Targets rejected after relabeling.",
+        target_errors),
+    U64("proflet_delta_state_bytes", "gauge", "Memory held by delta state.", delta_state_bytes),
+};
+
+#undef U64
+
+/* A job's figures, taken when its series is written. */
+struct job_figures {
+    uint64_t dropped, sampled_out, over_limit, limit_exceeded;
+    uint64_t pairs_dropped[2]; /* by a drop, by removing __name__ */
+};
+
+static const char *const pair_drop_reasons[] = { "drop", "no_name" };
+
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct job_figures, field)
+
+static const struct prom_family job_families[] = {
+    U64("proflet_scrape_dropped_targets", "gauge",
+        "Targets the relabel rules dropped (the API lists keep-dropped-targets of them).",
+        dropped),
+    U64("proflet_scrape_sampled_out_targets", "gauge",
+        "Targets target-sampling leaves out (listed as dropped).", sampled_out),
+    U64("proflet_scrape_target_limit_exceeded", "gauge",
+        "1 while a job has more targets than its target-limit: none is scraped.", over_limit),
+    U64("proflet_scrape_target_limit_exceeded_total", "counter",
+        "Times a job went over its target-limit.", limit_exceeded),
+    PROM_FAMILY_U64_BY("proflet_scrape_dropped_pairs", "gauge",
+                       "(target, profile type) pairs profile-relabel-configs dropped, never "
+                       "scraped: by a drop (reason=\"drop\") or by removing __name__ "
+                       "(reason=\"no_name\").",
+                       struct job_figures, pairs_dropped, "reason", pair_drop_reasons),
+};
+
+#undef U64
+
 enum {
-    FAM_FAILURES = ARRAY_SIZE(stats_counters),
-    FAM_DURATION,
-    FAM_GLOBAL,
-    FAM_JOB_DROPPED,
-    FAM_JOB_SAMPLED_OUT,
-    FAM_JOB_OVER_LIMIT,
-    FAM_JOB_LIMIT_EXCEEDED,
-    FAM_JOB_DROPPED_PAIRS,
-    FAM_END,
+    FAM_GLOBAL = ARRAY_SIZE(stats_families),
+    FAM_JOBS,
+    FAM_END = FAM_JOBS + ARRAY_SIZE(job_families),
 };
 
-static const struct {
-    const char *name, *type, *help;
-} job_families[] = {
-    [FAM_JOB_DROPPED - FAM_JOB_DROPPED] =
-        {"proflet_scrape_dropped_targets", "gauge",
-         "Targets the relabel rules dropped (the API lists keep-dropped-targets of them)."},
-    [FAM_JOB_SAMPLED_OUT - FAM_JOB_DROPPED] =
-        {"proflet_scrape_sampled_out_targets", "gauge",
-         "Targets target-sampling leaves out (listed as dropped)."},
-    [FAM_JOB_OVER_LIMIT - FAM_JOB_DROPPED] =
-        {"proflet_scrape_target_limit_exceeded", "gauge",
-         "1 while a job has more targets than its target-limit: none is scraped."},
-    [FAM_JOB_LIMIT_EXCEEDED - FAM_JOB_DROPPED] =
-        {"proflet_scrape_target_limit_exceeded_total", "counter",
-         "Times a job went over its target-limit."},
-    [FAM_JOB_DROPPED_PAIRS - FAM_JOB_DROPPED] =
-        {"proflet_scrape_dropped_pairs", "gauge",
-         "(target, profile type) pairs profile-relabel-configs dropped, never scraped: by "
-         "a drop (reason=\"drop\") or by removing __name__ (reason=\"no_name\")."},
-};
-
-#define JT(s) ((const char *const[]){ "job", (s)->job, "type", (s)->type, NULL })
-
-static void stats_series(unsigned fam, const struct scrape_stats *s, struct buf *b)
+static void job_series(const struct prom_family *fam, const struct scrape_job *j, struct buf *b)
 {
-    if (fam < ARRAY_SIZE(stats_counters)) {
-        prom_u64(b, stats_counters[fam].name, JT(s),
-                 *(const uint64_t *)((const char *)s + stats_counters[fam].offset));
-    } else if (fam == FAM_FAILURES) {
-        for (int i = 0; i < FAIL_N; i++)
-            prom_u64(b, "proflet_scrape_failures_total",
-                     (const char *const[]){ "job", s->job, "type", s->type, "reason",
-                                            scrape__fail_names[i], NULL },
-                     s->failures[i]);
-    } else {
-        prom_hist(b, "proflet_scrape_duration_seconds", JT(s), &s->duration);
-    }
-}
+    const struct job_figures f = {
+        .dropped = j->dropped,
+        .sampled_out = j->sampled_out,
+        .over_limit = j->over_limit,
+        .limit_exceeded = j->limit_exceeded,
+        .pairs_dropped = { j->pairs_dropped - j->pairs_nameless, j->pairs_nameless },
+    };
 
-#undef JT
-
-static void job_series(unsigned fam, const struct scrape_job *j, struct buf *b)
-{
-    const char *name = job_families[fam - FAM_JOB_DROPPED].name;
-    const char *const *job = (const char *const[]){ "job", j->name, NULL };
-
-    switch (fam) {
-    case FAM_JOB_DROPPED:
-        prom_u64(b, name, job, j->dropped);
-        break;
-    case FAM_JOB_SAMPLED_OUT:
-        prom_u64(b, name, job, j->sampled_out);
-        break;
-    case FAM_JOB_OVER_LIMIT:
-        prom_u64(b, name, job, j->over_limit);
-        break;
-    case FAM_JOB_LIMIT_EXCEEDED:
-        prom_u64(b, name, job, j->limit_exceeded);
-        break;
-    default:
-        prom_u64(b, name, (const char *const[]){ "job", j->name, "reason", "drop", NULL },
-                 j->pairs_dropped - j->pairs_nameless);
-        prom_u64(b, name, (const char *const[]){ "job", j->name, "reason", "no_name", NULL },
-                 j->pairs_nameless);
-        break;
-    }
+    prom_family_series(b, fam, &f, (const char *const[]){ "job", j->name, NULL });
 }
 
 static void global_metrics(const struct scrape_manager *m, struct buf *b)
 {
-    size_t pos = 0, delta_bytes = 0;
+    struct global_figures f = {
+        .lateness = m->lateness,
+        .pairs = m->pairs.n,
+        .pairs_created = m->pairs_created,
+        .pairs_removed = m->pairs_removed,
+        .ownership_changes = { m->owner_gained, m->owner_lost },
+        .target_errors = m->target_errors,
+    };
+    size_t pos = 0;
     uint64_t k;
     void *v;
 
-    prom_head(b, "proflet_scrape_start_lateness_seconds", "histogram",
-              "How late a scrape tick fired after its planned instant.");
-    prom_hist(b, "proflet_scrape_start_lateness_seconds", NULL, &m->lateness);
     while (hashmap_next(&m->pairs, &pos, &k, &v)) {
         const struct scrape_pair *p = v;
 
         if (p->delta && !p->busy)
-            delta_bytes += pprof_delta_mem(p->delta);
+            f.delta_state_bytes += pprof_delta_mem(p->delta);
     }
-    prom_head(b, "proflet_scrape_pairs", "gauge", "Running (target, profile type) pairs.");
-    prom_u64(b, "proflet_scrape_pairs", NULL, m->pairs.n);
-    prom_head(b, "proflet_scrape_pairs_created_total", "counter",
-              "Pairs started (new targets, or targets whose labels or URL changed).");
-    prom_u64(b, "proflet_scrape_pairs_created_total", NULL, m->pairs_created);
-    prom_head(b, "proflet_scrape_pairs_removed_total", "counter", "Pairs stopped.");
-    prom_u64(b, "proflet_scrape_pairs_removed_total", NULL, m->pairs_removed);
-    prom_head(b, "proflet_scrape_ownership_changes_total", "counter",
-              "Targets this process started (gained) or stopped (lost) scraping because the "
-              "owner filter's answer changed (clustering: a peer joined or left).");
-    prom_u64(b, "proflet_scrape_ownership_changes_total",
-             (const char *const[]){ "direction", "gained", NULL }, m->owner_gained);
-    prom_u64(b, "proflet_scrape_ownership_changes_total",
-             (const char *const[]){ "direction", "lost", NULL }, m->owner_lost);
-    prom_head(b, "proflet_target_errors_total", "counter", "Targets rejected after relabeling.");
-    prom_u64(b, "proflet_target_errors_total", NULL, m->target_errors);
-    prom_head(b, "proflet_delta_state_bytes", "gauge", "Memory held by delta state.");
-    prom_u64(b, "proflet_delta_state_bytes", NULL, delta_bytes);
+    prom_families(b, global_families, ARRAY_SIZE(global_families), &f, NULL);
 }
 
 int scrape_manager_metrics_next(const struct scrape_manager *m, struct scrape_metrics_cursor *c,
@@ -642,31 +629,19 @@ int scrape_manager_metrics_next(const struct scrape_manager *m, struct scrape_me
 {
     while (c->family < FAM_END && b->len < chunk) {
         unsigned fam = c->family;
+        const struct prom_family *pf;
 
         if (fam == FAM_GLOBAL) {
             global_metrics(m, b);
             c->family++;
             continue;
         }
+        pf = fam < FAM_GLOBAL ? &stats_families[fam] : &job_families[fam - FAM_JOBS];
         if (!c->started) {
             c->started = true;
             c->gen = m->jobs_gen;
-            if (fam < FAM_GLOBAL) {
-                c->at = m->stats;
-                prom_head(b, fam < FAM_FAILURES ? stats_counters[fam].name
-                             : fam == FAM_FAILURES ? "proflet_scrape_failures_total"
-                                                   : "proflet_scrape_duration_seconds",
-                          fam < FAM_FAILURES ? "counter"
-                          : fam == FAM_FAILURES ? "counter" : "histogram",
-                          fam < FAM_FAILURES ? stats_counters[fam].help
-                          : fam == FAM_FAILURES ? "Failed scrapes, by reason."
-                                                : "Scrape request duration.");
-            } else {
-                c->at = m->jobs;
-                prom_head(b, job_families[fam - FAM_JOB_DROPPED].name,
-                          job_families[fam - FAM_JOB_DROPPED].type,
-                          job_families[fam - FAM_JOB_DROPPED].help);
-            }
+            c->at = fam < FAM_GLOBAL ? (const void *)m->stats : (const void *)m->jobs;
+            prom_family_head(b, pf);
         }
         /* A reload replaced the jobs mid-family: this answer ends the family
          * where it stood rather than list a job twice. */
@@ -676,12 +651,13 @@ int scrape_manager_metrics_next(const struct scrape_manager *m, struct scrape_me
             if (fam < FAM_GLOBAL) {
                 const struct scrape_stats *s = c->at;
 
-                stats_series(fam, s, b);
+                prom_family_series(b, pf, s,
+                                   (const char *const[]){ "job", s->job, "type", s->type, NULL });
                 c->at = s->next;
             } else {
                 const struct scrape_job *j = c->at;
 
-                job_series(fam, j, b);
+                job_series(pf, j, b);
                 c->at = j->next;
             }
         }
