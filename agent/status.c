@@ -24,7 +24,7 @@
 #include "common/promtext.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
-#include "net/net.h"
+#include "httpd/httpd.h"
 #include "proflet_version.h"
 #include "scrape/scrape.h"
 
@@ -38,11 +38,11 @@ bool agent__ready(const struct agent *a)
  * resets, times out) must cost its connection and be seen to. */
 static void server_metrics(const struct agent *a, struct buf *b)
 {
-    struct net_server_stats st;
+    struct httpd_stats st;
 
     if (!a->status)
         return;
-    net_server_get_stats(a->status, &st);
+    httpd_get_stats(a->status, &st);
     prom_head(b, "proflet_http_server_connections", "gauge",
               "Open connections of the status server (this scrape's included).");
     prom_u64(b, "proflet_http_server_connections", NULL, st.open);
@@ -53,9 +53,9 @@ static void server_metrics(const struct agent *a, struct buf *b)
               "Connections of the status server closed, by reason: done (by the server after "
               "its last answer, or at shutdown), client_closed, reset (a read or write "
               "failed), timeout, evicted (at the connection limit), error (TLS, memory).");
-    for (int r = 0; r < NET_CLOSE_N; r++)
+    for (int r = 0; r < HTTPD_CLOSE_N; r++)
         prom_u64(b, "proflet_http_server_connections_closed_total",
-                 (const char *const[]){ "reason", net_close_reason_name(r), NULL },
+                 (const char *const[]){ "reason", httpd_close_reason_name(r), NULL },
                  st.closed[r]);
 }
 
@@ -173,7 +173,7 @@ static void targets_free(void *state)
     scrape_targets_iter_free(state);
 }
 
-void agent__status_handler(const struct net_http_request *req, struct net_http_response *resp,
+void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp,
                            void *ud)
 {
     struct agent *a = ud;
@@ -221,7 +221,7 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
         }
     } else if (strcmp(req->path, "/api/v1/targets") == 0 && get) {
         char job[1024];
-        int has_job = net_query_get(req->query, "job", job, sizeof(job));
+        int has_job = httpd_query_get(req->query, "job", job, sizeof(job));
 
         if (has_job < 0) {
             resp->status = 400;

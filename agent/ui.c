@@ -34,7 +34,7 @@
 #include "common/utf8.h"
 #include "common/workq.h"
 #include "forward/forward.h"
-#include "net/net.h"
+#include "httpd/httpd.h"
 #include "pprof/pprof.h"
 #include "proflet_version.h"
 #include "scrape/scrape.h"
@@ -266,7 +266,7 @@ static void targets_free(void *state)
     free(pg);
 }
 
-static void targets_page(struct agent *a, struct net_http_response *resp)
+static void targets_page(struct agent *a, struct httpd_response *resp)
 {
     struct targets_page *pg = calloc(1, sizeof(*pg));
 
@@ -390,7 +390,7 @@ static void sd_free(void *state)
     free(pg);
 }
 
-static void sd_page(struct agent *a, struct net_http_response *resp)
+static void sd_page(struct agent *a, struct httpd_response *resp)
 {
     struct sd_page *pg = calloc(1, sizeof(*pg));
 
@@ -438,7 +438,7 @@ static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
     buf_puts(b, "</td></tr>");
 }
 
-static void forwarding_page(struct agent *a, struct net_http_response *resp)
+static void forwarding_page(struct agent *a, struct httpd_response *resp)
 {
     struct buf *b = &resp->body;
 
@@ -455,7 +455,7 @@ static void forwarding_page(struct agent *a, struct net_http_response *resp)
 
 /* --------------------------------------------------------------- config */
 
-static void config_page(struct agent *a, struct net_http_response *resp)
+static void config_page(struct agent *a, struct httpd_response *resp)
 {
     struct buf *b = &resp->body;
     const char *w;
@@ -728,7 +728,7 @@ static void flame_after(void *arg, int status)
     }
     buf_done(&fp->pre);
     fp->done = true;
-    net_server_resume(fp->a->status, fp);
+    httpd_resume(fp->a->status, fp);
     flame_page_unref(fp);
 }
 
@@ -820,7 +820,7 @@ static int flame_part(struct buf *out, size_t chunk, void *state)
         buf_reset(&fp->html);
         fp->sent = 0;
         if (!fp->done)
-            return NET_STREAM_PARKED;
+            return HTTPD_STREAM_PARKED;
         if (!fp->f)
             return 0;
         if (flame_walk(fp, out, chunk))
@@ -840,8 +840,8 @@ static void flame_page_free(void *state)
     flame_page_unref(fp);
 }
 
-static void profile_page(struct agent *a, const struct net_http_request *req,
-                         struct net_http_response *resp, bool download)
+static void profile_page(struct agent *a, const struct httpd_request *req,
+                         struct httpd_response *resp, bool download)
 {
     const struct agent_config *c = agent_config(a->doc);
     const struct recent_profile *p;
@@ -851,7 +851,7 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
     size_t raw;
     uint64_t key;
 
-    if (net_query_get(req->query, "key", keytxt, sizeof(keytxt)) <= 0 ||
+    if (httpd_query_get(req->query, "key", keytxt, sizeof(keytxt)) <= 0 ||
         (key = strtoull(keytxt, NULL, 16), !(p = recent_get(a->recent, key)))) {
         resp->status = 404;
         resp->content_type = "text/html; charset=utf-8";
@@ -883,7 +883,7 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
         fp->lim.max_decompressed = FLAME_MAX_RAW;
     if (pprof_job_cost(fp->data, fp->len, fp->lim.max_decompressed, true, &raw, &fp->cost) < 0)
         fp->cost = 0; /* the build refuses it, with the reason, in the job */
-    if (net_query_get(req->query, "type", fp->type, sizeof(fp->type)) <= 0)
+    if (httpd_query_get(req->query, "type", fp->type, sizeof(fp->type)) <= 0)
         fp->type[0] = '\0';
     fp->cost += FLAME_TREE_MAX;
     snprintf(fp->keytxt, sizeof(fp->keytxt), "%s", keytxt);
@@ -904,14 +904,14 @@ static void profile_page(struct agent *a, const struct net_http_request *req,
 
 /* -------------------------------------------------------------- routing */
 
-bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
-                      struct net_http_response *resp)
+bool agent__ui_handle(struct agent *a, const struct httpd_request *req,
+                      struct httpd_response *resp)
 {
     char fmt[16];
 
     if (strcmp(req->path, "/") == 0 ||
         (strcmp(req->path, "/targets") == 0 &&
-         !(net_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 && strcmp(fmt, "text") == 0))) {
+         !(httpd_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
         return true;
     }

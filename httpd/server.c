@@ -2,7 +2,7 @@
 /* The status HTTP/1.1 server: sockets, connections and responses.
  *
  * Purpose. Serves /metrics and friends on the loop. Parsing is in
- * server_parse.c (http-parser); this file accepts connections, parses their
+ * parse.c (http-parser); this file accepts connections, parses their
  * input one request at a time, calls the handler and writes the answer
  * (head and body as separate buffers, the body not copied), or streams it
  * part by part from a producer (chunked transfer encoding).
@@ -22,7 +22,7 @@
  * bytes of answers wait to be written a connection is neither read nor
  * served: a client that never reads holds at most OUT_HIGH plus one answer
  * (or one stream part) plus one read buffer. Every connection is counted
- * when it closes, by why (net_server_get_stats): a client that vanishes
+ * when it closes, by why (httpd_get_stats): a client that vanishes
  * must cost its connection only, and be seen to.
  *
  * Errors. A request the parser rejects gets 400/413/431 with "Connection:
@@ -35,8 +35,8 @@
  * gone. A stream's state is freed when the stream ends or its connection
  * starts closing. A stream whose producer has no part yet (its work runs
  * on the pool) is parked: neither read nor served until the producer calls
- * net_server_resume(); the idle timeout still closes it. The handler may
- * call net_server_close(); each step re-checks for that.
+ * httpd_resume(); the idle timeout still closes it. The handler may
+ * call httpd_close(); each step re-checks for that.
  *
  * Basic auth. A request whose credentials are in the cache of verified
  * ones is answered at once; any other costs a bcrypt check, which runs on
@@ -73,8 +73,8 @@
 
 #include "common/clock.h"
 #include "common/macros.h"
-#include "net/internal.h"
-#include "net/net.h"
+#include "httpd/internal.h"
+#include "httpd/httpd.h"
 
 #define READ_BUF (16 * 1024)
 #define OUT_HIGH (64 * 1024)
@@ -101,11 +101,11 @@ struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer; /* header, idle, then linger timeout */
     uv_shutdown_t shut;
-    struct net_server *s;
+    struct httpd *s;
     struct conn *prev, *next; /* every connection, newest first */
     struct conn *run_next;    /* the run queue */
     bool queued;
-    struct net__req req;
+    struct httpd__req req;
     struct buf path;
     char *in; /* the last read (READ_BUF), parsed in turns; NULL once used */
     size_t in_off, in_len;
@@ -113,15 +113,15 @@ struct conn {
     unsigned writes;
     size_t discarded;
     uint64_t active_ms; /* accept, last answer or write progress: eviction order */
-    enum net_close_reason why; /* counted when it closes; DONE unless set */
+    enum httpd_close_reason why; /* counted when it closes; DONE unless set */
     bool in_request;    /* part of a request has been parsed */
     struct {
-        net_stream_fn fn;
+        httpd_stream_fn fn;
         void *state;
         void (*free)(void *state);
         bool chunked;
         bool close;
-        bool parked; /* the producer has no part yet: net_server_resume() */
+        bool parked; /* the producer has no part yet: httpd_resume() */
     } stream;
     int handles; /* open uv handles */
     enum conn_state state;
@@ -134,7 +134,7 @@ struct conn {
     char *tin;
     bool tls_closed; /* close_notify sent */
     /* Basic auth: a password being checked off the loop. */
-    struct net_web *web; /* the web config of its accept (a reference) */
+    struct httpd_web *web; /* the web config of its accept (a reference) */
     bool auth_wait;      /* the parsed request waits for the check */
     struct conn *auth_next;
     char *auth_user, *auth_pass;
@@ -187,23 +187,23 @@ struct auth_hub {
     unsigned refs;
 };
 
-struct net_server {
+struct httpd {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_idle_t idle; /* runs turns while the run queue is not empty */
-    net_handler handler;
+    httpd_handler handler;
     void *ud;
     struct conn *conns;
     struct cq run;  /* connections with work for a turn */
     size_t n_open;
     size_t max_conns;
     uint64_t accepted;
-    uint64_t closed[NET_CLOSE_N];
+    uint64_t closed[HTTPD_CLOSE_N];
     int port;
     uint64_t idle_ms;
     uint64_t header_ms;
     int handles; /* listener and idle handle */
-    struct net_web *web;
+    struct httpd_web *web;
     struct auth_hub *hub; /* NULL until the first check */
     uv_async_t auth_async;
     struct auth_peer *peers; /* AUTH_PEERS, NULL until the first check */
@@ -235,7 +235,7 @@ static void free_secret(char *p)
     free(p);
 }
 
-static void server_maybe_free(struct net_server *s)
+static void server_maybe_free(struct httpd *s)
 {
     void (*cb)(void *);
     void *ud;
@@ -244,7 +244,7 @@ static void server_maybe_free(struct net_server *s)
         return;
     cb = s->close_cb;
     ud = s->close_ud;
-    net_web_unref(s->web);
+    httpd_web_unref(s->web);
     free(s->peers);
     free(s);
     if (cb)
@@ -254,7 +254,7 @@ static void server_maybe_free(struct net_server *s)
 static void conn_handle_closed(uv_handle_t *h)
 {
     struct conn *c = h->data;
-    struct net_server *s = c->s;
+    struct httpd *s = c->s;
 
     if (--c->handles > 0)
         return;
@@ -264,12 +264,12 @@ static void conn_handle_closed(uv_handle_t *h)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    net__req_done(&c->req);
+    httpd__req_done(&c->req);
     buf_done(&c->path);
     free(c->in);
     free(c->tin);
     SSL_free(c->ssl); /* and its BIOs */
-    net_web_unref(c->web);
+    httpd_web_unref(c->web);
     free(c->auth_user);
     free_secret(c->auth_pass);
     free(c);
@@ -323,7 +323,7 @@ static void cq_remove(struct cq *q, struct conn *c)
 
 static void run_enqueue(struct conn *c)
 {
-    struct net_server *s = c->s;
+    struct httpd *s = c->s;
 
     if (c->queued)
         return;
@@ -333,7 +333,7 @@ static void run_enqueue(struct conn *c)
         uv_idle_start(&s->idle, server_turn);
 }
 
-static struct conn *run_pop(struct net_server *s)
+static struct conn *run_pop(struct httpd *s)
 {
     struct conn *c = cq_pop(&s->run);
 
@@ -395,7 +395,7 @@ static void timeout_cb(uv_timer_t *t)
     struct conn *c = t->data;
 
     if (c->state != CONN_LINGER) /* the end of a linger is the normal end */
-        c->why = NET_CLOSE_TIMEOUT;
+        c->why = HTTPD_CLOSE_TIMEOUT;
     conn_close(c);
 }
 
@@ -433,14 +433,14 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
         /* A half-close (e.g. "HTTP/1.0 request, then shutdown"): finish
          * the answers already queued or not yet parsed, then close. */
         c->peer_eof = true;
-        c->why = NET_CLOSE_CLIENT_CLOSED;
+        c->why = HTTPD_CLOSE_CLIENT_CLOSED;
         stop_reading(c);
         conn_kick(c);
         return;
     }
     if (nread < 0) {
         if (c->state != CONN_LINGER)
-            c->why = NET_CLOSE_RESET;
+            c->why = HTTPD_CLOSE_RESET;
         conn_close(c);
         return;
     }
@@ -492,7 +492,7 @@ static void conn_kick(struct conn *c)
         return;
     }
     if (c->stream.fn && c->stream.parked) {
-        stop_reading(c); /* net_server_resume() queues it again */
+        stop_reading(c); /* httpd_resume() queues it again */
         return;
     }
     if (c->stream.fn || c->in_len > c->in_off) {
@@ -584,7 +584,7 @@ static int tls_pull(struct conn *c)
     if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_ZERO_RETURN) {
         /* the client is done: answer what is queued, then close */
         c->peer_eof = true;
-        c->why = NET_CLOSE_CLIENT_CLOSED;
+        c->why = HTTPD_CLOSE_CLIENT_CLOSED;
         stop_reading(c);
         if (c->writes == 0)
             conn_close(c);
@@ -592,7 +592,7 @@ static int tls_pull(struct conn *c)
     }
     /* A failed handshake or a bad record: let the alert go out, then close. */
     c->state = CONN_LAST_WRITE;
-    c->why = NET_CLOSE_ERROR;
+    c->why = HTTPD_CLOSE_ERROR;
     c->tls_closed = true;
     run_remove(c);
     stop_reading(c);
@@ -648,7 +648,7 @@ static void write_cb(uv_write_t *w, int status)
     if (c->state == CONN_CLOSING)
         return;
     if (status < 0) {
-        c->why = NET_CLOSE_RESET;
+        c->why = HTTPD_CLOSE_RESET;
         conn_close(c);
         return;
     }
@@ -752,7 +752,7 @@ static int send_answer(struct conn *c, int status, const char *ctype, struct buf
     int rc;
 
     buf_init(&h, 4096);
-    rc = net__resp_head(&h, status, ctype, length, close, ka10);
+    rc = httpd__resp_head(&h, status, ctype, length, close, ka10);
     if (rc < 0) {
         buf_done(&h);
         return rc;
@@ -771,7 +771,7 @@ static void send_error(struct conn *c, int status)
     struct buf body;
 
     buf_init(&body, 256);
-    buf_printf(&body, "%d %s\n", status, net__reason(status));
+    buf_printf(&body, "%d %s\n", status, httpd__reason(status));
     if (send_answer(c, status, NULL, &body, body.len, false, true, true) < 0)
         conn_close(c);
     buf_done(&body);
@@ -786,12 +786,12 @@ static void auth_answer(struct conn *c, int status)
     bool keep = c->req.keep_alive;
 
     buf_init(&body, 256);
-    buf_printf(&body, "%d %s\n", status, net__reason(status));
+    buf_printf(&body, "%d %s\n", status, httpd__reason(status));
     if (send_answer(c, status, NULL, &body, body.len, false, !keep, !keep) < 0)
         conn_close(c);
     buf_done(&body);
     if (c->state == CONN_OPEN) {
-        net__req_next(&c->req);
+        httpd__req_next(&c->req);
         arm_idle(c);
     }
 }
@@ -814,7 +814,7 @@ static void stream_step(struct conn *c)
         conn_close(c);
         return;
     }
-    c->stream.parked = rc == NET_STREAM_PARKED;
+    c->stream.parked = rc == HTTPD_STREAM_PARKED;
     if (b.len) {
         size_t len;
         char *data;
@@ -895,9 +895,9 @@ static void auth_forget(struct conn *c)
 }
 
 /* "Basic base64(user:password)" -> malloc'd user and password. 0 or -1. */
-int net__auth_parse(const char *h, char **user, char **pass)
+int httpd__basic_parse(const char *h, char **user, char **pass)
 {
-    unsigned char dec[sizeof(((struct net__req *)0)->authorization)];
+    unsigned char dec[sizeof(((struct httpd__req *)0)->authorization)];
     const char *colon;
     size_t len, pad;
     int n, rc = -1;
@@ -946,7 +946,7 @@ static int auth_parse(struct conn *c)
     auth_forget(c);
     if (c->req.authorization_long)
         return -1;
-    return net__auth_parse(c->req.authorization, &c->auth_user, &c->auth_pass);
+    return httpd__basic_parse(c->req.authorization, &c->auth_user, &c->auth_pass);
 }
 
 static void job_free(struct auth_job *j)
@@ -975,7 +975,7 @@ static void *auth_thread(void *arg)
     struct auth_job *j = arg;
     struct auth_hub *h = j->hub;
 
-    j->ok = net__web_verify(j->pass, j->hash) && j->known;
+    j->ok = httpd__web_verify(j->pass, j->hash) && j->known;
     pthread_mutex_lock(&h->mu);
     if (h->async) {
         j->next = h->done;
@@ -989,10 +989,10 @@ static void *auth_thread(void *arg)
     return NULL;
 }
 
-static void auth_start_next(struct net_server *s);
+static void auth_start_next(struct httpd *s);
 
 /* A finished check, on the loop: answer its connection if still open. */
-static void auth_finish(struct net_server *s, struct auth_job *j)
+static void auth_finish(struct httpd *s, struct auth_job *j)
 {
     struct conn *c = j->c;
 
@@ -1013,7 +1013,7 @@ static void auth_finish(struct net_server *s, struct auth_job *j)
         } else {
             dispatch(c);
             if (c->state == CONN_OPEN)
-                net__req_next(&c->req);
+                httpd__req_next(&c->req);
         }
         conn_kick(c);
     }
@@ -1022,7 +1022,7 @@ static void auth_finish(struct net_server *s, struct auth_job *j)
 
 static void auth_async_cb(uv_async_t *a)
 {
-    struct net_server *s = a->data;
+    struct httpd *s = a->data;
     struct auth_job *list, *next;
 
     pthread_mutex_lock(&s->hub->mu);
@@ -1038,14 +1038,14 @@ static void auth_async_cb(uv_async_t *a)
 
 static void auth_async_closed(uv_handle_t *h)
 {
-    struct net_server *s = h->data;
+    struct httpd *s = h->data;
 
     s->handles--;
     server_maybe_free(s);
 }
 
 /* Lets running checks go on alone: their results are dropped. */
-static void hub_detach(struct net_server *s)
+static void hub_detach(struct httpd *s)
 {
     struct auth_job *list, *next;
 
@@ -1064,7 +1064,7 @@ static void hub_detach(struct net_server *s)
     uv_close((uv_handle_t *)&s->auth_async, auth_async_closed);
 }
 
-static int hub_init(struct net_server *s)
+static int hub_init(struct httpd *s)
 {
     struct auth_hub *h;
 
@@ -1092,7 +1092,7 @@ static int hub_init(struct net_server *s)
 }
 
 /* Starts a check on a detached thread; the job is its own from here. */
-static int auth_spawn(struct net_server *s, struct auth_job *j)
+static int auth_spawn(struct httpd *s, struct auth_job *j)
 {
     pthread_attr_t attr;
     pthread_t t;
@@ -1119,7 +1119,7 @@ static int auth_spawn(struct net_server *s, struct auth_job *j)
 /* The address to serve next: one with a check waiting and none running;
  * those without a recent wrong password first, then the least recently
  * served. */
-static struct auth_peer *next_peer(struct net_server *s)
+static struct auth_peer *next_peer(struct httpd *s)
 {
     uint64_t now = uv_now(s->loop);
     struct auth_peer *best = NULL;
@@ -1141,20 +1141,20 @@ static struct auth_peer *next_peer(struct net_server *s)
     return best;
 }
 
-static void auth_start_next(struct net_server *s)
+static void auth_start_next(struct httpd *s)
 {
     struct auth_peer *p;
 
     while (!s->closing && s->auth_running < AUTH_RUNNING && (p = next_peer(s)) != NULL) {
         struct conn *c = cq_pop(&p->q);
-        const char *hash = net__web_hash(c->web, c->auth_user);
+        const char *hash = httpd__web_hash(c->web, c->auth_user);
         struct auth_job *j = calloc(1, sizeof(*j));
 
         p->queued--;
         c->queued_at = NULL;
         if (j) {
             j->known = hash != NULL;
-            j->hash = strdup(hash ? hash : net__web_dummy_hash(c->web));
+            j->hash = strdup(hash ? hash : httpd__web_dummy_hash(c->web));
             j->pass = c->auth_pass;
             j->peer = p;
             j->c = c;
@@ -1179,7 +1179,7 @@ static void auth_start_next(struct net_server *s)
 
 /* The queue of the connection's address: found, or a free slot, or the
  * one idle the longest (failures forgotten first). */
-static struct auth_peer *find_peer(struct net_server *s, const unsigned char *addr)
+static struct auth_peer *find_peer(struct httpd *s, const unsigned char *addr)
 {
     struct auth_peer *free_slot = NULL, *idle = NULL;
 
@@ -1213,14 +1213,14 @@ static struct auth_peer *find_peer(struct net_server *s, const unsigned char *ad
  * waiting, 1 when the check runs off the loop. */
 static int auth_begin(struct conn *c)
 {
-    struct net_server *s = c->s;
+    struct httpd *s = c->s;
     unsigned char md[SHA256_DIGEST_LENGTH];
     const char *hash;
     struct auth_peer *p;
 
     if (auth_parse(c) < 0)
         return -1;
-    hash = net__web_hash(c->web, c->auth_user);
+    hash = httpd__web_hash(c->web, c->auth_user);
     if (hash && cache_key(c->auth_user, c->auth_pass, hash, md)) {
         for (unsigned i = 0; i < s->auth_cached; i++) {
             if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
@@ -1244,10 +1244,10 @@ static int auth_begin(struct conn *c)
 /* One complete request: call the handler and queue its answer. */
 static void dispatch(struct conn *c)
 {
-    struct net_server *s = c->s;
-    struct net_http_request hr;
-    struct net_http_response resp;
-    bool head_only = net__req_is_head(&c->req);
+    struct httpd *s = c->s;
+    struct httpd_request hr;
+    struct httpd_response resp;
+    bool head_only = httpd__req_is_head(&c->req);
     bool keep = c->req.keep_alive;
     bool http10 = c->req.parser.http_major == 1 && c->req.parser.http_minor == 0;
     size_t length;
@@ -1256,15 +1256,15 @@ static void dispatch(struct conn *c)
     c->in_request = false;
     c->active_ms = uv_now(s->loop);
     memset(&hr, 0, sizeof(hr));
-    if (net__req_get(&c->req, &hr, &c->path) != 0) {
+    if (httpd__req_get(&c->req, &hr, &c->path) != 0) {
         send_error(c, 400);
         return;
     }
-    if (net__req_cross_origin(&c->req)) {
+    if (httpd__req_cross_origin(&c->req)) {
         send_error(c, 403);
         return;
     }
-    if (c->web && net_web_auth(c->web)) {
+    if (c->web && httpd_web_auth(c->web)) {
         if (!c->auth_ok) {
             int a = auth_begin(c);
 
@@ -1284,7 +1284,7 @@ static void dispatch(struct conn *c)
     }
     memset(&resp, 0, sizeof(resp));
     resp.status = 200;
-    buf_init(&resp.body, NET__MAX_RESP_BODY);
+    buf_init(&resp.body, HTTPD__MAX_RESP_BODY);
     s->handler(&hr, &resp, s->ud);
     if (c->state != CONN_OPEN) { /* the handler closed the server */
         buf_done(&resp.body);
@@ -1307,7 +1307,7 @@ static void dispatch(struct conn *c)
         /* HTTP/1.0 has no chunks: the body ends with the connection. */
         c->stream.chunked = !http10;
         c->stream.close = http10 || !keep;
-        length = http10 ? NET__LEN_UNTIL_CLOSE : NET__LEN_CHUNKED;
+        length = http10 ? HTTPD__LEN_UNTIL_CLOSE : HTTPD__LEN_CHUNKED;
         if (http10)
             keep = false;
         if (head_only || resp.status == 204 || resp.status == 304)
@@ -1351,7 +1351,7 @@ static void conn_turn(struct conn *c)
             c->in_request = true;
             uv_timer_start(&c->timer, timeout_cb, c->s->header_ms, 0);
         }
-        used = net__req_feed(&c->req, c->in + c->in_off, c->in_len - c->in_off);
+        used = httpd__req_feed(&c->req, c->in + c->in_off, c->in_len - c->in_off);
         c->in_off += used;
         if (c->req.error) {
             send_error(c, c->req.error);
@@ -1363,14 +1363,14 @@ static void conn_turn(struct conn *c)
             continue;
         dispatch(c);
         if (c->state == CONN_OPEN && !c->auth_wait) /* else auth_done() goes on */
-            net__req_next(&c->req);
+            httpd__req_next(&c->req);
         return;
     }
 }
 
 static void server_turn(uv_idle_t *h)
 {
-    struct net_server *s = h->data;
+    struct httpd *s = h->data;
     uint64_t t0 = clock_mono_ns();
     struct conn *c;
 
@@ -1408,7 +1408,7 @@ static void peer_key(struct conn *c)
 /* A connection to close for a new one, or NULL: the oldest that is idle,
  * lingering or still sending its request; else the oldest whose answer has
  * been stuck for the header timeout. */
-static struct conn *pick_victim(struct net_server *s)
+static struct conn *pick_victim(struct httpd *s)
 {
     uint64_t now = uv_now(s->loop);
     struct conn *best = NULL, *stuck = NULL;
@@ -1433,7 +1433,7 @@ static struct conn *pick_victim(struct net_server *s)
 
 static void connection_cb(uv_stream_t *ls, int status)
 {
-    struct net_server *s = ls->data;
+    struct httpd *s = ls->data;
     struct conn *c;
 
     if (status < 0 || s->closing)
@@ -1442,7 +1442,7 @@ static void connection_cb(uv_stream_t *ls, int status)
         struct conn *v = pick_victim(s);
 
         if (v) {
-            v->why = NET_CLOSE_EVICTED;
+            v->why = HTTPD_CLOSE_EVICTED;
             conn_close(v);
         }
     }
@@ -1450,8 +1450,8 @@ static void connection_cb(uv_stream_t *ls, int status)
     if (!c)
         return;
     c->s = s;
-    net__req_init(&c->req);
-    buf_init(&c->path, NET__MAX_HEAD);
+    httpd__req_init(&c->req);
+    buf_init(&c->path, HTTPD__MAX_HEAD);
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->tcp.data = c;
@@ -1465,15 +1465,15 @@ static void connection_cb(uv_stream_t *ls, int status)
     s->accepted++;
     c->active_ms = uv_now(s->loop);
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || s->n_open > s->max_conns) {
-        c->why = NET_CLOSE_ERROR;
+        c->why = HTTPD_CLOSE_ERROR;
         conn_close(c);
         return;
     }
     peer_key(c);
     if (s->web) {
-        c->web = net_web_ref(s->web);
-        if (net__web_ssl(s->web)) {
-            c->ssl = SSL_new(net__web_ssl(s->web));
+        c->web = httpd_web_ref(s->web);
+        if (httpd__web_ssl(s->web)) {
+            c->ssl = SSL_new(httpd__web_ssl(s->web));
             c->rbio = BIO_new(BIO_s_mem());
             c->wbio = BIO_new(BIO_s_mem());
             if (!c->ssl || !c->rbio || !c->wbio) {
@@ -1547,7 +1547,7 @@ bad:
     return -EINVAL;
 }
 
-static int bind_listen(struct net_server *s, const struct sockaddr *sa)
+static int bind_listen(struct httpd *s, const struct sockaddr *sa)
 {
     int rc = uv_tcp_bind(&s->listener, sa, 0);
 
@@ -1576,13 +1576,13 @@ static bool have_ipv6(void)
 
 static void listener_closed(uv_handle_t *h)
 {
-    struct net_server *s = h->data;
+    struct httpd *s = h->data;
 
     s->handles--;
     server_maybe_free(s);
 }
 
-int net_server_check_addr(const char *addr, char *err, size_t errlen)
+int httpd_check_addr(const char *addr, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     bool any;
@@ -1590,13 +1590,13 @@ int net_server_check_addr(const char *addr, char *err, size_t errlen)
     return parse_addr(addr, &ss, &any, err, errlen) < 0 ? -EINVAL : 0;
 }
 
-int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, void *ud,
-                     struct net_server **out, char *err, size_t errlen)
+int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *ud,
+                     struct httpd **out, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     struct sockaddr_storage bound;
     int blen = sizeof(bound);
-    struct net_server *s;
+    struct httpd *s;
     bool any;
     int rc;
 
@@ -1616,10 +1616,10 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     s->loop = loop;
     s->handler = handler;
     s->ud = ud;
-    s->idle_ms = NET__IDLE_MS;
-    s->header_ms = NET__HEADER_MS;
+    s->idle_ms = HTTPD__IDLE_MS;
+    s->header_ms = HTTPD__HEADER_MS;
     s->run.link = offsetof(struct conn, run_next);
-    s->max_conns = NET__MAX_CONNS;
+    s->max_conns = HTTPD__MAX_CONNS;
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
     uv_idle_init(loop, &s->idle);
@@ -1646,12 +1646,12 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     return 0;
 }
 
-int net_server_port(const struct net_server *s)
+int httpd_port(const struct httpd *s)
 {
     return s ? s->port : -1;
 }
 
-void net_server_resume(struct net_server *s, const void *stream_state)
+void httpd_resume(struct httpd *s, const void *stream_state)
 {
     for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
         if (c->state == CONN_OPEN && c->stream.fn && c->stream.parked &&
@@ -1665,38 +1665,38 @@ void net_server_resume(struct net_server *s, const void *stream_state)
     }
 }
 
-void net_server_set_idle_timeout(struct net_server *s, uint64_t ms)
+void httpd_set_idle_timeout(struct httpd *s, uint64_t ms)
 {
     if (s)
-        s->idle_ms = ms ? ms : NET__IDLE_MS;
+        s->idle_ms = ms ? ms : HTTPD__IDLE_MS;
 }
 
-void net_server_set_web(struct net_server *s, struct net_web *w)
+void httpd_set_web(struct httpd *s, struct httpd_web *w)
 {
     if (!s)
         return;
-    net_web_unref(s->web);
-    s->web = net_web_ref(w);
+    httpd_web_unref(s->web);
+    s->web = httpd_web_ref(w);
 }
 
-void net_server_set_header_timeout(struct net_server *s, uint64_t ms)
+void httpd_set_header_timeout(struct httpd *s, uint64_t ms)
 {
     if (s)
-        s->header_ms = ms ? ms : NET__HEADER_MS;
+        s->header_ms = ms ? ms : HTTPD__HEADER_MS;
 }
 
-const char *net_close_reason_name(enum net_close_reason r)
+const char *httpd_close_reason_name(enum httpd_close_reason r)
 {
-    static const char *const names[NET_CLOSE_N] = {
-        [NET_CLOSE_DONE] = "done",       [NET_CLOSE_CLIENT_CLOSED] = "client_closed",
-        [NET_CLOSE_RESET] = "reset",     [NET_CLOSE_TIMEOUT] = "timeout",
-        [NET_CLOSE_EVICTED] = "evicted", [NET_CLOSE_ERROR] = "error",
+    static const char *const names[HTTPD_CLOSE_N] = {
+        [HTTPD_CLOSE_DONE] = "done",       [HTTPD_CLOSE_CLIENT_CLOSED] = "client_closed",
+        [HTTPD_CLOSE_RESET] = "reset",     [HTTPD_CLOSE_TIMEOUT] = "timeout",
+        [HTTPD_CLOSE_EVICTED] = "evicted", [HTTPD_CLOSE_ERROR] = "error",
     };
 
-    return (unsigned)r < NET_CLOSE_N ? names[r] : "unknown";
+    return (unsigned)r < HTTPD_CLOSE_N ? names[r] : "unknown";
 }
 
-void net_server_get_stats(const struct net_server *s, struct net_server_stats *out)
+void httpd_get_stats(const struct httpd *s, struct httpd_stats *out)
 {
     memset(out, 0, sizeof(*out));
     if (!s)
@@ -1706,7 +1706,7 @@ void net_server_get_stats(const struct net_server *s, struct net_server_stats *o
     memcpy(out->closed, s->closed, sizeof(out->closed));
 }
 
-void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
+void httpd_close(struct httpd *s, void (*cb)(void *ud), void *ud)
 {
     struct conn *c;
 
@@ -1722,10 +1722,10 @@ void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
     uv_close((uv_handle_t *)&s->idle, listener_closed);
 }
 
-int net_query_get(const char *q, const char *key, char *val, size_t vlen)
+int httpd_query_get(const char *q, const char *key, char *val, size_t vlen)
 {
     size_t kl = strlen(key);
-    char name[NET_QUERY_MAX_KEY];
+    char name[HTTPD_QUERY_MAX_KEY];
 
     if (kl >= sizeof(name))
         return 0;
@@ -1737,14 +1737,14 @@ int net_query_get(const char *q, const char *key, char *val, size_t vlen)
 
         /* As Go's url.ParseQuery: names and values are decoded, and a pair
          * with a bad escape is skipped. */
-        if (n > INT_MAX || net__pct_decode(pair, nl, NULL, true) != (int)kl)
+        if (n > INT_MAX || httpd__pct_decode(pair, nl, NULL, true) != (int)kl)
             continue;
-        net__pct_decode(pair, nl, name, true);
-        if (memcmp(name, key, kl) != 0 || (len = net__pct_decode(raw, vl, NULL, true)) < 0)
+        httpd__pct_decode(pair, nl, name, true);
+        if (memcmp(name, key, kl) != 0 || (len = httpd__pct_decode(raw, vl, NULL, true)) < 0)
             continue;
         if ((size_t)len >= vlen)
             return -E2BIG;
-        net__pct_decode(raw, vl, val, true);
+        httpd__pct_decode(raw, vl, val, true);
         val[len] = '\0';
         return 1;
     }
