@@ -16,6 +16,12 @@
 #include "common/buf.h"
 #include "httpd/httpd.h"
 
+/* OpenSSL's and the socket API's types, spelled as they spell them, so
+ * that this header needs neither's include. */
+struct ssl_ctx_st;
+struct x509_store_ctx_st;
+struct sockaddr;
+
 /* Limits of the status server (see httpd_start in httpd.h). */
 #define HTTPD__MAX_HEAD (16 * 1024)    /* request line + headers */
 #define HTTPD__MAX_BODY (1024 * 1024)  /* request body */
@@ -23,6 +29,8 @@
 #define HTTPD__IDLE_MS (60 * 1000)
 #define HTTPD__HEADER_MS (10 * 1000)
 #define HTTPD__MAX_RESP_BODY ((size_t)64 * 1024 * 1024)
+
+/* --- parse.c: requests and response heads ------------------------------ */
 
 /* Parser state for one connection. Embeddable; one request at a time: after
  * a message completes the parser pauses until httpd__req_next(). */
@@ -89,17 +97,8 @@ bool httpd__req_cross_origin(const struct httpd__req *q);
 /* Standard reason phrase for a status ("Unknown" if none). */
 const char *httpd__reason(int status);
 
-/* An Authorization header's value, "Basic base64(user:password)" (the
- * scheme in any case, spaces after it), -> *user and *pass, malloc'd (the
- * password is the caller's to cleanse). 0, or -1 with both NULL when it is
- * not Basic, not base64, longer than the server keeps (511 bytes), or
- * decodes to no ':' or to a NUL byte. */
-int httpd__basic_parse(const char *value, char **user, char **pass);
+/* --- web.c: the web config, for server.c and auth.c -------------------- */
 
-/* web.c, for server.c (types spelled as OpenSSL's so that this header
- * needs no OpenSSL include). */
-struct ssl_ctx_st;
-struct x509_store_ctx_st;
 /* The TLS context, or NULL without TLS. */
 struct ssl_ctx_st *httpd__web_ssl(const struct httpd_web *w);
 /* httpd_web_load from `len` bytes of YAML named `name` (which starts every
@@ -112,13 +111,124 @@ int httpd__web_load_string(const char *text, size_t len, const char *name,
 const char *httpd__web_user(const struct httpd_web *w, unsigned i, const char **hash);
 /* The bcrypt hash of a user, or NULL. */
 const char *httpd__web_hash(const struct httpd_web *w, const char *user);
-/* Whether `password` matches `hash` (bcrypt: slow, run off the loop). */
-bool httpd__web_verify(const char *password, const char *hash);
 /* What an unknown user's password is checked against (auth on only): a
  * bcrypt setting of the configured cost that no password matches. */
 const char *httpd__web_dummy_hash(const struct httpd_web *w);
 /* Verify callback that accepts any client certificate (RequestClientCert,
  * RequireAnyClientCert). */
 int httpd__web_accept_any_cert(int ok, struct x509_store_ctx_st *x);
+
+/* --- tls.c: TLS over memory BIOs ---------------------------------------- */
+
+/* A server-side TLS session of one connection: an SSL with a memory BIO
+ * each way. Loop thread. */
+struct httpd__tls;
+
+/* A session on `ctx`, in accept state (the handshake runs as the first
+ * ciphertext comes in). NULL when out of memory. */
+struct httpd__tls *httpd__tls_new(struct ssl_ctx_st *ctx);
+/* Frees a session (NULL is fine). */
+void httpd__tls_free(struct httpd__tls *t);
+/* Ciphertext read from the socket, for the read pump. 0, or -EIO when the
+ * read BIO cannot take it. */
+int httpd__tls_feed(struct httpd__tls *t, const char *p, size_t n);
+/* What httpd__tls_read returns when it has no plaintext. */
+enum {
+    HTTPD__TLS_WANT = 0,    /* more ciphertext is needed */
+    HTTPD__TLS_CLOSED = -1, /* the client ended the session (close_notify) */
+    HTTPD__TLS_FAILED = -2, /* a failed handshake or a bad record */
+};
+/* The read pump: decrypts what was fed into `buf` (at most `len` bytes),
+ * running the handshake on the way. Returns the plaintext's length (>0)
+ * or one of the codes above. What it makes OpenSSL send (handshake
+ * messages, alerts) waits for httpd__tls_flush. */
+int httpd__tls_read(struct httpd__tls *t, char *buf, size_t len);
+/* Encrypts `n` bytes of answer (`n` > 0) into the write BIO. 0 or
+ * -EPROTO. */
+int httpd__tls_write(struct httpd__tls *t, const void *p, size_t n);
+/* Queues a close_notify (sent by the next flush). */
+void httpd__tls_shutdown(struct httpd__tls *t);
+/* The write pump: hands each chunk of pending ciphertext to `sink`, which
+ * owns it (malloc'd) whatever it returns. Stops at the first negative
+ * return of `sink` and returns it; -ENOMEM when a chunk cannot be had; 0
+ * once the write BIO is empty. */
+int httpd__tls_flush(struct httpd__tls *t, int (*sink)(char *p, size_t n, void *ud), void *ud);
+
+/* --- auth.c: Basic auth ------------------------------------------------- */
+
+/* An Authorization header's value, "Basic base64(user:password)" (the
+ * scheme in any case, spaces after it), -> *user and *pass, malloc'd (the
+ * password is the caller's to cleanse). 0, or -1 with both NULL when it is
+ * not Basic, not base64, longer than the server keeps (511 bytes), or
+ * decodes to no ':' or to a NUL byte. */
+int httpd__basic_parse(const char *value, char **user, char **pass);
+/* Whether `password` matches `hash` (bcrypt: slow, run off the loop). */
+bool httpd__auth_verify(const char *password, const char *hash);
+
+#define HTTPD__AUTH_CACHE 32 /* verified credentials remembered */
+
+struct httpd__auth_hub;
+struct httpd__auth_peer;
+struct httpd__auth_job;
+struct httpd__auth_wait;
+
+/* A check's verdict for the request of `w`, on the loop: `ok` when its
+ * credentials are good. `w` is no longer waiting then. */
+typedef void (*httpd__auth_done_fn)(struct httpd__auth_wait *w, bool ok, void *ud);
+
+/* The server's Basic-auth runtime, embedded in the server: the cache of
+ * verified credentials, the per-address queues and the checks' threads.
+ * Fields are auth.c's. */
+struct httpd__auth {
+    uv_loop_t *loop;
+    httpd__auth_done_fn done;
+    void *ud;
+    struct httpd__auth_hub *hub;    /* NULL until the first check */
+    uv_async_t async;               /* finished checks; open while hub is set */
+    struct httpd__auth_peer *peers; /* client addresses, NULL until the first check */
+    unsigned running;
+    uint64_t serial;
+    unsigned char cache[HTTPD__AUTH_CACHE][32]; /* verified credentials (SHA-256) */
+    unsigned cache_next, cached;
+    bool closing;
+    void (*closed)(void *ud);
+};
+
+/* A connection's part in auth, embedded in it. Zeroed; `addr` set at
+ * accept (httpd__auth_set_peer). Fields are auth.c's, except that the
+ * server reads `user` (the accepted user) and `waiting`. */
+struct httpd__auth_wait {
+    char *user, *pass;      /* the request's credentials (the password cleansed when freed) */
+    bool waiting;           /* its check is queued or running: done() follows */
+    unsigned char addr[16]; /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
+    const struct httpd_web *web;       /* the connection's, borrowed */
+    struct httpd__auth_wait *next;     /* in its address queue */
+    struct httpd__auth_peer *queued_at; /* the address queue it waits in, or NULL */
+    struct httpd__auth_job *job;       /* its running check, or NULL */
+};
+
+/* Sets up `a` (nothing allocated yet); `done` gets every verdict that
+ * waited. */
+void httpd__auth_init(struct httpd__auth *a, uv_loop_t *loop, httpd__auth_done_fn done, void *ud);
+/* Checks the credentials of a parsed request (its Authorization value, or
+ * `too_long` when the parser could not keep it) against `web`: 0 when
+ * they are known good, -1 when they are bad, -2 when the address has too
+ * many checks waiting, 1 when the check runs off the loop (`done` follows,
+ * possibly before this returns). */
+int httpd__auth_begin(struct httpd__auth *a, struct httpd__auth_wait *w,
+                      const struct httpd_web *web, const char *authorization, bool too_long);
+/* The connection closes: `w` leaves its queue, its running check forgets
+ * it (no `done`). */
+void httpd__auth_cancel(struct httpd__auth_wait *w);
+/* Frees the credentials `w` holds. */
+void httpd__auth_wait_done(struct httpd__auth_wait *w);
+/* Keys `w` by its client's address (NULL: unknown, all zero). */
+void httpd__auth_set_peer(struct httpd__auth_wait *w, const struct sockaddr *sa);
+/* The server closes: no more checks start, running ones go on alone and
+ * their results are dropped. True when `closed(ud)` will run once the
+ * runtime's handle has closed; false when it has none. */
+bool httpd__auth_close(struct httpd__auth *a, void (*closed)(void *ud));
+/* Frees what is left, once closed. */
+void httpd__auth_done(struct httpd__auth *a);
 
 #endif

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Request parsing for the status server, on Debian's http-parser.
+/* Request parsing for the status server, on Debian's http-parser
+ * (docs/design.md "HTTP server").
  *
  * Purpose. Turns the bytes of one connection into requests, one at a time,
- * and formats response heads. Kept apart from the socket code so that the
- * fuzz target drives exactly what the server runs.
+ * and formats response heads; looks up the query parameters handlers ask
+ * for (httpd_query_get). Kept apart from the socket code so that the fuzz
+ * targets drive exactly what the server runs.
  *
  * Limits. The request line plus headers may not pass HTTPD__MAX_HEAD (431),
  * the body HTTPD__MAX_BODY (413, refused at the headers when Content-Length
@@ -13,8 +15,8 @@
  * holding several requests is consumed one request at a time and the caller
  * can answer (and apply back-pressure) in between.
  *
- * Threading and ownership. Pure code, no loop; a struct httpd__req belongs to
- * whoever embeds it (one per connection). */
+ * Threading and ownership. Pure code, no loop; a struct httpd__req belongs
+ * to whoever embeds it (one per connection). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -307,6 +309,35 @@ int httpd__req_get(struct httpd__req *q, struct httpd_request *out, struct buf *
     out->path = path->data;
     out->body = q->body.data ? q->body.data : "";
     out->body_len = q->body.len;
+    return 0;
+}
+
+int httpd_query_get(const char *q, const char *key, char *val, size_t vlen)
+{
+    size_t kl = strlen(key);
+    char name[HTTPD_QUERY_MAX_KEY];
+
+    if (kl >= sizeof(name))
+        return 0;
+    for (const char *pair = q, *amp; pair && *pair; pair = amp ? amp + 1 : NULL) {
+        size_t n = (amp = strchr(pair, '&')) ? (size_t)(amp - pair) : strlen(pair);
+        const char *eq = memchr(pair, '=', n), *raw = eq ? eq + 1 : "";
+        size_t nl = eq ? (size_t)(eq - pair) : n, vl = eq ? n - nl - 1 : 0;
+        int len;
+
+        /* As Go's url.ParseQuery: names and values are decoded, and a pair
+         * with a bad escape is skipped. */
+        if (n > INT_MAX || httpd__pct_decode(pair, nl, NULL, true) != (int)kl)
+            continue;
+        httpd__pct_decode(pair, nl, name, true);
+        if (memcmp(name, key, kl) != 0 || (len = httpd__pct_decode(raw, vl, NULL, true)) < 0)
+            continue;
+        if ((size_t)len >= vlen)
+            return -E2BIG;
+        httpd__pct_decode(raw, vl, val, true);
+        val[len] = '\0';
+        return 1;
+    }
     return 0;
 }
 

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The status HTTP/1.1 server: sockets, connections and responses.
+/* The status HTTP/1.1 server: sockets, connections and responses
+ * (docs/design.md "HTTP server").
  *
  * Purpose. Serves /metrics and friends on the loop. Parsing is in
- * parse.c (http-parser); this file accepts connections, parses their
- * input one request at a time, calls the handler and writes the answer
- * (head and body as separate buffers, the body not copied), or streams it
- * part by part from a producer (chunked transfer encoding).
+ * parse.c (http-parser); this file listens, accepts connections, parses
+ * their input one request at a time, calls the handler and writes the
+ * answer (head and body as separate buffers, the body not copied), or
+ * streams it part by part from a producer (chunked transfer encoding), and
+ * counts every connection.
  *
  * Turns. Nothing is served from a read callback: a read marks its
  * connection runnable and stops reading it; an idle handle then serves the
@@ -31,45 +33,26 @@
  *
  * Threading and ownership. Loop thread only. The server owns its
  * connections; a connection is freed when both its handles have closed, and
- * the server when its listener, its idle handle and every connection are
- * gone. A stream's state is freed when the stream ends or its connection
+ * the server when its listener, its idle handle, auth.c's handle (if it
+ * made one) and every connection are gone. A stream's state is freed when the stream ends or its connection
  * starts closing. A stream whose producer has no part yet (its work runs
  * on the pool) is parked: neither read nor served until the producer calls
  * httpd_resume(); the idle timeout still closes it. The handler may
  * call httpd_close(); each step re-checks for that.
  *
- * Basic auth. A request whose credentials are in the cache of verified
- * ones is answered at once; any other costs a bcrypt check, which runs on
- * a detached thread of its own (at most AUTH_RUNNING at once) so that
- * neither the loop nor the shared work queue waits for it, and shutdown
- * does not either: a check still running when the server closes finishes
- * on its own and its result is dropped. Checks wait per client address
- * (IPv6: per /64), at most AUTH_PEER_QUEUE each (more get 429 on a
- * connection that stays open: reconnecting would cost a TLS handshake);
- * one check per address runs at a time, and the next goes to the address
- * served least recently, those without a recent wrong password first, so
- * a flood from some addresses delays a login from another by at most the
- * checks already running. An unknown user is
- * checked against a dummy hash of the configured cost, so its answer takes
- * as long as a known user's. The thread owns its job (password, hash);
- * the job's link to its connection is cut on the loop when the
- * connection closes. */
+ * TLS and basic auth. A connection accepted under a web config with TLS
+ * speaks it through tls.c (memory BIOs: this file still does every read
+ * and write); one with basic-auth users has each request's credentials
+ * checked by auth.c, whose verdict comes back through auth_done(). While
+ * a check runs off the loop the connection is neither read nor served. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
-#include <openssl/ssl.h>
 
 #include "common/clock.h"
 #include "common/macros.h"
@@ -84,11 +67,6 @@
 #define TURN_NS (2 * 1000 * 1000)
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
-#define AUTH_CACHE 32
-#define AUTH_RUNNING 1     /* password checks running at once: one core at most */
-#define AUTH_PEER_QUEUE 4  /* checks waiting per client address */
-#define AUTH_PEERS 512     /* client addresses tracked (connections are fewer) */
-#define AUTH_FAIL_MS 30000 /* how long a wrong password puts its address last */
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */
@@ -127,21 +105,15 @@ struct conn {
     enum conn_state state;
     bool reading;
     bool peer_eof; /* the client shut down its side; answer what we have */
-    /* TLS through memory BIOs: ciphertext read into `tin` goes to rbio;
-     * whatever OpenSSL puts in wbio is written to the socket. */
-    SSL *ssl;
-    BIO *rbio, *wbio;
+    /* TLS (tls.c), NULL without: ciphertext read into `tin` is fed to it;
+     * what it has to send is written to the socket by tls_flush(). */
+    struct httpd__tls *tls;
     char *tin;
     bool tls_closed; /* close_notify sent */
-    /* Basic auth: a password being checked off the loop. */
+    /* Basic auth: a password being checked off the loop (auth.c). */
     struct httpd_web *web; /* the web config of its accept (a reference) */
-    bool auth_wait;      /* the parsed request waits for the check */
-    struct conn *auth_next;
-    char *auth_user, *auth_pass;
+    struct httpd__auth_wait aw; /* aw.waiting: the parsed request waits for the check */
     bool auth_ok;
-    unsigned char peer[16];      /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
-    struct auth_peer *queued_at; /* the address queue it waits in, or NULL */
-    struct auth_job *job;        /* its running check, or NULL */
 };
 
 struct write_req {
@@ -154,37 +126,6 @@ struct write_req {
 struct cq {
     struct conn *head, *tail;
     size_t link; /* offset of the queue's `next` member in struct conn */
-};
-
-/* A client address with checks waiting or running, or a recent failure. */
-struct auth_peer {
-    unsigned char addr[16];
-    bool used;
-    bool running;       /* one of its checks runs */
-    unsigned queued;    /* connections in q */
-    struct cq q;
-    uint64_t served;    /* serial of its last check (or arrival): round robin */
-    uint64_t failed_ms; /* loop time of its last wrong password; 0: none */
-};
-
-/* One check, owned by its thread until it is handed to the loop. */
-struct auth_job {
-    struct auth_hub *hub;
-    struct conn *c; /* loop thread only; NULL once the connection closed */
-    struct auth_peer *peer;
-    char *pass, *hash;
-    bool known; /* the user exists (else the hash is the dummy) */
-    bool ok;
-    struct auth_job *next;
-};
-
-/* Where finished checks meet the loop. Shared by the server and running
- * checks; the last to let go frees it. */
-struct auth_hub {
-    pthread_mutex_t mu;
-    uv_async_t *async; /* NULL once the server closed */
-    struct auth_job *done;
-    unsigned refs;
 };
 
 struct httpd {
@@ -202,15 +143,9 @@ struct httpd {
     int port;
     uint64_t idle_ms;
     uint64_t header_ms;
-    int handles; /* listener and idle handle */
+    int handles; /* listener, idle handle (and auth's, once it closes) */
     struct httpd_web *web;
-    struct auth_hub *hub; /* NULL until the first check */
-    uv_async_t auth_async;
-    struct auth_peer *peers; /* AUTH_PEERS, NULL until the first check */
-    unsigned auth_running;
-    uint64_t auth_serial;
-    unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
-    unsigned auth_cache_next, auth_cached;
+    struct httpd__auth auth; /* basic auth's checks (auth.c) */
     bool closing;
     void (*close_cb)(void *ud);
     void *close_ud;
@@ -223,17 +158,9 @@ static void server_turn(uv_idle_t *h);
 static int tls_pull(struct conn *c);
 static void write_cb(uv_write_t *w, int status);
 static int tls_flush(struct conn *c);
-static void auth_remove(struct conn *c);
 static void auth_answer(struct conn *c, int status);
 static void dispatch(struct conn *c);
 static void conn_handle_closed(uv_handle_t *h);
-
-static void free_secret(char *p)
-{
-    if (p)
-        OPENSSL_cleanse(p, strlen(p));
-    free(p);
-}
 
 static void server_maybe_free(struct httpd *s)
 {
@@ -245,7 +172,7 @@ static void server_maybe_free(struct httpd *s)
     cb = s->close_cb;
     ud = s->close_ud;
     httpd_web_unref(s->web);
-    free(s->peers);
+    httpd__auth_done(&s->auth);
     free(s);
     if (cb)
         cb(ud);
@@ -268,16 +195,14 @@ static void conn_handle_closed(uv_handle_t *h)
     buf_done(&c->path);
     free(c->in);
     free(c->tin);
-    SSL_free(c->ssl); /* and its BIOs */
+    httpd__tls_free(c->tls);
     httpd_web_unref(c->web);
-    free(c->auth_user);
-    free_secret(c->auth_pass);
+    httpd__auth_wait_done(&c->aw);
     free(c);
     server_maybe_free(s);
 }
 
-/* A FIFO of connections linked through the member at `link` (each queue
- * has its own member, so a connection can wait in both). */
+/* A FIFO of connections linked through the member at `link`. */
 #define CQ_NEXT(q, c) (*(struct conn **)((char *)(c) + (q)->link))
 
 static void cq_push(struct cq *q, struct conn *c)
@@ -349,21 +274,6 @@ static void run_remove(struct conn *c)
     c->queued = false;
 }
 
-/* The connection leaves its address queue, and its running check (if
- * any) forgets it. */
-static void auth_remove(struct conn *c)
-{
-    if (c->queued_at) {
-        cq_remove(&c->queued_at->q, c);
-        c->queued_at->queued--;
-        c->queued_at = NULL;
-    }
-    if (c->job) {
-        c->job->c = NULL;
-        c->job = NULL;
-    }
-}
-
 static void stream_end(struct conn *c)
 {
     void (*fr)(void *) = c->stream.free;
@@ -382,7 +292,7 @@ static void conn_close(struct conn *c)
     c->s->n_open--;
     c->s->closed[c->why]++;
     run_remove(c);
-    auth_remove(c);
+    httpd__auth_cancel(&c->aw);
     stream_end(c);
     /* Pending writes and the shutdown get their callbacks (UV_ECANCELED)
      * before the close callbacks. */
@@ -411,7 +321,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
     struct conn *c = h->data;
 
     (void)hint;
-    if (c->ssl) { /* ciphertext, for the read BIO */
+    if (c->tls) { /* ciphertext, for the read BIO */
         if (!c->tin)
             c->tin = malloc(READ_BUF);
         *b = uv_buf_init(c->tin, c->tin ? READ_BUF : 0);
@@ -450,8 +360,8 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
             conn_close(c);
         return;
     }
-    if (c->ssl) {
-        if (BIO_write(c->rbio, c->tin, (int)nread) != (int)nread) {
+    if (c->tls) {
+        if (httpd__tls_feed(c->tls, c->tin, (size_t)nread) < 0) {
             conn_close(c);
             return;
         }
@@ -485,7 +395,7 @@ static void stop_reading(struct conn *c)
  * parse or a stream to continue), or more input. */
 static void conn_kick(struct conn *c)
 {
-    if (c->state != CONN_OPEN || c->auth_wait)
+    if (c->state != CONN_OPEN || c->aw.waiting)
         return;
     if (c->out_pending > OUT_HIGH) {
         stop_reading(c);
@@ -500,7 +410,7 @@ static void conn_kick(struct conn *c)
         run_enqueue(c);
         return;
     }
-    if (c->ssl) {
+    if (c->tls) {
         int n = tls_pull(c);
 
         if (n != 0) {
@@ -511,7 +421,7 @@ static void conn_kick(struct conn *c)
             return;
         }
     }
-    if (c->in && !c->ssl) {
+    if (c->in && !c->tls) {
         free(c->in); /* idle connections hold no buffer */
         c->in = NULL;
         c->in_off = c->in_len = 0;
@@ -524,36 +434,37 @@ static void conn_kick(struct conn *c)
     start_reading(c);
 }
 
+/* One chunk of ciphertext from tls.c's write pump to the socket (owned). */
+static int tls_write_chunk(char *p, size_t n, void *ud)
+{
+    struct conn *c = ud;
+    struct write_req *wr = calloc(1, sizeof(*wr));
+    uv_buf_t b;
+    int rc;
+
+    if (!wr) {
+        free(p);
+        return -ENOMEM;
+    }
+    wr->c = c;
+    wr->own[0] = p;
+    wr->len = n;
+    b = uv_buf_init(p, (unsigned)n);
+    rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+    if (rc < 0) {
+        free(p);
+        free(wr);
+        return rc;
+    }
+    c->writes++;
+    c->out_pending += n;
+    return 0;
+}
+
 /* Writes what OpenSSL has queued in the write BIO. */
 static int tls_flush(struct conn *c)
 {
-    size_t n;
-
-    while ((n = BIO_ctrl_pending(c->wbio)) > 0) {
-        struct write_req *wr = calloc(1, sizeof(*wr));
-        char *p = malloc(n);
-        uv_buf_t b;
-        int rc;
-
-        if (!wr || !p || BIO_read(c->wbio, p, (int)n) != (int)n) {
-            free(wr);
-            free(p);
-            return -ENOMEM;
-        }
-        wr->c = c;
-        wr->own[0] = p;
-        wr->len = n;
-        b = uv_buf_init(p, (unsigned)n);
-        rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
-        if (rc < 0) {
-            free(p);
-            free(wr);
-            return rc;
-        }
-        c->writes++;
-        c->out_pending += n;
-    }
-    return 0;
+    return httpd__tls_flush(c->tls, tls_write_chunk, c);
 }
 
 /* Decrypts what the read BIO holds into c->in. Returns >0 when plaintext
@@ -561,15 +472,13 @@ static int tls_flush(struct conn *c)
  * done (closed, or the peer ended the session). */
 static int tls_pull(struct conn *c)
 {
-    int n, e;
+    int n;
 
     if (!c->in && !(c->in = malloc(READ_BUF))) {
         conn_close(c);
         return -ENOMEM;
     }
-    ERR_clear_error();
-    n = SSL_read(c->ssl, c->in, READ_BUF);
-    e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, n);
+    n = httpd__tls_read(c->tls, c->in, READ_BUF);
     if (tls_flush(c) < 0) { /* handshake messages, alerts */
         conn_close(c);
         return -EIO;
@@ -579,9 +488,9 @@ static int tls_pull(struct conn *c)
         c->in_len = (size_t)n;
         return n;
     }
-    if (e == SSL_ERROR_WANT_READ && !c->peer_eof)
+    if (n == HTTPD__TLS_WANT && !c->peer_eof)
         return 0;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_ZERO_RETURN) {
+    if (n == HTTPD__TLS_WANT || n == HTTPD__TLS_CLOSED) {
         /* the client is done: answer what is queued, then close */
         c->peer_eof = true;
         c->why = HTTPD_CLOSE_CLIENT_CLOSED;
@@ -619,10 +528,10 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
  * moment so the client reads our answer rather than a reset. */
 static void begin_linger(struct conn *c)
 {
-    if (c->ssl && !c->tls_closed) {
+    if (c->tls && !c->tls_closed) {
         /* close_notify first; the shutdown follows once it is written */
         c->tls_closed = true;
-        SSL_shutdown(c->ssl);
+        httpd__tls_shutdown(c->tls);
         if (tls_flush(c) < 0) {
             conn_close(c);
             return;
@@ -696,11 +605,11 @@ static int conn_writev(struct conn *c, const uv_buf_t *parts, const bool *own, s
     if (nb == 0) {
         bufs[nb++] = uv_buf_init("", 0);
     }
-    if (c->ssl) {
+    if (c->tls) {
         /* Encrypt now; the plaintext goes at once, the ciphertext is what
          * waits (and counts) for the socket. */
         for (unsigned i = 0; i < nb; i++)
-            if (bufs[i].len && SSL_write(c->ssl, bufs[i].base, (int)bufs[i].len) <= 0)
+            if (bufs[i].len && httpd__tls_write(c->tls, bufs[i].base, bufs[i].len) < 0)
                 rc = -EPROTO;
         for (size_t i = 0; i < ARRAY_SIZE(wr->own); i++)
             free(wr->own[i]);
@@ -868,377 +777,24 @@ static void stream_step(struct conn *c)
     }
 }
 
-/* ------------------------------------------------------------ basic auth */
-
-static bool cache_key(const char *user, const char *pass, const char *hash, unsigned char *md)
+/* A password check is over (auth.c): answer the request that waited for
+ * it, if its connection is still open. */
+static void auth_done(struct httpd__auth_wait *w, bool ok, void *ud)
 {
-    size_t u = strlen(user) + 1, p = strlen(pass) + 1, h = strlen(hash);
-    unsigned char *all = malloc(u + p + h);
-    bool ok;
+    struct conn *c = container_of(w, struct conn, aw);
 
-    /* user NUL password NUL hash: a changed hash invalidates the entry */
-    if (!all)
-        return false;
-    memcpy(all, user, u);
-    memcpy(all + u, pass, p);
-    memcpy(all + u + p, hash, h);
-    ok = EVP_Digest(all, u + p + h, md, NULL, EVP_sha256(), NULL) == 1;
-    OPENSSL_cleanse(all, u + p + h);
-    free(all);
-    return ok;
-}
-
-static void auth_forget(struct conn *c)
-{
-    free_secret(c->auth_pass);
-    c->auth_pass = NULL;
-}
-
-/* "Basic base64(user:password)" -> malloc'd user and password. 0 or -1. */
-int httpd__basic_parse(const char *h, char **user, char **pass)
-{
-    unsigned char dec[sizeof(((struct httpd__req *)0)->authorization)];
-    const char *colon;
-    size_t len, pad;
-    int n, rc = -1;
-
-    *user = *pass = NULL;
-    if (strncasecmp(h, "Basic ", 6) != 0)
-        return -1;
-    h += 6;
-    while (*h == ' ')
-        h++;
-    len = strlen(h);
-    if (len == 0 || len % 4 != 0 || len / 4 * 3 >= sizeof(dec))
-        return -1;
-    /* Only base64 and at most two '=' at the end: EVP_DecodeBlock alone
-     * also takes '=' anywhere (as zero bits), a third '=', and trims
-     * leading tabs and trailing '-', CR and LF. */
-    pad = h[len - 1] == '=' ? 1 + (h[len - 2] == '=') : 0;
-    if (strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") !=
-        len - pad)
-        return -1;
-    n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
-    if (n < 0)
-        return -1;
-    n -= (int)pad;
-    dec[n] = '\0';
-    if (!memchr(dec, '\0', (size_t)n) && (colon = strchr((char *)dec, ':')) != NULL) {
-        *user = strndup((char *)dec, (size_t)(colon - (char *)dec));
-        *pass = strdup(colon + 1);
-        if (*user && *pass) {
-            rc = 0;
-        } else {
-            free(*user);
-            free(*pass);
-            *user = *pass = NULL;
-        }
-    }
-    OPENSSL_cleanse(dec, sizeof(dec));
-    return rc;
-}
-
-/* The request's credentials -> c->auth_user/pass. 0 or -1. */
-static int auth_parse(struct conn *c)
-{
-    free(c->auth_user);
-    c->auth_user = NULL;
-    auth_forget(c);
-    if (c->req.authorization_long)
-        return -1;
-    return httpd__basic_parse(c->req.authorization, &c->auth_user, &c->auth_pass);
-}
-
-static void job_free(struct auth_job *j)
-{
-    free_secret(j->pass);
-    free(j->hash);
-    free(j);
-}
-
-/* Drops one reference to the hub; the last frees it. */
-static void hub_unref_locked(struct auth_hub *h)
-{
-    bool last = --h->refs == 0;
-
-    pthread_mutex_unlock(&h->mu);
-    if (last) {
-        pthread_mutex_destroy(&h->mu);
-        free(h);
-    }
-}
-
-/* A check's thread: bcrypt, then the result to the loop, or away if the
- * server has closed meanwhile. */
-static void *auth_thread(void *arg)
-{
-    struct auth_job *j = arg;
-    struct auth_hub *h = j->hub;
-
-    j->ok = httpd__web_verify(j->pass, j->hash) && j->known;
-    pthread_mutex_lock(&h->mu);
-    if (h->async) {
-        j->next = h->done;
-        h->done = j;
-        uv_async_send(h->async);
-        j = NULL;
-    }
-    hub_unref_locked(h);
-    if (j)
-        job_free(j);
-    return NULL;
-}
-
-static void auth_start_next(struct httpd *s);
-
-/* A finished check, on the loop: answer its connection if still open. */
-static void auth_finish(struct httpd *s, struct auth_job *j)
-{
-    struct conn *c = j->c;
-
-    s->auth_running--;
-    j->peer->running = false;
-    j->peer->failed_ms = j->ok ? 0 : uv_now(s->loop);
-    if (c && c->state != CONN_CLOSING) {
-        c->job = NULL;
-        if (j->ok && cache_key(c->auth_user, j->pass, j->hash, s->auth_cache[s->auth_cache_next])) {
-            s->auth_cache_next = (s->auth_cache_next + 1) % AUTH_CACHE;
-            if (s->auth_cached < AUTH_CACHE)
-                s->auth_cached++;
-        }
-        c->auth_ok = j->ok;
-        c->auth_wait = false;
-        if (!c->auth_ok) {
-            auth_answer(c, 401);
-        } else {
-            dispatch(c);
-            if (c->state == CONN_OPEN)
-                httpd__req_next(&c->req);
-        }
-        conn_kick(c);
-    }
-    job_free(j);
-}
-
-static void auth_async_cb(uv_async_t *a)
-{
-    struct httpd *s = a->data;
-    struct auth_job *list, *next;
-
-    pthread_mutex_lock(&s->hub->mu);
-    list = s->hub->done;
-    s->hub->done = NULL;
-    pthread_mutex_unlock(&s->hub->mu);
-    for (; list; list = next) {
-        next = list->next;
-        auth_finish(s, list);
-    }
-    auth_start_next(s);
-}
-
-static void auth_async_closed(uv_handle_t *h)
-{
-    struct httpd *s = h->data;
-
-    s->handles--;
-    server_maybe_free(s);
-}
-
-/* Lets running checks go on alone: their results are dropped. */
-static void hub_detach(struct httpd *s)
-{
-    struct auth_job *list, *next;
-
-    if (!s->hub)
+    (void)ud;
+    if (c->state == CONN_CLOSING)
         return;
-    pthread_mutex_lock(&s->hub->mu);
-    s->hub->async = NULL;
-    list = s->hub->done;
-    s->hub->done = NULL;
-    hub_unref_locked(s->hub);
-    s->hub = NULL;
-    for (; list; list = next) {
-        next = list->next;
-        job_free(list);
+    c->auth_ok = ok;
+    if (!c->auth_ok) {
+        auth_answer(c, 401);
+    } else {
+        dispatch(c);
+        if (c->state == CONN_OPEN)
+            httpd__req_next(&c->req);
     }
-    uv_close((uv_handle_t *)&s->auth_async, auth_async_closed);
-}
-
-static int hub_init(struct httpd *s)
-{
-    struct auth_hub *h;
-
-    if (s->hub)
-        return 0;
-    if (!s->peers && !(s->peers = calloc(AUTH_PEERS, sizeof(*s->peers))))
-        return -ENOMEM;
-    if (!(h = calloc(1, sizeof(*h))))
-        return -ENOMEM;
-    if (pthread_mutex_init(&h->mu, NULL) != 0) {
-        free(h);
-        return -ENOMEM;
-    }
-    if (uv_async_init(s->loop, &s->auth_async, auth_async_cb) < 0) {
-        pthread_mutex_destroy(&h->mu);
-        free(h);
-        return -ENOMEM;
-    }
-    s->auth_async.data = s;
-    s->handles++;
-    h->async = &s->auth_async;
-    h->refs = 1;
-    s->hub = h;
-    return 0;
-}
-
-/* Starts a check on a detached thread; the job is its own from here. */
-static int auth_spawn(struct httpd *s, struct auth_job *j)
-{
-    pthread_attr_t attr;
-    pthread_t t;
-    int rc;
-
-    if (pthread_attr_init(&attr) != 0)
-        return -ENOMEM;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    j->hub = s->hub;
-    pthread_mutex_lock(&s->hub->mu);
-    s->hub->refs++;
-    pthread_mutex_unlock(&s->hub->mu);
-    rc = pthread_create(&t, &attr, auth_thread, j);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        pthread_mutex_lock(&s->hub->mu);
-        s->hub->refs--; /* the server still holds one */
-        pthread_mutex_unlock(&s->hub->mu);
-        return -rc;
-    }
-    return 0;
-}
-
-/* The address to serve next: one with a check waiting and none running;
- * those without a recent wrong password first, then the least recently
- * served. */
-static struct auth_peer *next_peer(struct httpd *s)
-{
-    uint64_t now = uv_now(s->loop);
-    struct auth_peer *best = NULL;
-    bool best_failed = false;
-
-    for (unsigned i = 0; i < AUTH_PEERS; i++) {
-        struct auth_peer *p = &s->peers[i];
-        bool failed;
-
-        if (!p->used || p->running || !p->queued)
-            continue;
-        failed = p->failed_ms && now - p->failed_ms < AUTH_FAIL_MS;
-        if (!best || (best_failed && !failed) ||
-            (best_failed == failed && p->served < best->served)) {
-            best = p;
-            best_failed = failed;
-        }
-    }
-    return best;
-}
-
-static void auth_start_next(struct httpd *s)
-{
-    struct auth_peer *p;
-
-    while (!s->closing && s->auth_running < AUTH_RUNNING && (p = next_peer(s)) != NULL) {
-        struct conn *c = cq_pop(&p->q);
-        const char *hash = httpd__web_hash(c->web, c->auth_user);
-        struct auth_job *j = calloc(1, sizeof(*j));
-
-        p->queued--;
-        c->queued_at = NULL;
-        if (j) {
-            j->known = hash != NULL;
-            j->hash = strdup(hash ? hash : httpd__web_dummy_hash(c->web));
-            j->pass = c->auth_pass;
-            j->peer = p;
-            j->c = c;
-        }
-        if (!j || !j->hash || auth_spawn(s, j) < 0) {
-            if (j) {
-                j->pass = NULL; /* still the connection's */
-                job_free(j);
-            }
-            c->auth_wait = false;
-            auth_answer(c, 401);
-            conn_kick(c);
-            continue;
-        }
-        c->auth_pass = NULL;
-        c->job = j;
-        p->running = true;
-        p->served = ++s->auth_serial;
-        s->auth_running++;
-    }
-}
-
-/* The queue of the connection's address: found, or a free slot, or the
- * one idle the longest (failures forgotten first). */
-static struct auth_peer *find_peer(struct httpd *s, const unsigned char *addr)
-{
-    struct auth_peer *free_slot = NULL, *idle = NULL;
-
-    for (unsigned i = 0; i < AUTH_PEERS; i++) {
-        struct auth_peer *p = &s->peers[i];
-
-        if (!p->used) {
-            if (!free_slot)
-                free_slot = p;
-            continue;
-        }
-        if (memcmp(p->addr, addr, sizeof(p->addr)) == 0)
-            return p;
-        if (!p->running && !p->queued && (!idle || p->failed_ms < idle->failed_ms))
-            idle = p;
-    }
-    if (!free_slot)
-        free_slot = idle;
-    if (free_slot) {
-        memset(free_slot, 0, sizeof(*free_slot));
-        free_slot->used = true;
-        free_slot->served = ++s->auth_serial; /* behind those already waiting */
-        free_slot->q.link = offsetof(struct conn, auth_next);
-        memcpy(free_slot->addr, addr, sizeof(free_slot->addr));
-    }
-    return free_slot;
-}
-
-/* Checks the credentials of the parsed request: 0 when they are known
- * good, -1 when they are bad, -2 when the address has too many checks
- * waiting, 1 when the check runs off the loop. */
-static int auth_begin(struct conn *c)
-{
-    struct httpd *s = c->s;
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    const char *hash;
-    struct auth_peer *p;
-
-    if (auth_parse(c) < 0)
-        return -1;
-    hash = httpd__web_hash(c->web, c->auth_user);
-    if (hash && cache_key(c->auth_user, c->auth_pass, hash, md)) {
-        for (unsigned i = 0; i < s->auth_cached; i++) {
-            if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
-                auth_forget(c);
-                return 0;
-            }
-        }
-    }
-    if (hub_init(s) < 0 || !(p = find_peer(s, c->peer)))
-        return -1;
-    if (p->queued >= AUTH_PEER_QUEUE)
-        return -2;
-    c->auth_wait = true;
-    c->queued_at = p;
-    p->queued++;
-    cq_push(&p->q, c);
-    auth_start_next(s);
-    return 1;
+    conn_kick(c);
 }
 
 /* One complete request: call the handler and queue its answer. */
@@ -1266,9 +822,10 @@ static void dispatch(struct conn *c)
     }
     if (c->web && httpd_web_auth(c->web)) {
         if (!c->auth_ok) {
-            int a = auth_begin(c);
+            int a = httpd__auth_begin(&s->auth, &c->aw, c->web, c->req.authorization,
+                                      c->req.authorization_long);
 
-            if (a > 0) /* being checked; auth_finish() continues */
+            if (a > 0) /* being checked; auth_done() continues */
                 return;
             if (a == -2) { /* its address has enough checks waiting */
                 auth_answer(c, 429);
@@ -1280,7 +837,7 @@ static void dispatch(struct conn *c)
             }
         }
         c->auth_ok = false; /* each request proves itself */
-        hr.user = c->auth_user;
+        hr.user = c->aw.user;
     }
     memset(&resp, 0, sizeof(resp));
     resp.status = 200;
@@ -1362,7 +919,7 @@ static void conn_turn(struct conn *c)
         if (!c->req.complete)
             continue;
         dispatch(c);
-        if (c->state == CONN_OPEN && !c->auth_wait) /* else auth_done() goes on */
+        if (c->state == CONN_OPEN && !c->aw.waiting) /* else auth_done() goes on */
             httpd__req_next(&c->req);
         return;
     }
@@ -1384,25 +941,16 @@ static void server_turn(uv_idle_t *h)
         uv_idle_stop(&s->idle);
 }
 
-/* The client's address as the key of its auth queue: IPv4 as v4-mapped
- * IPv6, IPv6 cut to its /64 (what one host usually gets). */
+/* The client's address, the key of its auth queue (auth.c). */
 static void peer_key(struct conn *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof(ss);
 
-    memset(c->peer, 0, sizeof(c->peer));
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) < 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        c->peer[10] = c->peer[11] = 0xff;
-        memcpy(c->peer + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-    } else if (ss.ss_family == AF_INET6) {
-        const unsigned char *a = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
-
-        /* a v4-mapped address keeps all of it */
-        memcpy(c->peer, a, IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr) ? 16 : 8);
-    }
+        httpd__auth_set_peer(&c->aw, NULL);
+    else
+        httpd__auth_set_peer(&c->aw, (struct sockaddr *)&ss);
 }
 
 /* A connection to close for a new one, or NULL: the oldest that is idle,
@@ -1472,19 +1020,9 @@ static void connection_cb(uv_stream_t *ls, int status)
     peer_key(c);
     if (s->web) {
         c->web = httpd_web_ref(s->web);
-        if (httpd__web_ssl(s->web)) {
-            c->ssl = SSL_new(httpd__web_ssl(s->web));
-            c->rbio = BIO_new(BIO_s_mem());
-            c->wbio = BIO_new(BIO_s_mem());
-            if (!c->ssl || !c->rbio || !c->wbio) {
-                BIO_free(c->rbio);
-                BIO_free(c->wbio);
-                c->rbio = c->wbio = NULL;
-                conn_close(c);
-                return;
-            }
-            SSL_set_bio(c->ssl, c->rbio, c->wbio); /* the SSL owns them now */
-            SSL_set_accept_state(c->ssl);
+        if (httpd__web_ssl(s->web) && !(c->tls = httpd__tls_new(httpd__web_ssl(s->web)))) {
+            conn_close(c);
+            return;
         }
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -1582,6 +1120,15 @@ static void listener_closed(uv_handle_t *h)
     server_maybe_free(s);
 }
 
+/* Auth's handle has closed (httpd__auth_close). */
+static void auth_closed(void *ud)
+{
+    struct httpd *s = ud;
+
+    s->handles--;
+    server_maybe_free(s);
+}
+
 int httpd_check_addr(const char *addr, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
@@ -1620,6 +1167,7 @@ int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *
     s->header_ms = HTTPD__HEADER_MS;
     s->run.link = offsetof(struct conn, run_next);
     s->max_conns = HTTPD__MAX_CONNS;
+    httpd__auth_init(&s->auth, loop, auth_done, s);
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
     uv_idle_init(loop, &s->idle);
@@ -1717,36 +1265,8 @@ void httpd_close(struct httpd *s, void (*cb)(void *ud), void *ud)
     s->close_ud = ud;
     for (c = s->conns; c; c = c->next)
         conn_close(c);
-    hub_detach(s);
+    if (httpd__auth_close(&s->auth, auth_closed))
+        s->handles++;
     uv_close((uv_handle_t *)&s->listener, listener_closed);
     uv_close((uv_handle_t *)&s->idle, listener_closed);
-}
-
-int httpd_query_get(const char *q, const char *key, char *val, size_t vlen)
-{
-    size_t kl = strlen(key);
-    char name[HTTPD_QUERY_MAX_KEY];
-
-    if (kl >= sizeof(name))
-        return 0;
-    for (const char *pair = q, *amp; pair && *pair; pair = amp ? amp + 1 : NULL) {
-        size_t n = (amp = strchr(pair, '&')) ? (size_t)(amp - pair) : strlen(pair);
-        const char *eq = memchr(pair, '=', n), *raw = eq ? eq + 1 : "";
-        size_t nl = eq ? (size_t)(eq - pair) : n, vl = eq ? n - nl - 1 : 0;
-        int len;
-
-        /* As Go's url.ParseQuery: names and values are decoded, and a pair
-         * with a bad escape is skipped. */
-        if (n > INT_MAX || httpd__pct_decode(pair, nl, NULL, true) != (int)kl)
-            continue;
-        httpd__pct_decode(pair, nl, name, true);
-        if (memcmp(name, key, kl) != 0 || (len = httpd__pct_decode(raw, vl, NULL, true)) < 0)
-            continue;
-        if ((size_t)len >= vlen)
-            return -E2BIG;
-        httpd__pct_decode(raw, vl, val, true);
-        val[len] = '\0';
-        return 1;
-    }
-    return 0;
 }

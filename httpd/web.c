@@ -3,12 +3,12 @@
  * of Prometheus' exporter-toolkit: `tls_server_config` (cert_file,
  * key_file, client_ca_file, client_auth_type, min_version, max_version,
  * cipher_suites, prefer_server_cipher_suites, curve_preferences) and
- * `basic_auth_users` (user: bcrypt hash).
+ * `basic_auth_users` (user: bcrypt hash) (docs/design.md "HTTP server").
  *
  * Purpose. Loads the file with conf/ (so errors name FILE:LINE:COL), builds
- * the OpenSSL server context and checks the hashes; verifies a password
- * against its hash (libxcrypt's bcrypt, $2a$/$2b$/$2y$). Go's names of
- * cipher suites and curves are translated to OpenSSL's here.
+ * the OpenSSL server context and checks the hashes (a password is checked
+ * against its hash by auth.c). Go's names of cipher suites and curves are
+ * translated to OpenSSL's here.
  *
  * Costs. A hash's cost is refused outside WEB_COST_MIN..WEB_COST_MAX: one
  * check doubles with each step (0.24 s of CPU at 12 on the reference
@@ -20,9 +20,9 @@
  * takes as long for a user that does not exist as for one that does.
  *
  * Threading and ownership. Loading runs on any thread. A loaded web config
- * is immutable and reference counted: the server holds one reference.
- * httpd__web_verify() is pure and runs on a thread of its own (a bcrypt hash
- * costs tens of milliseconds at least: never on the loop). */
+ * is immutable and reference counted: the server holds one reference, and
+ * each connection one from its accept. auth.c's checks read the hashes on
+ * the loop and copy what their threads need. */
 #include <crypt.h>
 #include <errno.h>
 #include <stdint.h>
@@ -30,7 +30,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
@@ -536,17 +535,4 @@ const char *httpd__web_hash(const struct httpd_web *w, const char *user)
 const char *httpd__web_dummy_hash(const struct httpd_web *w)
 {
     return w->dummy;
-}
-
-bool httpd__web_verify(const char *password, const char *hash)
-{
-    struct crypt_data cd;
-    const char *h;
-    size_t n = strlen(hash);
-
-    /* crypt_rn: libxcrypt's crypt_r that returns NULL on failure (and that
-     * sanitizers do not intercept: their crypt_r hook breaks with it). */
-    memset(&cd, 0, sizeof(cd));
-    h = crypt_rn(password, hash, &cd, (int)sizeof(cd));
-    return h && strlen(h) == n && CRYPTO_memcmp(h, hash, n) == 0;
 }

@@ -1322,7 +1322,7 @@ TEST(close_does_not_wait_for_a_password_check)
 
     ASSERT_EQ(httpd__web_load_string(yaml, sizeof(yaml) - 1, "web", &w, err, sizeof(err)), 0);
     t0 = uv_hrtime();
-    ASSERT(!httpd__web_verify("wrong", ALICE_12));
+    ASSERT(!httpd__auth_verify("wrong", ALICE_12));
     check_ns = uv_hrtime() - t0;
     port = server_up(&loop, &h, "127.0.0.1:0");
     httpd_set_web(h.s, w);
