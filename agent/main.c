@@ -554,17 +554,22 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         a.recent = recent_new(agent_config(a.doc)->recent_profiles_bytes);
 
         if (addr && *addr) {
-            r = httpd_start(&loop, addr, agent__status_handler, &a, &a.status, err,
-                                 sizeof(err));
+            struct httpd_opts so = {
+                .addr = addr,
+                .handler = agent__status_handler,
+                .ud = &a,
+                .header_timeout_ms = agent_config(a.doc)->header_timeout_ms,
+                .web = web,
+            };
+
+            r = httpd_new(&loop, &so, &a.status, err, sizeof(err));
             if (r < 0) {
-                log_error("cannot start the status server", "address", addr, "err", err);
+                log_error("cannot start the status server", "err", err);
                 a.exit_code = 1;
                 a.started = true;
                 begin_shutdown(&a, "status server");
                 goto run_loop;
             }
-            httpd_set_header_timeout(a.status, agent_config(a.doc)->header_timeout_ms);
-            httpd_set_web(a.status, web);
         }
         uv_signal_start(&a.sig_term, on_signal, SIGTERM);
         uv_signal_start(&a.sig_int, on_signal, SIGINT);

@@ -65,38 +65,8 @@ int httpd_query_get(const char *query, const char *key, char *val, size_t vlen);
 typedef void (*httpd_handler)(const struct httpd_request *req, struct httpd_response *resp,
                               void *ud);
 
-struct httpd;
+/* ------------------------------------------------------------ web config */
 
-/** Checks a listen address without binding it: "host:port", "[v6]:port"
- * or ":port" with a numeric host (or "localhost") and a port in 0..65535.
- * Returns 0, or -EINVAL with a message in `err`. */
-int httpd_check_addr(const char *addr, char *err, size_t errlen);
-
-/** Listens on `addr` (see httpd_check_addr). Requests larger than
- * 1 MiB (headers 16 KiB) get 413/431. A request must arrive whole within
- * the header timeout (10 s) of its first byte or of the accept; an idle
- * keep-alive connection, or one whose answer makes no progress, closes after
- * the idle timeout (60 s). At most 256 connections: at the limit a new one
- * evicts the oldest connection that is idle or still sending its request.
- * While a connection has more than 64 KiB of answers unsent it is neither
- * read nor answered. Requests and stream parts are served in turns of at
- * most about 2 ms so the rest of the loop keeps its timing. Cross-origin
- * browser requests with a method other than GET, HEAD or OPTIONS get 403.
- * Returns 0 or a negative errno with a message. */
-int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *ud,
-                     struct httpd **out, char *err, size_t errlen);
-/** The bound port (useful with port 0). */
-int httpd_port(const struct httpd *s);
-/** Wakes the parked stream whose state is `stream_state`: its function is
- * called again in a coming turn. Nothing happens if no connection streams
- * it any more (its stream_free has run then). Loop thread. */
-void httpd_resume(struct httpd *s, const void *stream_state);
-/** Sets the idle timeout of its connections (0: 60 s): an idle keep-alive
- * connection, or one whose answer is not being read, closes after it. */
-void httpd_set_idle_timeout(struct httpd *s, uint64_t ms);
-/** Sets the header timeout (0: 10 s): a request must be received whole
- * within this time of its first byte (or of the accept). */
-void httpd_set_header_timeout(struct httpd *s, uint64_t ms);
 /** The web configuration of a status server (--web.config.file, in
  * exporter-toolkit's format): TLS and basic-auth users. Immutable,
  * reference counted. */
@@ -114,13 +84,59 @@ void httpd_web_unref(struct httpd_web *w);
 /** Whether it asks for TLS / for basic auth. */
 bool httpd_web_tls(const struct httpd_web *w);
 bool httpd_web_auth(const struct httpd_web *w);
-/** Applies a web configuration to connections accepted from now on (takes
- * a reference; NULL: plain HTTP, no auth). With basic-auth users every
- * request needs valid credentials (else 401); passwords are checked on
- * threads of their own, fairly across client addresses (429 past a few
- * waiting per address), a verified (user, password) is remembered, and
- * closing the server does not wait for a check still running. */
-void httpd_set_web(struct httpd *s, struct httpd_web *w);
+
+/* ---------------------------------------------------------------- server */
+
+struct httpd;
+
+/** Checks a listen address without binding it: "host:port", "[v6]:port"
+ * or ":port" with a numeric host (or "localhost") and a port in 0..65535.
+ * Returns 0, or -EINVAL with a message in `err`. */
+int httpd_check_addr(const char *addr, char *err, size_t errlen);
+
+/** What a server is made of. Borrowed for the httpd_new call only, except
+ * `ud` (given to every handler call) and `web` (of which the server takes
+ * a reference). */
+struct httpd_opts {
+    const char *addr;      /**< where to listen (see httpd_check_addr) */
+    httpd_handler handler; /**< called once per request; required */
+    void *ud;              /**< the handler's */
+    /** A request must be received whole within this time of its first
+     * byte (or of the accept); 0: 10 s. */
+    uint64_t header_timeout_ms;
+    /** An idle keep-alive connection, or one whose answer is not being
+     * read, closes after this; 0: 60 s. */
+    uint64_t idle_timeout_ms;
+    /** TLS and basic auth (NULL: plain HTTP, no auth). With basic-auth
+     * users every request needs valid credentials (else 401); passwords
+     * are checked on threads of their own, fairly across client addresses
+     * (429 past a few waiting per address), a verified (user, password) is
+     * remembered, and closing the server does not wait for a check still
+     * running. */
+    struct httpd_web *web;
+};
+
+/** Makes a server on `loop` listening on `o->addr`. Requests larger than
+ * 1 MiB (headers 16 KiB) get 413/431. A request must arrive whole within
+ * the header timeout of its first byte or of the accept; an idle
+ * keep-alive connection, or one whose answer makes no progress, closes after
+ * the idle timeout. At most 256 connections: at the limit a new one
+ * evicts the oldest connection that is idle or still sending its request.
+ * While a connection has more than 64 KiB of answers unsent it is neither
+ * read nor answered. Requests and stream parts are served in turns of at
+ * most about 2 ms so the rest of the loop keeps its timing. Cross-origin
+ * browser requests with a method other than GET, HEAD or OPTIONS get 403.
+ * Returns 0 and the server in `*out` (closed with httpd_close), or a
+ * negative errno with `*out` NULL and, in `err`, what went wrong, the
+ * address included ("listen on 127.0.0.1:4100: address already in use"). */
+int httpd_new(uv_loop_t *loop, const struct httpd_opts *o, struct httpd **out, char *err,
+              size_t errlen);
+/** The bound port (useful with port 0). */
+int httpd_port(const struct httpd *s);
+/** Wakes the parked stream whose state is `stream_state`: its function is
+ * called again in a coming turn. Nothing happens if no connection streams
+ * it any more (its stream_free has run then). Loop thread. */
+void httpd_resume(struct httpd *s, const void *stream_state);
 /** Why a connection of the status server was closed. */
 enum httpd_close_reason {
     HTTPD_CLOSE_DONE,          /**< by the server after its last answer, or at shutdown */

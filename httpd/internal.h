@@ -22,7 +22,7 @@ struct ssl_ctx_st;
 struct x509_store_ctx_st;
 struct sockaddr;
 
-/* Limits of the status server (see httpd_start in httpd.h). */
+/* Limits of the status server (see httpd_new in httpd.h). */
 #define HTTPD__MAX_HEAD (16 * 1024)    /* request line + headers */
 #define HTTPD__MAX_BODY (1024 * 1024)  /* request body */
 #define HTTPD__MAX_CONNS 256

@@ -1137,8 +1137,8 @@ int httpd_check_addr(const char *addr, char *err, size_t errlen)
     return parse_addr(addr, &ss, &any, err, errlen) < 0 ? -EINVAL : 0;
 }
 
-int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *ud,
-                     struct httpd **out, char *err, size_t errlen)
+int httpd_new(uv_loop_t *loop, const struct httpd_opts *o, struct httpd **out, char *err,
+              size_t errlen)
 {
     struct sockaddr_storage ss;
     struct sockaddr_storage bound;
@@ -1148,11 +1148,15 @@ int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *
     int rc;
 
     *out = NULL;
-    rc = parse_addr(addr, &ss, &any, err, errlen);
+    if (!o) {
+        snprintf(err, errlen, "no server options");
+        return -EINVAL;
+    }
+    rc = parse_addr(o->addr, &ss, &any, err, errlen);
     if (rc < 0)
         return rc;
-    if (!handler) {
-        snprintf(err, errlen, "no handler");
+    if (!o->handler) {
+        snprintf(err, errlen, "no request handler for %s", o->addr);
         return -EINVAL;
     }
     s = calloc(1, sizeof(*s));
@@ -1161,10 +1165,11 @@ int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *
         return -ENOMEM;
     }
     s->loop = loop;
-    s->handler = handler;
-    s->ud = ud;
-    s->idle_ms = HTTPD__IDLE_MS;
-    s->header_ms = HTTPD__HEADER_MS;
+    s->handler = o->handler;
+    s->ud = o->ud;
+    s->idle_ms = o->idle_timeout_ms ? o->idle_timeout_ms : HTTPD__IDLE_MS;
+    s->header_ms = o->header_timeout_ms ? o->header_timeout_ms : HTTPD__HEADER_MS;
+    s->web = httpd_web_ref(o->web);
     s->run.link = offsetof(struct conn, run_next);
     s->max_conns = HTTPD__MAX_CONNS;
     httpd__auth_init(&s->auth, loop, auth_done, s);
@@ -1181,7 +1186,7 @@ int httpd_start(uv_loop_t *loop, const char *addr, httpd_handler handler, void *
     }
     rc = bind_listen(s, (const struct sockaddr *)&ss);
     if (rc < 0) {
-        snprintf(err, errlen, "listen on %s: %s", addr, uv_strerror(rc));
+        snprintf(err, errlen, "listen on %s: %s", o->addr, uv_strerror(rc));
         s->closing = true;
         uv_close((uv_handle_t *)&s->listener, listener_closed);
         uv_close((uv_handle_t *)&s->idle, listener_closed);
@@ -1211,26 +1216,6 @@ void httpd_resume(struct httpd *s, const void *stream_state)
             return;
         }
     }
-}
-
-void httpd_set_idle_timeout(struct httpd *s, uint64_t ms)
-{
-    if (s)
-        s->idle_ms = ms ? ms : HTTPD__IDLE_MS;
-}
-
-void httpd_set_web(struct httpd *s, struct httpd_web *w)
-{
-    if (!s)
-        return;
-    httpd_web_unref(s->web);
-    s->web = httpd_web_ref(w);
-}
-
-void httpd_set_header_timeout(struct httpd *s, uint64_t ms)
-{
-    if (s)
-        s->header_ms = ms ? ms : HTTPD__HEADER_MS;
 }
 
 const char *httpd_close_reason_name(enum httpd_close_reason r)

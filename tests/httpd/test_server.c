@@ -162,19 +162,31 @@ static void closed_cb(void *ud)
     ((struct hstate *)ud)->closed++;
 }
 
-static int server_up(uv_loop_t *loop, struct hstate *h, const char *addr)
+/* A server on a fresh loop with the test's handler; `o` gives the other
+ * options (NULL: the defaults). Returns its port. */
+static int server_up_opts(uv_loop_t *loop, struct hstate *h, const char *addr,
+                          const struct httpd_opts *o)
 {
+    struct httpd_opts so = o ? *o : (struct httpd_opts){ 0 };
     char err[256];
     int rc;
 
     memset(h, 0, sizeof(*h));
     ASSERT_EQ(uv_loop_init(loop), 0);
-    rc = httpd_start(loop, addr, handler, h, &h->s, err, sizeof(err));
+    so.addr = addr;
+    so.handler = handler;
+    so.ud = h;
+    rc = httpd_new(loop, &so, &h->s, err, sizeof(err));
     if (rc < 0)
-        fprintf(stderr, "httpd_start: %s\n", err);
+        fprintf(stderr, "httpd_new: %s\n", err);
     ASSERT_EQ(rc, 0);
     ASSERT_GT(httpd_port(h->s), 0);
     return httpd_port(h->s);
+}
+
+static int server_up(uv_loop_t *loop, struct hstate *h, const char *addr)
+{
+    return server_up_opts(loop, h, addr, NULL);
 }
 
 static void server_down(uv_loop_t *loop, struct hstate *h)
@@ -781,9 +793,9 @@ TEST(header_timeout_closes_slow_heads)
     uv_loop_t loop;
     struct hstate h;
     struct rec x = {0};
-    int port = server_up(&loop, &h, "127.0.0.1:0");
+    int port = server_up_opts(&loop, &h, "127.0.0.1:0",
+                              &(struct httpd_opts){ .header_timeout_ms = 300 });
 
-    httpd_set_header_timeout(h.s, 300);
     run_job(&loop, port, job_idle, &x);
     ASSERT(x.eof);
     ASSERT_GE(x.ms, 250);
@@ -957,20 +969,34 @@ TEST(listen_addresses)
         char addr[64];
 
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-        ASSERT_EQ(httpd_start(&loop, addr, handler, &h, &s2, err, sizeof(err)),
+        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = addr, .handler = handler },
+                            &s2, err, sizeof(err)),
                   UV_EADDRINUSE);
+        ASSERT_NULL(s2);
         ASSERT_NOT_NULL(strstr(err, "address already in use"));
+        ASSERT_NOT_NULL(strstr(err, addr)); /* the message names the address */
     }
     server_down(&loop, &h);
     /* Refused before anything is created. */
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_EQ(httpd_start(&loop, "nocolon", handler, NULL, &s2, err, sizeof(err)), -EINVAL);
-    ASSERT_EQ(httpd_start(&loop, "1.2.3.4:70000", handler, NULL, &s2, err, sizeof(err)),
+    for (size_t i = 0; i < 4; i++) {
+        static const char *const bad[] = { "nocolon", "1.2.3.4:70000", "example.com:80",
+                                           "::1:80" };
+
+        err[0] = '\0';
+        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = bad[i], .handler = handler },
+                            &s2, err, sizeof(err)),
+                  -EINVAL);
+        ASSERT_NULL(s2);
+        ASSERT_NOT_NULL(strstr(err, bad[i]));
+    }
+    /* Every refusal says why. */
+    ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = "127.0.0.1:0" }, &s2, err,
+                        sizeof(err)),
               -EINVAL);
-    ASSERT_EQ(httpd_start(&loop, "example.com:80", handler, NULL, &s2, err, sizeof(err)),
-              -EINVAL);
-    ASSERT_EQ(httpd_start(&loop, "::1:80", handler, NULL, &s2, err, sizeof(err)), -EINVAL);
-    ASSERT_NOT_NULL(strstr(err, "::1:80"));
+    ASSERT_NOT_NULL(strstr(err, "handler"));
+    ASSERT_EQ(httpd_new(&loop, NULL, &s2, err, sizeof(err)), -EINVAL);
+    ASSERT_NOT_NULL(strstr(err, "options"));
     ASSERT_EQ(finish_loop(&loop, 1000), 0);
 }
 
@@ -1160,11 +1186,11 @@ TEST(parked_stream_ends_at_the_idle_timeout)
     uv_loop_t loop;
     struct hstate h;
     struct rec x = {0};
-    int port = server_up(&loop, &h, "127.0.0.1:0");
+    int port = server_up_opts(&loop, &h, "127.0.0.1:0",
+                              &(struct httpd_opts){ .idle_timeout_ms = 300 });
 
     uv_timer_init(&loop, &h.park_timer);
     h.park_timer.data = &h;
-    httpd_set_idle_timeout(h.s, 300);
     run_job(&loop, port, job_parked_forever, &x);
     ASSERT_EQ(x.errors, 0);
     ASSERT(x.eof);
@@ -1324,9 +1350,8 @@ TEST(close_does_not_wait_for_a_password_check)
     t0 = uv_hrtime();
     ASSERT(!httpd__auth_verify("wrong", ALICE_12));
     check_ns = uv_hrtime() - t0;
-    port = server_up(&loop, &h, "127.0.0.1:0");
-    httpd_set_web(h.s, w);
-    httpd_web_unref(w);
+    port = server_up_opts(&loop, &h, "127.0.0.1:0", &(struct httpd_opts){ .web = w });
+    httpd_web_unref(w); /* the server holds its own reference */
     before = thread_count();
     run_job(&loop, port, job_wrong_password, &x);
     /* The check's thread appears once the request is parsed. */
