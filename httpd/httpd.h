@@ -16,6 +16,8 @@
 
 #include "common/buf.h"
 
+/* ------------------------------------------------------------- requests */
+
 /** A parsed request, valid during the handler call only. */
 struct httpd_request {
     const char *method;
@@ -28,12 +30,12 @@ struct httpd_request {
 
 /** Produces the next part of a streamed answer: appends about `chunk`
  * bytes to `out` (its hard cap is 1 MiB) and returns 1 if more follows, 0
- * when this was the last part, HTTPD_STREAM_PARKED when the next part is not
- * ready (work on the pool is making it: the producer calls
- * httpd_resume() once it is), or a negative errno to abort (the
- * connection is then closed, as the head is already sent). Called on the
- * loop thread, one call per turn of the server, only while the client
- * keeps reading. */
+ * when this was the last part, HTTPD_STREAM_PARKED when the next part is
+ * not ready (work on the pool is making it: the producer calls
+ * httpd_resume() once it is), or a negative errno to abort (the connection
+ * is then closed, as the head is already sent). Called on the loop
+ * thread, one call per turn of the server, only while the client keeps
+ * reading. */
 typedef int (*httpd_stream_fn)(struct buf *out, size_t chunk, void *state);
 #define HTTPD_STREAM_PARKED 2
 

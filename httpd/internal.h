@@ -198,13 +198,13 @@ struct httpd__auth {
  * accept (httpd__auth_set_peer). Fields are auth.c's, except that the
  * server reads `user` (the accepted user) and `waiting`. */
 struct httpd__auth_wait {
-    char *user, *pass;      /* the request's credentials (the password cleansed when freed) */
-    bool waiting;           /* its check is queued or running: done() follows */
-    unsigned char addr[16]; /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
-    const struct httpd_web *web;       /* the connection's, borrowed */
-    struct httpd__auth_wait *next;     /* in its address queue */
+    char *user, *pass;                  /* the request's credentials (password cleansed) */
+    bool waiting;                       /* its check is queued or running: done() follows */
+    unsigned char addr[16];             /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
+    const struct httpd_web *web;        /* the connection's, borrowed */
+    struct httpd__auth_wait *next;      /* in its address queue */
     struct httpd__auth_peer *queued_at; /* the address queue it waits in, or NULL */
-    struct httpd__auth_job *job;       /* its running check, or NULL */
+    struct httpd__auth_job *job;        /* its running check, or NULL */
 };
 
 /* Sets up `a` (nothing allocated yet); `done` gets every verdict that

@@ -34,11 +34,12 @@
  * Threading and ownership. Loop thread only. The server owns its
  * connections; a connection is freed when both its handles have closed, and
  * the server when its listener, its idle handle, auth.c's handle (if it
- * made one) and every connection are gone. A stream's state is freed when the stream ends or its connection
- * starts closing. A stream whose producer has no part yet (its work runs
- * on the pool) is parked: neither read nor served until the producer calls
- * httpd_resume(); the idle timeout still closes it. The handler may
- * call httpd_close(); each step re-checks for that.
+ * made one) and every connection are gone. A stream's state is freed when
+ * the stream ends or its connection starts closing. A stream whose
+ * producer has no part yet (its work runs on the pool) is parked: neither
+ * read nor served until the producer calls httpd_resume(); the idle
+ * timeout still closes it. The handler may call httpd_close(); each step
+ * re-checks for that.
  *
  * TLS and basic auth. A connection accepted under a web config with TLS
  * speaks it through tls.c (memory BIOs: this file still does every read
