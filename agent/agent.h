@@ -17,7 +17,7 @@
 #include "common/workq.h"
 
 struct net_client;
-struct net_server;
+struct httpd;
 struct disc_manager;
 struct fwd;
 struct scrape_manager;
@@ -30,7 +30,7 @@ struct agent {
     unsigned config_flags;             /**< conf flags of every load (CONF_EXPAND_ENV) */
     struct workq *work;                /**< the one CPU work queue */
     struct net_client *http;           /**< discovery and remote-write */
-    struct net_server *status;
+    struct httpd *status;
     struct disc_manager *disc;
     struct fwd *fwd;
     struct scrape_manager *scrape;
@@ -71,17 +71,17 @@ int agent__reload(struct agent *a, const char *why);
 int agent__reload_request(struct agent *a, const char *why);
 
 /* status.c */
-struct net_http_request;
-struct net_http_response;
+struct httpd_request;
+struct httpd_response;
 /** The status server's handler (`ud` is the agent). */
-void agent__status_handler(const struct net_http_request *req, struct net_http_response *resp,
+void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp,
                            void *ud);
 /** Configuration loaded and every discovery provider synced. */
 bool agent__ready(const struct agent *a);
 
 /* ui.c */
 /** Answers a GET for a page of the web UI; false if `req` is not one. */
-bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
-                      struct net_http_response *resp);
+bool agent__ui_handle(struct agent *a, const struct httpd_request *req,
+                      struct httpd_response *resp);
 
 #endif

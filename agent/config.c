@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "agent/config.h"
+#include "httpd/httpd.h"
 
 #define OPT CYAML_FLAG_OPTIONAL
 #define PTR CYAML_FLAG_POINTER
@@ -90,13 +91,13 @@ static const struct conf_key server_keys[] = {
 static const struct conf_key *const server_key_tables[] = { server_keys, NULL };
 
 /* The status server would refuse the address at start-up: refuse it here
- * (net/ owns the syntax). */
+ * (httpd/ owns the syntax). */
 static int server_post(struct conf_load *ld, struct conf_node *n)
 {
     struct conf_node *a = conf_get(n, "listen-address"), *t = conf_get(n, "header-timeout");
     char err[256];
 
-    if (a && net_server_check_addr(conf_str(a), err, sizeof(err)) < 0)
+    if (a && httpd_check_addr(conf_str(a), err, sizeof(err)) < 0)
         return conf_fail(ld, a, "%s", err);
     if (t && conf_uint(t) == 0)
         return conf_fail(ld, t, "header-timeout must be positive");

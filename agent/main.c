@@ -30,6 +30,7 @@
 #include "common/log.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
+#include "httpd/httpd.h"
 #include "net/net.h"
 #include "proflet_version.h"
 #include "scrape/scrape.h"
@@ -272,7 +273,7 @@ static void finish_close(struct agent *a)
     cluster_close(a->cluster, closed, NULL); /* after the scrape manager, which asks it */
     a->cluster = NULL;
     if (a->status)
-        net_server_close(a->status, closed, NULL);
+        httpd_close(a->status, closed, NULL);
     a->status = NULL;
     if (a->http)
         net_client_close(a->http, closed, NULL);
@@ -497,7 +498,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
     struct conf_doc *doc = NULL;
     const struct agent_config *c;
     uv_timer_t targets_timer;
-    struct net_web *web = NULL;
+    struct httpd_web *web = NULL;
     char err[1024];
     int r;
 
@@ -507,14 +508,14 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
      * writes to a closed socket or pipe then fail with EPIPE, which every
      * writer (status server, forwarder, libcurl) handles as an error. */
     signal(SIGPIPE, SIG_IGN);
-    if (ro->web_config && net_web_load(ro->web_config, &web, err, sizeof(err)) < 0) {
+    if (ro->web_config && httpd_web_load(ro->web_config, &web, err, sizeof(err)) < 0) {
         fprintf(stderr, "proflet: invalid web configuration: %s\n", err);
         return 2;
     }
     a.config_flags = flags;
     a.enable_lifecycle = ro->enable_lifecycle;
     if (load_config(config_path, a.config_flags, &doc) < 0) {
-        net_web_unref(web);
+        httpd_web_unref(web);
         return 2;
     }
     c = agent_config(doc);
@@ -527,7 +528,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         log_set_level(LOG_WARN);
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         conf_doc_unref(doc);
-        net_web_unref(web);
+        httpd_web_unref(web);
         fprintf(stderr, "proflet: curl_global_init failed\n");
         return 1;
     }
@@ -563,17 +564,22 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         const char *addr = agent_config(a.doc)->listen_address;
 
         if (addr && *addr) {
-            r = net_server_start(&loop, addr, agent__status_handler, &a, &a.status, err,
-                                 sizeof(err));
+            struct httpd_opts so = {
+                .addr = addr,
+                .handler = agent__status_handler,
+                .ud = &a,
+                .header_timeout_ms = agent_config(a.doc)->header_timeout_ms,
+                .web = web,
+            };
+
+            r = httpd_new(&loop, &so, &a.status, err, sizeof(err));
             if (r < 0) {
-                log_error("cannot start the status server", "address", addr, "err", err);
+                log_error("cannot start the status server", "err", err);
                 a.exit_code = 1;
                 a.started = true;
                 begin_shutdown(&a, "status server");
                 goto run_loop;
             }
-            net_server_set_header_timeout(a.status, agent_config(a.doc)->header_timeout_ms);
-            net_server_set_web(a.status, web);
         }
         uv_signal_start(&a.sig_term, on_signal, SIGTERM);
         uv_signal_start(&a.sig_int, on_signal, SIGINT);
@@ -594,7 +600,7 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
 run_loop:
     uv_run(&loop, UV_RUN_DEFAULT);
     conf_doc_unref(a.doc);
-    net_web_unref(web);
+    httpd_web_unref(web);
     recent_free(a.recent);
     workq_free(a.work);
     r = uv_loop_close(&loop);

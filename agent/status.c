@@ -24,7 +24,7 @@
 #include "common/promtext.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
-#include "net/net.h"
+#include "httpd/httpd.h"
 #include "proflet_version.h"
 #include "scrape/scrape.h"
 
@@ -38,28 +38,28 @@ bool agent__ready(const struct agent *a)
  * resets, times out) must cost its connection and be seen to. */
 static void server_metrics(const struct agent *a, struct buf *b)
 {
-    struct net_server_stats st;
-    const char *reasons[NET_CLOSE_N];
+    struct httpd_stats st;
+    const char *reasons[HTTPD_CLOSE_N];
     const struct prom_family families[] = {
         PROM_FAMILY_U64("proflet_http_server_connections", "gauge",
                         "Open connections of the status server (this scrape's included).",
-                        struct net_server_stats, open),
+                        struct httpd_stats, open),
         PROM_FAMILY_U64("proflet_http_server_connections_accepted_total", "counter",
-                        "Connections the status server accepted.", struct net_server_stats,
+                        "Connections the status server accepted.", struct httpd_stats,
                         accepted),
         PROM_FAMILY_U64_BY("proflet_http_server_connections_closed_total", "counter",
                            "Connections of the status server closed, by reason: done (by the "
                            "server after its last answer, or at shutdown), client_closed, reset "
                            "(a read or write failed), timeout, evicted (at the connection "
                            "limit), error (TLS, memory).",
-                           struct net_server_stats, closed, "reason", reasons),
+                           struct httpd_stats, closed, "reason", reasons),
     };
 
     if (!a->status)
         return;
-    for (int r = 0; r < NET_CLOSE_N; r++)
-        reasons[r] = net_close_reason_name(r);
-    net_server_get_stats(a->status, &st);
+    for (int r = 0; r < HTTPD_CLOSE_N; r++)
+        reasons[r] = httpd_close_reason_name(r);
+    httpd_get_stats(a->status, &st);
     prom_families(b, families, ARRAY_SIZE(families), &st, NULL);
 }
 
@@ -218,7 +218,7 @@ static void targets_free(void *state)
     scrape_targets_iter_free(state);
 }
 
-void agent__status_handler(const struct net_http_request *req, struct net_http_response *resp,
+void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp,
                            void *ud)
 {
     struct agent *a = ud;
@@ -266,7 +266,7 @@ void agent__status_handler(const struct net_http_request *req, struct net_http_r
         }
     } else if (strcmp(req->path, "/api/v1/targets") == 0 && get) {
         char job[1024];
-        int has_job = net_query_get(req->query, "job", job, sizeof(job));
+        int has_job = httpd_query_get(req->query, "job", job, sizeof(job));
 
         if (has_job < 0) {
             resp->status = 400;

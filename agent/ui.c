@@ -29,7 +29,7 @@
 #include "agent/ui_assets.h"
 #include "common/labels.h"
 #include "forward/forward.h"
-#include "net/net.h"
+#include "httpd/httpd.h"
 #include "proflet_version.h"
 #include "scrape/scrape.h"
 
@@ -154,7 +154,7 @@ static void targets_free(void *state)
     free(pg);
 }
 
-static void targets_page(struct agent *a, struct net_http_response *resp)
+static void targets_page(struct agent *a, struct httpd_response *resp)
 {
     struct targets_page *pg = calloc(1, sizeof(*pg));
 
@@ -278,7 +278,7 @@ static void sd_free(void *state)
     free(pg);
 }
 
-static void sd_page(struct agent *a, struct net_http_response *resp)
+static void sd_page(struct agent *a, struct httpd_response *resp)
 {
     struct sd_page *pg = calloc(1, sizeof(*pg));
 
@@ -326,7 +326,7 @@ static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
     buf_puts(b, "</td></tr>");
 }
 
-static void forwarding_page(struct agent *a, struct net_http_response *resp)
+static void forwarding_page(struct agent *a, struct httpd_response *resp)
 {
     struct buf *b = &resp->body;
 
@@ -343,7 +343,7 @@ static void forwarding_page(struct agent *a, struct net_http_response *resp)
 
 /* --------------------------------------------------------------- config */
 
-static void config_page(struct agent *a, struct net_http_response *resp)
+static void config_page(struct agent *a, struct httpd_response *resp)
 {
     struct buf *b = &resp->body;
     const char *w;
@@ -381,14 +381,14 @@ static void config_page(struct agent *a, struct net_http_response *resp)
 
 /* -------------------------------------------------------------- routing */
 
-bool agent__ui_handle(struct agent *a, const struct net_http_request *req,
-                      struct net_http_response *resp)
+bool agent__ui_handle(struct agent *a, const struct httpd_request *req,
+                      struct httpd_response *resp)
 {
     char fmt[16];
 
     if (strcmp(req->path, "/") == 0 ||
         (strcmp(req->path, "/targets") == 0 &&
-         !(net_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 && strcmp(fmt, "text") == 0))) {
+         !(httpd_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 && strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
         return true;
     }

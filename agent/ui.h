@@ -17,8 +17,8 @@
 
 struct agent;
 struct buf;
-struct net_http_request;
-struct net_http_response;
+struct httpd_request;
+struct httpd_response;
 
 /** The end of every page. */
 #define UI_PAGE_TAIL "</main></body></html>\n"
@@ -50,7 +50,7 @@ void agent__ui_ago(struct buf *b, uint64_t ns);
 /* ui_flame.c */
 /** /profile?key=K (a flame graph and the top functions, streamed) and,
  * with `download`, /profile.pb.gz?key=K (the profile as delivered). */
-void agent__ui_profile_page(struct agent *a, const struct net_http_request *req,
-                            struct net_http_response *resp, bool download);
+void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
+                            struct httpd_response *resp, bool download);
 
 #endif

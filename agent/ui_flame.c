@@ -23,7 +23,7 @@
 #include "agent/ui.h"
 #include "common/buf.h"
 #include "common/workq.h"
-#include "net/net.h"
+#include "httpd/httpd.h"
 #include "pprof/pprof.h"
 
 /* The flame graph: at most this many frames, and frames narrower than
@@ -282,7 +282,7 @@ static void flame_after(void *arg, int status)
     }
     buf_done(&fp->pre);
     fp->done = true;
-    net_server_resume(fp->a->status, fp);
+    httpd_resume(fp->a->status, fp);
     flame_page_unref(fp);
 }
 
@@ -374,7 +374,7 @@ static int flame_part(struct buf *out, size_t chunk, void *state)
         buf_reset(&fp->html);
         fp->sent = 0;
         if (!fp->done)
-            return NET_STREAM_PARKED;
+            return HTTPD_STREAM_PARKED;
         if (!fp->f)
             return 0;
         if (flame_walk(fp, out, chunk))
@@ -394,8 +394,8 @@ static void flame_page_free(void *state)
     flame_page_unref(fp);
 }
 
-void agent__ui_profile_page(struct agent *a, const struct net_http_request *req,
-                            struct net_http_response *resp, bool download)
+void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
+                            struct httpd_response *resp, bool download)
 {
     const struct agent_config *c = agent_config(a->doc);
     const struct recent_profile *p;
@@ -405,7 +405,7 @@ void agent__ui_profile_page(struct agent *a, const struct net_http_request *req,
     size_t raw;
     uint64_t key;
 
-    if (net_query_get(req->query, "key", keytxt, sizeof(keytxt)) <= 0 ||
+    if (httpd_query_get(req->query, "key", keytxt, sizeof(keytxt)) <= 0 ||
         (key = strtoull(keytxt, NULL, 16), !(p = recent_get(a->recent, key)))) {
         resp->status = 404;
         resp->content_type = "text/html; charset=utf-8";
@@ -437,7 +437,7 @@ void agent__ui_profile_page(struct agent *a, const struct net_http_request *req,
         fp->lim.max_decompressed = FLAME_MAX_RAW;
     if (pprof_job_cost(fp->data, fp->len, fp->lim.max_decompressed, true, &raw, &fp->cost) < 0)
         fp->cost = 0; /* the build refuses it, with the reason, in the job */
-    if (net_query_get(req->query, "type", fp->type, sizeof(fp->type)) <= 0)
+    if (httpd_query_get(req->query, "type", fp->type, sizeof(fp->type)) <= 0)
         fp->type[0] = '\0';
     fp->cost += FLAME_TREE_MAX;
     snprintf(fp->keytxt, sizeof(fp->keytxt), "%s", keytxt);

@@ -33,7 +33,7 @@ LAYERS = [
     ["proto"],
     ["conf"],
     ["relabel", "pprof"],
-    ["net"],
+    ["net", "httpd"],
     ["discovery", "forward"],
     ["scrape", "cluster"],
     ["agent"],

@@ -1,37 +1,39 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Request parsing for the status server, on Debian's http-parser.
+/* Request parsing for the status server, on Debian's http-parser
+ * (docs/design.md "HTTP server").
  *
  * Purpose. Turns the bytes of one connection into requests, one at a time,
- * and formats response heads. Kept apart from the socket code so that the
- * fuzz target drives exactly what the server runs.
+ * and formats response heads; looks up the query parameters handlers ask
+ * for (httpd_query_get). Kept apart from the socket code so that the fuzz
+ * targets drive exactly what the server runs.
  *
- * Limits. The request line plus headers may not pass NET__MAX_HEAD (431),
- * the body NET__MAX_BODY (413, refused at the headers when Content-Length
+ * Limits. The request line plus headers may not pass HTTPD__MAX_HEAD (431),
+ * the body HTTPD__MAX_BODY (413, refused at the headers when Content-Length
  * says so, else while streaming chunks). Nothing here grows past those caps.
  *
  * Pipelining. The parser pauses after each complete message, so a buffer
  * holding several requests is consumed one request at a time and the caller
  * can answer (and apply back-pressure) in between.
  *
- * Threading and ownership. Pure code, no loop; a struct net__req belongs to
- * whoever embeds it (one per connection). */
+ * Threading and ownership. Pure code, no loop; a struct httpd__req belongs
+ * to whoever embeds it (one per connection). */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
 
-#include "net/internal.h"
+#include "httpd/internal.h"
 
 #define SHORT_FIELD 64
 #define SHORT_VALUE 1024
 
-static struct net__req *REQ(http_parser *p)
+static struct httpd__req *REQ(http_parser *p)
 {
     return p->data;
 }
 
-static int fail(struct net__req *q, int status)
+static int fail(struct httpd__req *q, int status)
 {
     if (!q->error)
         q->error = status;
@@ -39,16 +41,16 @@ static int fail(struct net__req *q, int status)
     return -1;
 }
 
-static int count_head(struct net__req *q, size_t n)
+static int count_head(struct httpd__req *q, size_t n)
 {
     q->head_bytes += n;
-    if (q->head_bytes > NET__MAX_HEAD)
+    if (q->head_bytes > HTTPD__MAX_HEAD)
         return fail(q, 431);
     return 0;
 }
 
 /* Keeps a header value in `dst` (cut at `n`); true if it did not fit. */
-static bool keep_value(char *dst, size_t n, const struct net__req *q)
+static bool keep_value(char *dst, size_t n, const struct httpd__req *q)
 {
     const char *v = q->hvalue.data ? q->hvalue.data : "";
     size_t len = q->hvalue.len;
@@ -69,7 +71,7 @@ static bool keep_value(char *dst, size_t n, const struct net__req *q)
  * Sec-Fetch-Site for the cross-origin check and Authorization for basic
  * auth; keep-alive and framing are http-parser's. A name too long to keep
  * is none of these. */
-static void finish_header(struct net__req *q)
+static void finish_header(struct httpd__req *q)
 {
     const char *f = q->hfield.data;
 
@@ -96,7 +98,7 @@ static void finish_header(struct net__req *q)
 
 static int on_url(http_parser *p, const char *at, size_t n)
 {
-    struct net__req *q = REQ(p);
+    struct httpd__req *q = REQ(p);
 
     if (count_head(q, n) < 0)
         return -1;
@@ -107,7 +109,7 @@ static int on_url(http_parser *p, const char *at, size_t n)
 
 static int on_header_field(http_parser *p, const char *at, size_t n)
 {
-    struct net__req *q = REQ(p);
+    struct httpd__req *q = REQ(p);
 
     if (q->last_was_value || !q->in_header) {
         finish_header(q);
@@ -128,7 +130,7 @@ static int on_header_field(http_parser *p, const char *at, size_t n)
 
 static int on_header_value(http_parser *p, const char *at, size_t n)
 {
-    struct net__req *q = REQ(p);
+    struct httpd__req *q = REQ(p);
 
     q->last_was_value = true;
     if (count_head(q, n) < 0)
@@ -140,19 +142,19 @@ static int on_header_value(http_parser *p, const char *at, size_t n)
 
 static int on_headers_complete(http_parser *p)
 {
-    struct net__req *q = REQ(p);
+    struct httpd__req *q = REQ(p);
 
     finish_header(q);
     q->headers_done = true;
     if (!(p->flags & F_CHUNKED) && p->content_length != ULLONG_MAX &&
-        p->content_length > NET__MAX_BODY)
+        p->content_length > HTTPD__MAX_BODY)
         return fail(q, 413);
     return 0;
 }
 
 static int on_body(http_parser *p, const char *at, size_t n)
 {
-    struct net__req *q = REQ(p);
+    struct httpd__req *q = REQ(p);
 
     if (buf_append(&q->body, at, n) < 0)
         return fail(q, 413);
@@ -161,7 +163,7 @@ static int on_body(http_parser *p, const char *at, size_t n)
 
 static int on_message_complete(http_parser *p)
 {
-    struct net__req *q = REQ(p);
+    struct httpd__req *q = REQ(p);
 
     q->complete = true;
     /* An upgrade (or CONNECT) would switch protocols: answer and close. */
@@ -179,18 +181,18 @@ static const http_parser_settings settings = {
     .on_message_complete = on_message_complete,
 };
 
-void net__req_init(struct net__req *q)
+void httpd__req_init(struct httpd__req *q)
 {
     memset(q, 0, sizeof(*q));
     http_parser_init(&q->parser, HTTP_REQUEST);
     q->parser.data = q;
-    buf_init(&q->url, NET__MAX_HEAD);
-    buf_init(&q->body, NET__MAX_BODY);
+    buf_init(&q->url, HTTPD__MAX_HEAD);
+    buf_init(&q->body, HTTPD__MAX_BODY);
     buf_init(&q->hfield, SHORT_FIELD);
     buf_init(&q->hvalue, SHORT_VALUE);
 }
 
-void net__req_done(struct net__req *q)
+void httpd__req_done(struct httpd__req *q)
 {
     if (!q)
         return;
@@ -200,7 +202,7 @@ void net__req_done(struct net__req *q)
     buf_done(&q->hvalue);
 }
 
-size_t net__req_feed(struct net__req *q, const char *p, size_t n)
+size_t httpd__req_feed(struct httpd__req *q, const char *p, size_t n)
 {
     enum http_errno e;
     size_t used;
@@ -231,7 +233,7 @@ static int hexval(char ch)
     return -1;
 }
 
-int net__pct_decode(const char *s, size_t n, char *out, bool plus_is_space)
+int httpd__pct_decode(const char *s, size_t n, char *out, bool plus_is_space)
 {
     size_t o = 0;
 
@@ -270,7 +272,7 @@ static int decode_path(const char *s, size_t n, struct buf *out)
         return -E2BIG;
     if (buf_reserve(out, n) < 0)
         return -E2BIG;
-    len = net__pct_decode(s, n, out->data + out->len, false);
+    len = httpd__pct_decode(s, n, out->data + out->len, false);
     if (len < 0)
         return len;
     out->len += (size_t)len;
@@ -278,7 +280,7 @@ static int decode_path(const char *s, size_t n, struct buf *out)
     return 0;
 }
 
-int net__req_get(struct net__req *q, struct net_http_request *out, struct buf *path)
+int httpd__req_get(struct httpd__req *q, struct httpd_request *out, struct buf *path)
 {
     struct http_parser_url u;
     char *url = q->url.data;
@@ -310,7 +312,36 @@ int net__req_get(struct net__req *q, struct net_http_request *out, struct buf *p
     return 0;
 }
 
-void net__req_next(struct net__req *q)
+int httpd_query_get(const char *q, const char *key, char *val, size_t vlen)
+{
+    size_t kl = strlen(key);
+    char name[HTTPD_QUERY_MAX_KEY];
+
+    if (kl >= sizeof(name))
+        return 0;
+    for (const char *pair = q, *amp; pair && *pair; pair = amp ? amp + 1 : NULL) {
+        size_t n = (amp = strchr(pair, '&')) ? (size_t)(amp - pair) : strlen(pair);
+        const char *eq = memchr(pair, '=', n), *raw = eq ? eq + 1 : "";
+        size_t nl = eq ? (size_t)(eq - pair) : n, vl = eq ? n - nl - 1 : 0;
+        int len;
+
+        /* As Go's url.ParseQuery: names and values are decoded, and a pair
+         * with a bad escape is skipped. */
+        if (n > INT_MAX || httpd__pct_decode(pair, nl, NULL, true) != (int)kl)
+            continue;
+        httpd__pct_decode(pair, nl, name, true);
+        if (memcmp(name, key, kl) != 0 || (len = httpd__pct_decode(raw, vl, NULL, true)) < 0)
+            continue;
+        if ((size_t)len >= vlen)
+            return -E2BIG;
+        httpd__pct_decode(raw, vl, val, true);
+        val[len] = '\0';
+        return 1;
+    }
+    return 0;
+}
+
+void httpd__req_next(struct httpd__req *q)
 {
     buf_reset(&q->url);
     buf_reset(&q->body);
@@ -328,12 +359,12 @@ void net__req_next(struct net__req *q)
     http_parser_pause(&q->parser, 0);
 }
 
-bool net__req_is_head(const struct net__req *q)
+bool httpd__req_is_head(const struct httpd__req *q)
 {
     return q->parser.method == HTTP_HEAD;
 }
 
-bool net__req_cross_origin(const struct net__req *q)
+bool httpd__req_cross_origin(const struct httpd__req *q)
 {
     const char *m = http_method_str(q->parser.method);
     const char *auth;
@@ -357,7 +388,7 @@ bool net__req_cross_origin(const struct net__req *q)
     return strcasecmp(auth, q->host) != 0;
 }
 
-const char *net__reason(int status)
+const char *httpd__reason(int status)
 {
     switch (status) {
     case 100: return "Continue";
@@ -388,21 +419,21 @@ const char *net__reason(int status)
     }
 }
 
-int net__resp_head(struct buf *out, int status, const char *content_type, size_t content_length,
-                   bool close, bool keep_alive_10)
+int httpd__resp_head(struct buf *out, int status, const char *content_type,
+                     size_t content_length, bool close, bool keep_alive_10)
 {
     int rc;
 
-    rc = buf_printf(out, "HTTP/1.1 %d %s\r\n", status, net__reason(status));
+    rc = buf_printf(out, "HTTP/1.1 %d %s\r\n", status, httpd__reason(status));
     /* nosniff: a browser takes the type as given, so a text answer that
      * quotes a target's words (an error body) is never read as HTML. */
     if (rc == 0 && status != 204 && status != 304)
         rc = buf_printf(out, "Content-Type: %s\r\nX-Content-Type-Options: nosniff\r\n",
                         content_type ? content_type : "text/plain; charset=utf-8");
     if (rc == 0 && status != 204 && status != 304) {
-        if (content_length == NET__LEN_CHUNKED)
+        if (content_length == HTTPD__LEN_CHUNKED)
             rc = buf_puts(out, "Transfer-Encoding: chunked\r\n");
-        else if (content_length != NET__LEN_UNTIL_CLOSE)
+        else if (content_length != HTTPD__LEN_UNTIL_CLOSE)
             rc = buf_printf(out, "Content-Length: %zu\r\n", content_length);
     }
     if (rc == 0 && status == 401)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Tests of the status server (net/server.c) with real sockets on loopback.
+/* Tests of the status server (httpd/) with real sockets on loopback.
  * The server runs on the test's loop in the main thread; a client thread
  * speaks raw HTTP over blocking sockets (5 s timeouts), records what it
  * saw, and wakes the loop with uv_async_send when done. Assertions run on
@@ -16,8 +16,9 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include "httpd/httpd.h"
+#include "httpd/internal.h"
 #include "net/net.h"
-#include "net/internal.h"
 #include "net_test.h"
 #include "test.h"
 
@@ -29,7 +30,7 @@ struct hstate {
     char path[512];
     char query[512];
     size_t body_len;
-    struct net_server *s;
+    struct httpd *s;
     int closed;
     int parts;         /* stream parts produced */
     int streams_freed; /* stream states freed */
@@ -87,7 +88,7 @@ static void park_timer_cb(uv_timer_t *t)
     /* The state may be gone (the connection closed): resume only compares. */
     if (h->parked && !h->streams_freed)
         ((struct pstate *)h->parked)->ready = true;
-    net_server_resume(h->s, h->parked);
+    httpd_resume(h->s, h->parked);
 }
 
 static int parked_part(struct buf *out, size_t chunk, void *state)
@@ -99,13 +100,13 @@ static int parked_part(struct buf *out, size_t chunk, void *state)
     if (!st->ready) {
         if (st->h->park_ms)
             uv_timer_start(&st->h->park_timer, park_timer_cb, (uint64_t)st->h->park_ms, 0);
-        return NET_STREAM_PARKED;
+        return HTTPD_STREAM_PARKED;
     }
     buf_puts(out, "ready");
     return 0;
 }
 
-static void handler(const struct net_http_request *req, struct net_http_response *resp, void *ud)
+static void handler(const struct httpd_request *req, struct httpd_response *resp, void *ud)
 {
     struct hstate *h = ud;
 
@@ -125,7 +126,7 @@ static void handler(const struct net_http_request *req, struct net_http_response
                                   "0123456789abcdef0123456789abcde\n");
         resp->content_type = "application/octet-stream";
     } else if (strcmp(req->path, "/quit") == 0) {
-        net_server_close(h->s, NULL, NULL);
+        httpd_close(h->s, NULL, NULL);
         buf_puts(&resp->body, "bye\n");
     } else if (strcmp(req->path, "/stream") == 0) {
         struct sstate *st = calloc(1, sizeof(*st));
@@ -161,24 +162,36 @@ static void closed_cb(void *ud)
     ((struct hstate *)ud)->closed++;
 }
 
-static int server_up(uv_loop_t *loop, struct hstate *h, const char *addr)
+/* A server on a fresh loop with the test's handler; `o` gives the other
+ * options (NULL: the defaults). Returns its port. */
+static int server_up_opts(uv_loop_t *loop, struct hstate *h, const char *addr,
+                          const struct httpd_opts *o)
 {
+    struct httpd_opts so = o ? *o : (struct httpd_opts){ 0 };
     char err[256];
     int rc;
 
     memset(h, 0, sizeof(*h));
     ASSERT_EQ(uv_loop_init(loop), 0);
-    rc = net_server_start(loop, addr, handler, h, &h->s, err, sizeof(err));
+    so.addr = addr;
+    so.handler = handler;
+    so.ud = h;
+    rc = httpd_new(loop, &so, &h->s, err, sizeof(err));
     if (rc < 0)
-        fprintf(stderr, "net_server_start: %s\n", err);
+        fprintf(stderr, "httpd_new: %s\n", err);
     ASSERT_EQ(rc, 0);
-    ASSERT_GT(net_server_port(h->s), 0);
-    return net_server_port(h->s);
+    ASSERT_GT(httpd_port(h->s), 0);
+    return httpd_port(h->s);
+}
+
+static int server_up(uv_loop_t *loop, struct hstate *h, const char *addr)
+{
+    return server_up_opts(loop, h, addr, NULL);
 }
 
 static void server_down(uv_loop_t *loop, struct hstate *h)
 {
-    net_server_close(h->s, closed_cb, h);
+    httpd_close(h->s, closed_cb, h);
     ASSERT(run_until(loop, &h->closed, 1, 5000));
     ASSERT_EQ(finish_loop(loop, 5000), 0);
 }
@@ -571,14 +584,14 @@ static void job_body_at_cap(struct job *j)
 {
     struct rec *x = j->arg;
     struct conn *c = c_open(j->port);
-    char *body = malloc(NET__MAX_BODY);
+    char *body = malloc(HTTPD__MAX_BODY);
     char head[128];
 
-    memset(body, 'b', NET__MAX_BODY);
+    memset(body, 'b', HTTPD__MAX_BODY);
     snprintf(head, sizeof(head), "POST /echo HTTP/1.1\r\nHost: t\r\nContent-Length: %d\r\n\r\n",
-             NET__MAX_BODY);
+             HTTPD__MAX_BODY);
     c_sends(c, head);
-    c_send(c, body, NET__MAX_BODY);
+    c_send(c, body, HTTPD__MAX_BODY);
     rec_response(x, c, false);
     free(body);
     c_close(c);
@@ -594,9 +607,9 @@ TEST(body_at_the_cap_is_accepted)
     run_job(&loop, port, job_body_at_cap, &x);
     ASSERT_EQ(x.errors, 0);
     ASSERT_EQ(x.r[0].status, 200);
-    ASSERT_EQ(h.body_len, NET__MAX_BODY);
-    ASSERT_EQ(x.r[0].body_len, NET__MAX_BODY);
-    ASSERT_EQ(x.r[0].body[NET__MAX_BODY - 1], 'b');
+    ASSERT_EQ(h.body_len, HTTPD__MAX_BODY);
+    ASSERT_EQ(x.r[0].body_len, HTTPD__MAX_BODY);
+    ASSERT_EQ(x.r[0].body[HTTPD__MAX_BODY - 1], 'b');
     rec_free(&x);
     server_down(&loop, &h);
 }
@@ -718,12 +731,12 @@ TEST(many_concurrent_connections)
 static void job_conn_cap(struct job *j)
 {
     struct rec *x = j->arg;
-    struct conn **c = calloc(NET__MAX_CONNS + 1, sizeof(*c));
+    struct conn **c = calloc(HTTPD__MAX_CONNS + 1, sizeof(*c));
     struct conn *extra;
     int served = 0;
 
     /* Fill every slot, each proven accepted by an answer. */
-    for (int i = 0; i < NET__MAX_CONNS; i++) {
+    for (int i = 0; i < HTTPD__MAX_CONNS; i++) {
         struct resp r;
 
         c[i] = c_open(j->port);
@@ -745,7 +758,7 @@ static void job_conn_cap(struct job *j)
     }
     x->eof = c_eof(c[0]);
     c_close(extra);
-    for (int i = 0; i < NET__MAX_CONNS; i++)
+    for (int i = 0; i < HTTPD__MAX_CONNS; i++)
         c_close(c[i]);
     free(c);
 }
@@ -758,7 +771,7 @@ TEST(connection_cap)
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_conn_cap, &x);
-    ASSERT_EQ(x.n, NET__MAX_CONNS + 1);
+    ASSERT_EQ(x.n, HTTPD__MAX_CONNS + 1);
     ASSERT(x.eof); /* the oldest idle one was closed */
     server_down(&loop, &h);
 }
@@ -780,9 +793,9 @@ TEST(header_timeout_closes_slow_heads)
     uv_loop_t loop;
     struct hstate h;
     struct rec x = {0};
-    int port = server_up(&loop, &h, "127.0.0.1:0");
+    int port = server_up_opts(&loop, &h, "127.0.0.1:0",
+                              &(struct httpd_opts){ .header_timeout_ms = 300 });
 
-    net_server_set_header_timeout(h.s, 300);
     run_job(&loop, port, job_idle, &x);
     ASSERT(x.eof);
     ASSERT_GE(x.ms, 250);
@@ -913,7 +926,7 @@ static void count_cb(void *ud)
     (*(int *)ud)++;
 }
 
-TEST(net_client_against_net_server)
+TEST(net_client_against_httpd)
 {
     uv_loop_t loop;
     struct hstate h;
@@ -942,7 +955,7 @@ TEST(listen_addresses)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct net_server *s2;
+    struct httpd *s2;
     char err[256];
     int port;
 
@@ -958,20 +971,34 @@ TEST(listen_addresses)
         char addr[64];
 
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-        ASSERT_EQ(net_server_start(&loop, addr, handler, &h, &s2, err, sizeof(err)),
+        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = addr, .handler = handler },
+                            &s2, err, sizeof(err)),
                   UV_EADDRINUSE);
+        ASSERT_NULL(s2);
         ASSERT_NOT_NULL(strstr(err, "address already in use"));
+        ASSERT_NOT_NULL(strstr(err, addr)); /* the message names the address */
     }
     server_down(&loop, &h);
     /* Refused before anything is created. */
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    ASSERT_EQ(net_server_start(&loop, "nocolon", handler, NULL, &s2, err, sizeof(err)), -EINVAL);
-    ASSERT_EQ(net_server_start(&loop, "1.2.3.4:70000", handler, NULL, &s2, err, sizeof(err)),
+    for (size_t i = 0; i < 4; i++) {
+        static const char *const bad[] = { "nocolon", "1.2.3.4:70000", "example.com:80",
+                                           "::1:80" };
+
+        err[0] = '\0';
+        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = bad[i], .handler = handler },
+                            &s2, err, sizeof(err)),
+                  -EINVAL);
+        ASSERT_NULL(s2);
+        ASSERT_NOT_NULL(strstr(err, bad[i]));
+    }
+    /* Every refusal says why. */
+    ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = "127.0.0.1:0" }, &s2, err,
+                        sizeof(err)),
               -EINVAL);
-    ASSERT_EQ(net_server_start(&loop, "example.com:80", handler, NULL, &s2, err, sizeof(err)),
-              -EINVAL);
-    ASSERT_EQ(net_server_start(&loop, "::1:80", handler, NULL, &s2, err, sizeof(err)), -EINVAL);
-    ASSERT_NOT_NULL(strstr(err, "::1:80"));
+    ASSERT_NOT_NULL(strstr(err, "handler"));
+    ASSERT_EQ(httpd_new(&loop, NULL, &s2, err, sizeof(err)), -EINVAL);
+    ASSERT_NOT_NULL(strstr(err, "options"));
     ASSERT_EQ(finish_loop(&loop, 1000), 0);
 }
 
@@ -980,35 +1007,35 @@ TEST(parser_byte_at_a_time)
 {
     static const char in[] = "POST /x%2Fy?k=v#frag HTTP/1.1\r\nHost: t\r\nContent-Length: 3\r\n"
                              "\r\nabcGET /next HTTP/1.1\r\n\r\n";
-    struct net__req q;
-    struct net_http_request hr;
+    struct httpd__req q;
+    struct httpd_request hr;
     struct buf path;
     size_t off = 0;
 
-    net__req_init(&q);
+    httpd__req_init(&q);
     buf_init(&path, 1024);
     while (!q.complete && off < sizeof(in) - 1)
-        off += net__req_feed(&q, in + off, 1);
+        off += httpd__req_feed(&q, in + off, 1);
     ASSERT(q.complete);
     ASSERT_EQ(q.error, 0);
     ASSERT(q.keep_alive);
-    ASSERT_EQ(net__req_get(&q, &hr, &path), 0);
+    ASSERT_EQ(httpd__req_get(&q, &hr, &path), 0);
     ASSERT_STR_EQ(hr.method, "POST");
     ASSERT_STR_EQ(hr.path, "/x/y");
     ASSERT_STR_EQ(hr.query, "k=v");
     ASSERT_EQ(hr.body_len, 3);
     ASSERT_EQ(memcmp(hr.body, "abc", 3), 0);
     /* Paused: nothing more is consumed until next. */
-    ASSERT_EQ(net__req_feed(&q, in + off, sizeof(in) - 1 - off), 0);
-    net__req_next(&q);
-    off += net__req_feed(&q, in + off, sizeof(in) - 1 - off);
+    ASSERT_EQ(httpd__req_feed(&q, in + off, sizeof(in) - 1 - off), 0);
+    httpd__req_next(&q);
+    off += httpd__req_feed(&q, in + off, sizeof(in) - 1 - off);
     ASSERT(q.complete);
     ASSERT_EQ(off, sizeof(in) - 1);
-    ASSERT_EQ(net__req_get(&q, &hr, &path), 0);
+    ASSERT_EQ(httpd__req_get(&q, &hr, &path), 0);
     ASSERT_STR_EQ(hr.path, "/next");
     ASSERT_STR_EQ(hr.query, "");
     buf_done(&path);
-    net__req_done(&q);
+    httpd__req_done(&q);
 }
 
 /* Reads a chunked body into r->body; 0 or -1. */
@@ -1161,17 +1188,17 @@ TEST(parked_stream_ends_at_the_idle_timeout)
     uv_loop_t loop;
     struct hstate h;
     struct rec x = {0};
-    int port = server_up(&loop, &h, "127.0.0.1:0");
+    int port = server_up_opts(&loop, &h, "127.0.0.1:0",
+                              &(struct httpd_opts){ .idle_timeout_ms = 300 });
 
     uv_timer_init(&loop, &h.park_timer);
     h.park_timer.data = &h;
-    net_server_set_idle_timeout(h.s, 300);
     run_job(&loop, port, job_parked_forever, &x);
     ASSERT_EQ(x.errors, 0);
     ASSERT(x.eof);
     ASSERT_EQ(h.parked_calls, 1);
     ASSERT_EQ(h.streams_freed, 1);
-    net_server_resume(h.s, h.parked); /* gone: nothing happens */
+    httpd_resume(h.s, h.parked); /* gone: nothing happens */
     ASSERT_EQ(h.parked_calls, 1);
     uv_close((uv_handle_t *)&h.park_timer, NULL);
     server_down(&loop, &h);
@@ -1266,15 +1293,15 @@ TEST(cross_origin_state_changes_are_403)
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct net__req q;
+        struct httpd__req q;
 
-        net__req_init(&q);
-        net__req_feed(&q, cases[i].req, strlen(cases[i].req));
+        httpd__req_init(&q);
+        httpd__req_feed(&q, cases[i].req, strlen(cases[i].req));
         ASSERT(q.complete);
-        if (net__req_cross_origin(&q) != cases[i].cross)
+        if (httpd__req_cross_origin(&q) != cases[i].cross)
             fprintf(stderr, "case %zu: %s", i, cases[i].req);
-        ASSERT_EQ(net__req_cross_origin(&q), cases[i].cross);
-        net__req_done(&q);
+        ASSERT_EQ(httpd__req_cross_origin(&q), cases[i].cross);
+        httpd__req_done(&q);
     }
 }
 
@@ -1316,18 +1343,17 @@ TEST(close_does_not_wait_for_a_password_check)
     uv_loop_t loop;
     struct hstate h;
     struct rec x = {0};
-    struct net_web *w;
+    struct httpd_web *w;
     char err[256];
     uint64_t t0, check_ns, close_ns;
     int port, before;
 
-    ASSERT_EQ(net__web_load_string(yaml, sizeof(yaml) - 1, "web", &w, err, sizeof(err)), 0);
+    ASSERT_EQ(httpd__web_load_string(yaml, sizeof(yaml) - 1, "web", &w, err, sizeof(err)), 0);
     t0 = uv_hrtime();
-    ASSERT(!net__web_verify("wrong", ALICE_12));
+    ASSERT(!httpd__auth_verify("wrong", ALICE_12));
     check_ns = uv_hrtime() - t0;
-    port = server_up(&loop, &h, "127.0.0.1:0");
-    net_server_set_web(h.s, w);
-    net_web_unref(w);
+    port = server_up_opts(&loop, &h, "127.0.0.1:0", &(struct httpd_opts){ .web = w });
+    httpd_web_unref(w); /* the server holds its own reference */
     before = thread_count();
     run_job(&loop, port, job_wrong_password, &x);
     /* The check's thread appears once the request is parsed. */
@@ -1378,17 +1404,17 @@ TEST(web_config_costs_and_tls_names)
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        struct net_web *w = NULL;
+        struct httpd_web *w = NULL;
         char err[512] = "";
-        int rc = net__web_load_string(cases[i].yaml, strlen(cases[i].yaml), "web", &w, err,
-                                      sizeof(err));
+        int rc = httpd__web_load_string(cases[i].yaml, strlen(cases[i].yaml), "web", &w, err,
+                                        sizeof(err));
 
         if ((rc == 0) != cases[i].ok || (cases[i].msg && !strstr(err, cases[i].msg)))
             fprintf(stderr, "case %zu: rc %d: %s\n", i, rc, err);
         ASSERT_EQ(rc == 0, cases[i].ok);
         if (cases[i].msg)
             ASSERT_NOT_NULL(strstr(err, cases[i].msg));
-        net_web_unref(w);
+        httpd_web_unref(w);
     }
 }
 

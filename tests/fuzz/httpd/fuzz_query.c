@@ -1,16 +1,16 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: a request target (path?query#fragment) through the
- * status server's split and path decoding (net__req_get, fed a request
- * line as server.c feeds it) and its query lookup (net_query_get, which
+ * status server's split and path decoding (httpd__req_get, fed a request
+ * line as server.c feeds it) and its query lookup (httpd_query_get, which
  * the handlers use for ?job=, ?format=, ?key=, ?type=).
  *
  * Input: byte 0 picks the value buffer's size; then an optional key to
  * look up ending at the first '\n'; the rest is the request target.
  *
- * Invariants (net.h, internal.h): the decoded path has no NUL and is never
+ * Invariants (httpd.h, internal.h): the decoded path has no NUL and is never
  * longer than the raw target; for an origin-form target it is the
  * percent-decoding of the part before '?' or '#', and the query is the raw
- * part between '?' and '#'. net_query_get returns the percent-decoded
+ * part between '?' and '#'. httpd_query_get returns the percent-decoded
  * value ('+' a space) of the first well-formed parameter whose decoded
  * name is `key` ("" for a bare key), terminated, or -E2BIG when it does
  * not fit (never a cut value); it writes nothing past its buffer (nothing
@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "../fuzz_invariants.h"
-#include "net/internal.h"
+#include "httpd/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -39,7 +39,7 @@ static int hexv(char c)
     return -1;
 }
 
-/* Reference decoder, written apart from net/: '+' is a space, %XY a
+/* Reference decoder, written apart from httpd/: '+' is a space, %XY a
  * byte; NULL for a bad escape or %00 (the pair is then skipped). */
 static char *ref_decode(const char *s, size_t n)
 {
@@ -89,7 +89,7 @@ static char *ref_get(const char *q, const char *key)
     return NULL;
 }
 
-/* net_query_get into a buffer of vlen bytes with a guard after it. Returns
+/* httpd_query_get into a buffer of vlen bytes with a guard after it. Returns
  * its result; *val gets the value (malloc'd) when it is 1. */
 static int lookup(const char *q, const char *key, size_t vlen, char **val)
 {
@@ -97,7 +97,7 @@ static int lookup(const char *q, const char *key, size_t vlen, char **val)
     int r;
 
     memset(b, 0x5a, vlen + GUARD);
-    r = net_query_get(q, key, b, vlen);
+    r = httpd_query_get(q, key, b, vlen);
     FUZZ_ASSERT(r == 0 || r == 1 || r == -E2BIG);
     for (size_t i = vlen; i < vlen + GUARD; i++)
         FUZZ_ASSERT(b[i] == 0x5a); /* nothing past the buffer */
@@ -190,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     const char *nl, *t;
     char *key = NULL, *line, *target;
     size_t tl, vlen, ll;
-    struct net__req q;
+    struct httpd__req q;
     struct buf path;
 
     if (size < 1 || size > 8192)
@@ -207,7 +207,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     tl = size - (size_t)(t - (const char *)data);
     /* A key the handlers could use: non-empty, no '=' or '&' or NUL. */
-    if (key && (!*key || strpbrk(key, "=&") || strlen(key) >= NET_QUERY_MAX_KEY ||
+    if (key && (!*key || strpbrk(key, "=&") || strlen(key) >= HTTPD_QUERY_MAX_KEY ||
                 strlen(key) != (size_t)(nl - (const char *)data))) {
         free(key);
         key = NULL;
@@ -219,13 +219,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(line, "GET ", 4);
     memcpy(line + 4, t, tl);
     memcpy(line + 4 + tl, " HTTP/1.1\r\nHost: x\r\n\r\n", 23);
-    net__req_init(&q);
-    buf_init(&path, NET__MAX_HEAD);
+    httpd__req_init(&q);
+    buf_init(&path, HTTPD__MAX_HEAD);
     target = strndup(t, tl); /* as a C string: up to a NUL */
-    (void)net__req_feed(&q, line, 4 + tl + 23);
+    (void)httpd__req_feed(&q, line, 4 + tl + 23);
     if (q.complete) {
-        struct net_http_request hr;
-        /* The target as the parser kept it (net__req_get ends the query
+        struct httpd_request hr;
+        /* The target as the parser kept it (httpd__req_get ends the query
          * in place). */
         size_t ul = q.url.len;
         char *url = ul ? malloc(ul) : NULL;
@@ -233,7 +233,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FUZZ_ASSERT(ul <= tl);
         if (ul)
             memcpy(url, q.url.data, ul);
-        if (net__req_get(&q, &hr, &path) == 0) {
+        if (httpd__req_get(&q, &hr, &path) == 0) {
             FUZZ_ASSERT(hr.path && hr.query && hr.path == path.data);
             FUZZ_ASSERT(strlen(hr.path) == path.len); /* no NUL inside */
             FUZZ_ASSERT(path.len <= tl || (path.len == 1 && hr.path[0] == '/'));
@@ -258,6 +258,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     free(key);
     free(line);
     buf_done(&path);
-    net__req_done(&q);
+    httpd__req_done(&q);
     return 0;
 }

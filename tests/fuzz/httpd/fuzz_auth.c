@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* libFuzzer target: an Authorization header's value through the status
- * server's Basic-auth parser (net__auth_parse, which server.c runs on the
- * header it kept, at most 511 bytes).
+ * server's Basic-auth parser (httpd__basic_parse, which the server runs on
+ * the header it kept, at most 511 bytes).
  *
  * Invariants: the parser agrees with an independent RFC 7617 / RFC 4648
  * decoder (scheme "Basic" in any case, then spaces, then padded base64 of
@@ -17,7 +17,7 @@
 #include <strings.h>
 
 #include "../fuzz_invariants.h"
-#include "net/internal.h"
+#include "httpd/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -136,7 +136,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     /* A header value is a C string: up to the first NUL, in a buffer of
      * exactly its size. */
     h = strndup((const char *)data, size);
-    rc = net__auth_parse(h, &user, &pass);
+    rc = httpd__basic_parse(h, &user, &pass);
     ref = ref_parse(h, &ruser, &rpass);
     FUZZ_ASSERT(rc == 0 || rc == -1);
     FUZZ_ASSERT(rc == 0 ? (user && pass) : (!user && !pass));

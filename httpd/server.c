@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The status HTTP/1.1 server: sockets, connections and responses.
+/* The status HTTP/1.1 server: sockets, connections and responses
+ * (docs/design.md "HTTP server").
  *
  * Purpose. Serves /metrics and friends on the loop. Parsing is in
- * server_parse.c (http-parser); this file accepts connections, parses their
- * input one request at a time, calls the handler and writes the answer
- * (head and body as separate buffers, the body not copied), or streams it
- * part by part from a producer (chunked transfer encoding).
+ * parse.c (http-parser); this file listens, accepts connections, parses
+ * their input one request at a time, calls the handler and writes the
+ * answer (head and body as separate buffers, the body not copied), or
+ * streams it part by part from a producer (chunked transfer encoding), and
+ * counts every connection.
  *
  * Turns. Nothing is served from a read callback: a read marks its
  * connection runnable and stops reading it; an idle handle then serves the
@@ -22,7 +24,7 @@
  * bytes of answers wait to be written a connection is neither read nor
  * served: a client that never reads holds at most OUT_HIGH plus one answer
  * (or one stream part) plus one read buffer. Every connection is counted
- * when it closes, by why (net_server_get_stats): a client that vanishes
+ * when it closes, by why (httpd_get_stats): a client that vanishes
  * must cost its connection only, and be seen to.
  *
  * Errors. A request the parser rejects gets 400/413/431 with "Connection:
@@ -31,33 +33,21 @@
  *
  * Threading and ownership. Loop thread only. The server owns its
  * connections; a connection is freed when both its handles have closed, and
- * the server when its listener, its idle handle and every connection are
- * gone. A stream's state is freed when the stream ends or its connection
- * starts closing. A stream whose producer has no part yet (its work runs
- * on the pool) is parked: neither read nor served until the producer calls
- * net_server_resume(); the idle timeout still closes it. The handler may
- * call net_server_close(); each step re-checks for that.
+ * the server when its listener, its idle handle, auth.c's handle (if it
+ * made one) and every connection are gone. A stream's state is freed when
+ * the stream ends or its connection starts closing. A stream whose
+ * producer has no part yet (its work runs on the pool) is parked: neither
+ * read nor served until the producer calls httpd_resume(); the idle
+ * timeout still closes it. The handler may call httpd_close(); each step
+ * re-checks for that.
  *
- * Basic auth. A request whose credentials are in the cache of verified
- * ones is answered at once; any other costs a bcrypt check, which runs on
- * a detached thread of its own (at most AUTH_RUNNING at once) so that
- * neither the loop nor the shared work queue waits for it, and shutdown
- * does not either: a check still running when the server closes finishes
- * on its own and its result is dropped. Checks wait per client address
- * (IPv6: per /64), at most AUTH_PEER_QUEUE each (more get 429 on a
- * connection that stays open: reconnecting would cost a TLS handshake);
- * one check per address runs at a time, and the next goes to the address
- * served least recently, those without a recent wrong password first, so
- * a flood from some addresses delays a login from another by at most the
- * checks already running. An unknown user is
- * checked against a dummy hash of the configured cost, so its answer takes
- * as long as a known user's. The thread owns its job (password, hash);
- * the job's link to its connection is cut on the loop when the
- * connection closes. */
+ * TLS and basic auth. A connection accepted under a web config with TLS
+ * speaks it through tls.c (memory BIOs: this file still does every read
+ * and write); one with basic-auth users has each request's credentials
+ * checked by auth.c, whose verdict comes back through auth_done(). While
+ * a check runs off the loop the connection is neither read nor served. */
 #include <arpa/inet.h>
 #include <errno.h>
-#include <limits.h>
-#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,16 +55,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <openssl/bio.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/sha.h>
-#include <openssl/ssl.h>
-
 #include "common/clock.h"
 #include "common/macros.h"
-#include "net/internal.h"
-#include "net/net.h"
+#include "httpd/internal.h"
+#include "httpd/httpd.h"
 
 #define READ_BUF (16 * 1024)
 #define OUT_HIGH (64 * 1024)
@@ -84,11 +68,6 @@
 #define TURN_NS (2 * 1000 * 1000)
 #define LINGER_MS 2000
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
-#define AUTH_CACHE 32
-#define AUTH_RUNNING 1     /* password checks running at once: one core at most */
-#define AUTH_PEER_QUEUE 4  /* checks waiting per client address */
-#define AUTH_PEERS 512     /* client addresses tracked (connections are fewer) */
-#define AUTH_FAIL_MS 30000 /* how long a wrong password puts its address last */
 
 enum conn_state {
     CONN_OPEN,        /* reading and answering */
@@ -101,11 +80,11 @@ struct conn {
     uv_tcp_t tcp;
     uv_timer_t timer; /* header, idle, then linger timeout */
     uv_shutdown_t shut;
-    struct net_server *s;
+    struct httpd *s;
     struct conn *prev, *next; /* every connection, newest first */
     struct conn *run_next;    /* the run queue */
     bool queued;
-    struct net__req req;
+    struct httpd__req req;
     struct buf path;
     char *in; /* the last read (READ_BUF), parsed in turns; NULL once used */
     size_t in_off, in_len;
@@ -113,35 +92,29 @@ struct conn {
     unsigned writes;
     size_t discarded;
     uint64_t active_ms; /* accept, last answer or write progress: eviction order */
-    enum net_close_reason why; /* counted when it closes; DONE unless set */
+    enum httpd_close_reason why; /* counted when it closes; DONE unless set */
     bool in_request;    /* part of a request has been parsed */
     struct {
-        net_stream_fn fn;
+        httpd_stream_fn fn;
         void *state;
         void (*free)(void *state);
         bool chunked;
         bool close;
-        bool parked; /* the producer has no part yet: net_server_resume() */
+        bool parked; /* the producer has no part yet: httpd_resume() */
     } stream;
     int handles; /* open uv handles */
     enum conn_state state;
     bool reading;
     bool peer_eof; /* the client shut down its side; answer what we have */
-    /* TLS through memory BIOs: ciphertext read into `tin` goes to rbio;
-     * whatever OpenSSL puts in wbio is written to the socket. */
-    SSL *ssl;
-    BIO *rbio, *wbio;
+    /* TLS (tls.c), NULL without: ciphertext read into `tin` is fed to it;
+     * what it has to send is written to the socket by tls_flush(). */
+    struct httpd__tls *tls;
     char *tin;
     bool tls_closed; /* close_notify sent */
-    /* Basic auth: a password being checked off the loop. */
-    struct net_web *web; /* the web config of its accept (a reference) */
-    bool auth_wait;      /* the parsed request waits for the check */
-    struct conn *auth_next;
-    char *auth_user, *auth_pass;
+    /* Basic auth: a password being checked off the loop (auth.c). */
+    struct httpd_web *web; /* the web config of its accept (a reference) */
+    struct httpd__auth_wait aw; /* aw.waiting: the parsed request waits for the check */
     bool auth_ok;
-    unsigned char peer[16];      /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
-    struct auth_peer *queued_at; /* the address queue it waits in, or NULL */
-    struct auth_job *job;        /* its running check, or NULL */
 };
 
 struct write_req {
@@ -156,61 +129,24 @@ struct cq {
     size_t link; /* offset of the queue's `next` member in struct conn */
 };
 
-/* A client address with checks waiting or running, or a recent failure. */
-struct auth_peer {
-    unsigned char addr[16];
-    bool used;
-    bool running;       /* one of its checks runs */
-    unsigned queued;    /* connections in q */
-    struct cq q;
-    uint64_t served;    /* serial of its last check (or arrival): round robin */
-    uint64_t failed_ms; /* loop time of its last wrong password; 0: none */
-};
-
-/* One check, owned by its thread until it is handed to the loop. */
-struct auth_job {
-    struct auth_hub *hub;
-    struct conn *c; /* loop thread only; NULL once the connection closed */
-    struct auth_peer *peer;
-    char *pass, *hash;
-    bool known; /* the user exists (else the hash is the dummy) */
-    bool ok;
-    struct auth_job *next;
-};
-
-/* Where finished checks meet the loop. Shared by the server and running
- * checks; the last to let go frees it. */
-struct auth_hub {
-    pthread_mutex_t mu;
-    uv_async_t *async; /* NULL once the server closed */
-    struct auth_job *done;
-    unsigned refs;
-};
-
-struct net_server {
+struct httpd {
     uv_loop_t *loop;
     uv_tcp_t listener;
     uv_idle_t idle; /* runs turns while the run queue is not empty */
-    net_handler handler;
+    httpd_handler handler;
     void *ud;
     struct conn *conns;
     struct cq run;  /* connections with work for a turn */
     size_t n_open;
     size_t max_conns;
     uint64_t accepted;
-    uint64_t closed[NET_CLOSE_N];
+    uint64_t closed[HTTPD_CLOSE_N];
     int port;
     uint64_t idle_ms;
     uint64_t header_ms;
-    int handles; /* listener and idle handle */
-    struct net_web *web;
-    struct auth_hub *hub; /* NULL until the first check */
-    uv_async_t auth_async;
-    struct auth_peer *peers; /* AUTH_PEERS, NULL until the first check */
-    unsigned auth_running;
-    uint64_t auth_serial;
-    unsigned char auth_cache[AUTH_CACHE][SHA256_DIGEST_LENGTH]; /* verified credentials */
-    unsigned auth_cache_next, auth_cached;
+    int handles; /* listener, idle handle (and auth's, once it closes) */
+    struct httpd_web *web;
+    struct httpd__auth auth; /* basic auth's checks (auth.c) */
     bool closing;
     void (*close_cb)(void *ud);
     void *close_ud;
@@ -223,19 +159,11 @@ static void server_turn(uv_idle_t *h);
 static int tls_pull(struct conn *c);
 static void write_cb(uv_write_t *w, int status);
 static int tls_flush(struct conn *c);
-static void auth_remove(struct conn *c);
 static void auth_answer(struct conn *c, int status);
 static void dispatch(struct conn *c);
 static void conn_handle_closed(uv_handle_t *h);
 
-static void free_secret(char *p)
-{
-    if (p)
-        OPENSSL_cleanse(p, strlen(p));
-    free(p);
-}
-
-static void server_maybe_free(struct net_server *s)
+static void server_maybe_free(struct httpd *s)
 {
     void (*cb)(void *);
     void *ud;
@@ -244,8 +172,8 @@ static void server_maybe_free(struct net_server *s)
         return;
     cb = s->close_cb;
     ud = s->close_ud;
-    net_web_unref(s->web);
-    free(s->peers);
+    httpd_web_unref(s->web);
+    httpd__auth_done(&s->auth);
     free(s);
     if (cb)
         cb(ud);
@@ -254,7 +182,7 @@ static void server_maybe_free(struct net_server *s)
 static void conn_handle_closed(uv_handle_t *h)
 {
     struct conn *c = h->data;
-    struct net_server *s = c->s;
+    struct httpd *s = c->s;
 
     if (--c->handles > 0)
         return;
@@ -264,20 +192,18 @@ static void conn_handle_closed(uv_handle_t *h)
         s->conns = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    net__req_done(&c->req);
+    httpd__req_done(&c->req);
     buf_done(&c->path);
     free(c->in);
     free(c->tin);
-    SSL_free(c->ssl); /* and its BIOs */
-    net_web_unref(c->web);
-    free(c->auth_user);
-    free_secret(c->auth_pass);
+    httpd__tls_free(c->tls);
+    httpd_web_unref(c->web);
+    httpd__auth_wait_done(&c->aw);
     free(c);
     server_maybe_free(s);
 }
 
-/* A FIFO of connections linked through the member at `link` (each queue
- * has its own member, so a connection can wait in both). */
+/* A FIFO of connections linked through the member at `link`. */
 #define CQ_NEXT(q, c) (*(struct conn **)((char *)(c) + (q)->link))
 
 static void cq_push(struct cq *q, struct conn *c)
@@ -323,7 +249,7 @@ static void cq_remove(struct cq *q, struct conn *c)
 
 static void run_enqueue(struct conn *c)
 {
-    struct net_server *s = c->s;
+    struct httpd *s = c->s;
 
     if (c->queued)
         return;
@@ -333,7 +259,7 @@ static void run_enqueue(struct conn *c)
         uv_idle_start(&s->idle, server_turn);
 }
 
-static struct conn *run_pop(struct net_server *s)
+static struct conn *run_pop(struct httpd *s)
 {
     struct conn *c = cq_pop(&s->run);
 
@@ -347,21 +273,6 @@ static void run_remove(struct conn *c)
     if (c->queued)
         cq_remove(&c->s->run, c);
     c->queued = false;
-}
-
-/* The connection leaves its address queue, and its running check (if
- * any) forgets it. */
-static void auth_remove(struct conn *c)
-{
-    if (c->queued_at) {
-        cq_remove(&c->queued_at->q, c);
-        c->queued_at->queued--;
-        c->queued_at = NULL;
-    }
-    if (c->job) {
-        c->job->c = NULL;
-        c->job = NULL;
-    }
 }
 
 static void stream_end(struct conn *c)
@@ -382,7 +293,7 @@ static void conn_close(struct conn *c)
     c->s->n_open--;
     c->s->closed[c->why]++;
     run_remove(c);
-    auth_remove(c);
+    httpd__auth_cancel(&c->aw);
     stream_end(c);
     /* Pending writes and the shutdown get their callbacks (UV_ECANCELED)
      * before the close callbacks. */
@@ -395,7 +306,7 @@ static void timeout_cb(uv_timer_t *t)
     struct conn *c = t->data;
 
     if (c->state != CONN_LINGER) /* the end of a linger is the normal end */
-        c->why = NET_CLOSE_TIMEOUT;
+        c->why = HTTPD_CLOSE_TIMEOUT;
     conn_close(c);
 }
 
@@ -411,7 +322,7 @@ static void alloc_cb(uv_handle_t *h, size_t hint, uv_buf_t *b)
     struct conn *c = h->data;
 
     (void)hint;
-    if (c->ssl) { /* ciphertext, for the read BIO */
+    if (c->tls) { /* ciphertext, for the read BIO */
         if (!c->tin)
             c->tin = malloc(READ_BUF);
         *b = uv_buf_init(c->tin, c->tin ? READ_BUF : 0);
@@ -433,14 +344,14 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
         /* A half-close (e.g. "HTTP/1.0 request, then shutdown"): finish
          * the answers already queued or not yet parsed, then close. */
         c->peer_eof = true;
-        c->why = NET_CLOSE_CLIENT_CLOSED;
+        c->why = HTTPD_CLOSE_CLIENT_CLOSED;
         stop_reading(c);
         conn_kick(c);
         return;
     }
     if (nread < 0) {
         if (c->state != CONN_LINGER)
-            c->why = NET_CLOSE_RESET;
+            c->why = HTTPD_CLOSE_RESET;
         conn_close(c);
         return;
     }
@@ -450,8 +361,8 @@ static void read_cb(uv_stream_t *st, ssize_t nread, const uv_buf_t *b)
             conn_close(c);
         return;
     }
-    if (c->ssl) {
-        if (BIO_write(c->rbio, c->tin, (int)nread) != (int)nread) {
+    if (c->tls) {
+        if (httpd__tls_feed(c->tls, c->tin, (size_t)nread) < 0) {
             conn_close(c);
             return;
         }
@@ -485,14 +396,14 @@ static void stop_reading(struct conn *c)
  * parse or a stream to continue), or more input. */
 static void conn_kick(struct conn *c)
 {
-    if (c->state != CONN_OPEN || c->auth_wait)
+    if (c->state != CONN_OPEN || c->aw.waiting)
         return;
     if (c->out_pending > OUT_HIGH) {
         stop_reading(c);
         return;
     }
     if (c->stream.fn && c->stream.parked) {
-        stop_reading(c); /* net_server_resume() queues it again */
+        stop_reading(c); /* httpd_resume() queues it again */
         return;
     }
     if (c->stream.fn || c->in_len > c->in_off) {
@@ -500,7 +411,7 @@ static void conn_kick(struct conn *c)
         run_enqueue(c);
         return;
     }
-    if (c->ssl) {
+    if (c->tls) {
         int n = tls_pull(c);
 
         if (n != 0) {
@@ -511,7 +422,7 @@ static void conn_kick(struct conn *c)
             return;
         }
     }
-    if (c->in && !c->ssl) {
+    if (c->in && !c->tls) {
         free(c->in); /* idle connections hold no buffer */
         c->in = NULL;
         c->in_off = c->in_len = 0;
@@ -524,36 +435,37 @@ static void conn_kick(struct conn *c)
     start_reading(c);
 }
 
+/* One chunk of ciphertext from tls.c's write pump to the socket (owned). */
+static int tls_write_chunk(char *p, size_t n, void *ud)
+{
+    struct conn *c = ud;
+    struct write_req *wr = calloc(1, sizeof(*wr));
+    uv_buf_t b;
+    int rc;
+
+    if (!wr) {
+        free(p);
+        return -ENOMEM;
+    }
+    wr->c = c;
+    wr->own[0] = p;
+    wr->len = n;
+    b = uv_buf_init(p, (unsigned)n);
+    rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
+    if (rc < 0) {
+        free(p);
+        free(wr);
+        return rc;
+    }
+    c->writes++;
+    c->out_pending += n;
+    return 0;
+}
+
 /* Writes what OpenSSL has queued in the write BIO. */
 static int tls_flush(struct conn *c)
 {
-    size_t n;
-
-    while ((n = BIO_ctrl_pending(c->wbio)) > 0) {
-        struct write_req *wr = calloc(1, sizeof(*wr));
-        char *p = malloc(n);
-        uv_buf_t b;
-        int rc;
-
-        if (!wr || !p || BIO_read(c->wbio, p, (int)n) != (int)n) {
-            free(wr);
-            free(p);
-            return -ENOMEM;
-        }
-        wr->c = c;
-        wr->own[0] = p;
-        wr->len = n;
-        b = uv_buf_init(p, (unsigned)n);
-        rc = uv_write(&wr->w, (uv_stream_t *)&c->tcp, &b, 1, write_cb);
-        if (rc < 0) {
-            free(p);
-            free(wr);
-            return rc;
-        }
-        c->writes++;
-        c->out_pending += n;
-    }
-    return 0;
+    return httpd__tls_flush(c->tls, tls_write_chunk, c);
 }
 
 /* Decrypts what the read BIO holds into c->in. Returns >0 when plaintext
@@ -561,15 +473,13 @@ static int tls_flush(struct conn *c)
  * done (closed, or the peer ended the session). */
 static int tls_pull(struct conn *c)
 {
-    int n, e;
+    int n;
 
     if (!c->in && !(c->in = malloc(READ_BUF))) {
         conn_close(c);
         return -ENOMEM;
     }
-    ERR_clear_error();
-    n = SSL_read(c->ssl, c->in, READ_BUF);
-    e = n > 0 ? SSL_ERROR_NONE : SSL_get_error(c->ssl, n);
+    n = httpd__tls_read(c->tls, c->in, READ_BUF);
     if (tls_flush(c) < 0) { /* handshake messages, alerts */
         conn_close(c);
         return -EIO;
@@ -579,12 +489,12 @@ static int tls_pull(struct conn *c)
         c->in_len = (size_t)n;
         return n;
     }
-    if (e == SSL_ERROR_WANT_READ && !c->peer_eof)
+    if (n == HTTPD__TLS_WANT && !c->peer_eof)
         return 0;
-    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_ZERO_RETURN) {
+    if (n == HTTPD__TLS_WANT || n == HTTPD__TLS_CLOSED) {
         /* the client is done: answer what is queued, then close */
         c->peer_eof = true;
-        c->why = NET_CLOSE_CLIENT_CLOSED;
+        c->why = HTTPD_CLOSE_CLIENT_CLOSED;
         stop_reading(c);
         if (c->writes == 0)
             conn_close(c);
@@ -592,7 +502,7 @@ static int tls_pull(struct conn *c)
     }
     /* A failed handshake or a bad record: let the alert go out, then close. */
     c->state = CONN_LAST_WRITE;
-    c->why = NET_CLOSE_ERROR;
+    c->why = HTTPD_CLOSE_ERROR;
     c->tls_closed = true;
     run_remove(c);
     stop_reading(c);
@@ -619,10 +529,10 @@ static void shutdown_cb(uv_shutdown_t *req, int status)
  * moment so the client reads our answer rather than a reset. */
 static void begin_linger(struct conn *c)
 {
-    if (c->ssl && !c->tls_closed) {
+    if (c->tls && !c->tls_closed) {
         /* close_notify first; the shutdown follows once it is written */
         c->tls_closed = true;
-        SSL_shutdown(c->ssl);
+        httpd__tls_shutdown(c->tls);
         if (tls_flush(c) < 0) {
             conn_close(c);
             return;
@@ -648,7 +558,7 @@ static void write_cb(uv_write_t *w, int status)
     if (c->state == CONN_CLOSING)
         return;
     if (status < 0) {
-        c->why = NET_CLOSE_RESET;
+        c->why = HTTPD_CLOSE_RESET;
         conn_close(c);
         return;
     }
@@ -696,11 +606,11 @@ static int conn_writev(struct conn *c, const uv_buf_t *parts, const bool *own, s
     if (nb == 0) {
         bufs[nb++] = uv_buf_init("", 0);
     }
-    if (c->ssl) {
+    if (c->tls) {
         /* Encrypt now; the plaintext goes at once, the ciphertext is what
          * waits (and counts) for the socket. */
         for (unsigned i = 0; i < nb; i++)
-            if (bufs[i].len && SSL_write(c->ssl, bufs[i].base, (int)bufs[i].len) <= 0)
+            if (bufs[i].len && httpd__tls_write(c->tls, bufs[i].base, bufs[i].len) < 0)
                 rc = -EPROTO;
         for (size_t i = 0; i < ARRAY_SIZE(wr->own); i++)
             free(wr->own[i]);
@@ -752,7 +662,7 @@ static int send_answer(struct conn *c, int status, const char *ctype, struct buf
     int rc;
 
     buf_init(&h, 4096);
-    rc = net__resp_head(&h, status, ctype, length, close, ka10);
+    rc = httpd__resp_head(&h, status, ctype, length, close, ka10);
     if (rc < 0) {
         buf_done(&h);
         return rc;
@@ -771,7 +681,7 @@ static void send_error(struct conn *c, int status)
     struct buf body;
 
     buf_init(&body, 256);
-    buf_printf(&body, "%d %s\n", status, net__reason(status));
+    buf_printf(&body, "%d %s\n", status, httpd__reason(status));
     if (send_answer(c, status, NULL, &body, body.len, false, true, true) < 0)
         conn_close(c);
     buf_done(&body);
@@ -786,12 +696,12 @@ static void auth_answer(struct conn *c, int status)
     bool keep = c->req.keep_alive;
 
     buf_init(&body, 256);
-    buf_printf(&body, "%d %s\n", status, net__reason(status));
+    buf_printf(&body, "%d %s\n", status, httpd__reason(status));
     if (send_answer(c, status, NULL, &body, body.len, false, !keep, !keep) < 0)
         conn_close(c);
     buf_done(&body);
     if (c->state == CONN_OPEN) {
-        net__req_next(&c->req);
+        httpd__req_next(&c->req);
         arm_idle(c);
     }
 }
@@ -814,7 +724,7 @@ static void stream_step(struct conn *c)
         conn_close(c);
         return;
     }
-    c->stream.parked = rc == NET_STREAM_PARKED;
+    c->stream.parked = rc == HTTPD_STREAM_PARKED;
     if (b.len) {
         size_t len;
         char *data;
@@ -868,386 +778,33 @@ static void stream_step(struct conn *c)
     }
 }
 
-/* ------------------------------------------------------------ basic auth */
-
-static bool cache_key(const char *user, const char *pass, const char *hash, unsigned char *md)
+/* A password check is over (auth.c): answer the request that waited for
+ * it, if its connection is still open. */
+static void auth_done(struct httpd__auth_wait *w, bool ok, void *ud)
 {
-    size_t u = strlen(user) + 1, p = strlen(pass) + 1, h = strlen(hash);
-    unsigned char *all = malloc(u + p + h);
-    bool ok;
+    struct conn *c = container_of(w, struct conn, aw);
 
-    /* user NUL password NUL hash: a changed hash invalidates the entry */
-    if (!all)
-        return false;
-    memcpy(all, user, u);
-    memcpy(all + u, pass, p);
-    memcpy(all + u + p, hash, h);
-    ok = EVP_Digest(all, u + p + h, md, NULL, EVP_sha256(), NULL) == 1;
-    OPENSSL_cleanse(all, u + p + h);
-    free(all);
-    return ok;
-}
-
-static void auth_forget(struct conn *c)
-{
-    free_secret(c->auth_pass);
-    c->auth_pass = NULL;
-}
-
-/* "Basic base64(user:password)" -> malloc'd user and password. 0 or -1. */
-int net__auth_parse(const char *h, char **user, char **pass)
-{
-    unsigned char dec[sizeof(((struct net__req *)0)->authorization)];
-    const char *colon;
-    size_t len, pad;
-    int n, rc = -1;
-
-    *user = *pass = NULL;
-    if (strncasecmp(h, "Basic ", 6) != 0)
-        return -1;
-    h += 6;
-    while (*h == ' ')
-        h++;
-    len = strlen(h);
-    if (len == 0 || len % 4 != 0 || len / 4 * 3 >= sizeof(dec))
-        return -1;
-    /* Only base64 and at most two '=' at the end: EVP_DecodeBlock alone
-     * also takes '=' anywhere (as zero bits), a third '=', and trims
-     * leading tabs and trailing '-', CR and LF. */
-    pad = h[len - 1] == '=' ? 1 + (h[len - 2] == '=') : 0;
-    if (strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") !=
-        len - pad)
-        return -1;
-    n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
-    if (n < 0)
-        return -1;
-    n -= (int)pad;
-    dec[n] = '\0';
-    if (!memchr(dec, '\0', (size_t)n) && (colon = strchr((char *)dec, ':')) != NULL) {
-        *user = strndup((char *)dec, (size_t)(colon - (char *)dec));
-        *pass = strdup(colon + 1);
-        if (*user && *pass) {
-            rc = 0;
-        } else {
-            free(*user);
-            free(*pass);
-            *user = *pass = NULL;
-        }
-    }
-    OPENSSL_cleanse(dec, sizeof(dec));
-    return rc;
-}
-
-/* The request's credentials -> c->auth_user/pass. 0 or -1. */
-static int auth_parse(struct conn *c)
-{
-    free(c->auth_user);
-    c->auth_user = NULL;
-    auth_forget(c);
-    if (c->req.authorization_long)
-        return -1;
-    return net__auth_parse(c->req.authorization, &c->auth_user, &c->auth_pass);
-}
-
-static void job_free(struct auth_job *j)
-{
-    free_secret(j->pass);
-    free(j->hash);
-    free(j);
-}
-
-/* Drops one reference to the hub; the last frees it. */
-static void hub_unref_locked(struct auth_hub *h)
-{
-    bool last = --h->refs == 0;
-
-    pthread_mutex_unlock(&h->mu);
-    if (last) {
-        pthread_mutex_destroy(&h->mu);
-        free(h);
-    }
-}
-
-/* A check's thread: bcrypt, then the result to the loop, or away if the
- * server has closed meanwhile. */
-static void *auth_thread(void *arg)
-{
-    struct auth_job *j = arg;
-    struct auth_hub *h = j->hub;
-
-    j->ok = net__web_verify(j->pass, j->hash) && j->known;
-    pthread_mutex_lock(&h->mu);
-    if (h->async) {
-        j->next = h->done;
-        h->done = j;
-        uv_async_send(h->async);
-        j = NULL;
-    }
-    hub_unref_locked(h);
-    if (j)
-        job_free(j);
-    return NULL;
-}
-
-static void auth_start_next(struct net_server *s);
-
-/* A finished check, on the loop: answer its connection if still open. */
-static void auth_finish(struct net_server *s, struct auth_job *j)
-{
-    struct conn *c = j->c;
-
-    s->auth_running--;
-    j->peer->running = false;
-    j->peer->failed_ms = j->ok ? 0 : uv_now(s->loop);
-    if (c && c->state != CONN_CLOSING) {
-        c->job = NULL;
-        if (j->ok && cache_key(c->auth_user, j->pass, j->hash, s->auth_cache[s->auth_cache_next])) {
-            s->auth_cache_next = (s->auth_cache_next + 1) % AUTH_CACHE;
-            if (s->auth_cached < AUTH_CACHE)
-                s->auth_cached++;
-        }
-        c->auth_ok = j->ok;
-        c->auth_wait = false;
-        if (!c->auth_ok) {
-            auth_answer(c, 401);
-        } else {
-            dispatch(c);
-            if (c->state == CONN_OPEN)
-                net__req_next(&c->req);
-        }
-        conn_kick(c);
-    }
-    job_free(j);
-}
-
-static void auth_async_cb(uv_async_t *a)
-{
-    struct net_server *s = a->data;
-    struct auth_job *list, *next;
-
-    pthread_mutex_lock(&s->hub->mu);
-    list = s->hub->done;
-    s->hub->done = NULL;
-    pthread_mutex_unlock(&s->hub->mu);
-    for (; list; list = next) {
-        next = list->next;
-        auth_finish(s, list);
-    }
-    auth_start_next(s);
-}
-
-static void auth_async_closed(uv_handle_t *h)
-{
-    struct net_server *s = h->data;
-
-    s->handles--;
-    server_maybe_free(s);
-}
-
-/* Lets running checks go on alone: their results are dropped. */
-static void hub_detach(struct net_server *s)
-{
-    struct auth_job *list, *next;
-
-    if (!s->hub)
+    (void)ud;
+    if (c->state == CONN_CLOSING)
         return;
-    pthread_mutex_lock(&s->hub->mu);
-    s->hub->async = NULL;
-    list = s->hub->done;
-    s->hub->done = NULL;
-    hub_unref_locked(s->hub);
-    s->hub = NULL;
-    for (; list; list = next) {
-        next = list->next;
-        job_free(list);
+    c->auth_ok = ok;
+    if (!c->auth_ok) {
+        auth_answer(c, 401);
+    } else {
+        dispatch(c);
+        if (c->state == CONN_OPEN)
+            httpd__req_next(&c->req);
     }
-    uv_close((uv_handle_t *)&s->auth_async, auth_async_closed);
-}
-
-static int hub_init(struct net_server *s)
-{
-    struct auth_hub *h;
-
-    if (s->hub)
-        return 0;
-    if (!s->peers && !(s->peers = calloc(AUTH_PEERS, sizeof(*s->peers))))
-        return -ENOMEM;
-    if (!(h = calloc(1, sizeof(*h))))
-        return -ENOMEM;
-    if (pthread_mutex_init(&h->mu, NULL) != 0) {
-        free(h);
-        return -ENOMEM;
-    }
-    if (uv_async_init(s->loop, &s->auth_async, auth_async_cb) < 0) {
-        pthread_mutex_destroy(&h->mu);
-        free(h);
-        return -ENOMEM;
-    }
-    s->auth_async.data = s;
-    s->handles++;
-    h->async = &s->auth_async;
-    h->refs = 1;
-    s->hub = h;
-    return 0;
-}
-
-/* Starts a check on a detached thread; the job is its own from here. */
-static int auth_spawn(struct net_server *s, struct auth_job *j)
-{
-    pthread_attr_t attr;
-    pthread_t t;
-    int rc;
-
-    if (pthread_attr_init(&attr) != 0)
-        return -ENOMEM;
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    j->hub = s->hub;
-    pthread_mutex_lock(&s->hub->mu);
-    s->hub->refs++;
-    pthread_mutex_unlock(&s->hub->mu);
-    rc = pthread_create(&t, &attr, auth_thread, j);
-    pthread_attr_destroy(&attr);
-    if (rc != 0) {
-        pthread_mutex_lock(&s->hub->mu);
-        s->hub->refs--; /* the server still holds one */
-        pthread_mutex_unlock(&s->hub->mu);
-        return -rc;
-    }
-    return 0;
-}
-
-/* The address to serve next: one with a check waiting and none running;
- * those without a recent wrong password first, then the least recently
- * served. */
-static struct auth_peer *next_peer(struct net_server *s)
-{
-    uint64_t now = uv_now(s->loop);
-    struct auth_peer *best = NULL;
-    bool best_failed = false;
-
-    for (unsigned i = 0; i < AUTH_PEERS; i++) {
-        struct auth_peer *p = &s->peers[i];
-        bool failed;
-
-        if (!p->used || p->running || !p->queued)
-            continue;
-        failed = p->failed_ms && now - p->failed_ms < AUTH_FAIL_MS;
-        if (!best || (best_failed && !failed) ||
-            (best_failed == failed && p->served < best->served)) {
-            best = p;
-            best_failed = failed;
-        }
-    }
-    return best;
-}
-
-static void auth_start_next(struct net_server *s)
-{
-    struct auth_peer *p;
-
-    while (!s->closing && s->auth_running < AUTH_RUNNING && (p = next_peer(s)) != NULL) {
-        struct conn *c = cq_pop(&p->q);
-        const char *hash = net__web_hash(c->web, c->auth_user);
-        struct auth_job *j = calloc(1, sizeof(*j));
-
-        p->queued--;
-        c->queued_at = NULL;
-        if (j) {
-            j->known = hash != NULL;
-            j->hash = strdup(hash ? hash : net__web_dummy_hash(c->web));
-            j->pass = c->auth_pass;
-            j->peer = p;
-            j->c = c;
-        }
-        if (!j || !j->hash || auth_spawn(s, j) < 0) {
-            if (j) {
-                j->pass = NULL; /* still the connection's */
-                job_free(j);
-            }
-            c->auth_wait = false;
-            auth_answer(c, 401);
-            conn_kick(c);
-            continue;
-        }
-        c->auth_pass = NULL;
-        c->job = j;
-        p->running = true;
-        p->served = ++s->auth_serial;
-        s->auth_running++;
-    }
-}
-
-/* The queue of the connection's address: found, or a free slot, or the
- * one idle the longest (failures forgotten first). */
-static struct auth_peer *find_peer(struct net_server *s, const unsigned char *addr)
-{
-    struct auth_peer *free_slot = NULL, *idle = NULL;
-
-    for (unsigned i = 0; i < AUTH_PEERS; i++) {
-        struct auth_peer *p = &s->peers[i];
-
-        if (!p->used) {
-            if (!free_slot)
-                free_slot = p;
-            continue;
-        }
-        if (memcmp(p->addr, addr, sizeof(p->addr)) == 0)
-            return p;
-        if (!p->running && !p->queued && (!idle || p->failed_ms < idle->failed_ms))
-            idle = p;
-    }
-    if (!free_slot)
-        free_slot = idle;
-    if (free_slot) {
-        memset(free_slot, 0, sizeof(*free_slot));
-        free_slot->used = true;
-        free_slot->served = ++s->auth_serial; /* behind those already waiting */
-        free_slot->q.link = offsetof(struct conn, auth_next);
-        memcpy(free_slot->addr, addr, sizeof(free_slot->addr));
-    }
-    return free_slot;
-}
-
-/* Checks the credentials of the parsed request: 0 when they are known
- * good, -1 when they are bad, -2 when the address has too many checks
- * waiting, 1 when the check runs off the loop. */
-static int auth_begin(struct conn *c)
-{
-    struct net_server *s = c->s;
-    unsigned char md[SHA256_DIGEST_LENGTH];
-    const char *hash;
-    struct auth_peer *p;
-
-    if (auth_parse(c) < 0)
-        return -1;
-    hash = net__web_hash(c->web, c->auth_user);
-    if (hash && cache_key(c->auth_user, c->auth_pass, hash, md)) {
-        for (unsigned i = 0; i < s->auth_cached; i++) {
-            if (CRYPTO_memcmp(md, s->auth_cache[i], sizeof(md)) == 0) {
-                auth_forget(c);
-                return 0;
-            }
-        }
-    }
-    if (hub_init(s) < 0 || !(p = find_peer(s, c->peer)))
-        return -1;
-    if (p->queued >= AUTH_PEER_QUEUE)
-        return -2;
-    c->auth_wait = true;
-    c->queued_at = p;
-    p->queued++;
-    cq_push(&p->q, c);
-    auth_start_next(s);
-    return 1;
+    conn_kick(c);
 }
 
 /* One complete request: call the handler and queue its answer. */
 static void dispatch(struct conn *c)
 {
-    struct net_server *s = c->s;
-    struct net_http_request hr;
-    struct net_http_response resp;
-    bool head_only = net__req_is_head(&c->req);
+    struct httpd *s = c->s;
+    struct httpd_request hr;
+    struct httpd_response resp;
+    bool head_only = httpd__req_is_head(&c->req);
     bool keep = c->req.keep_alive;
     bool http10 = c->req.parser.http_major == 1 && c->req.parser.http_minor == 0;
     size_t length;
@@ -1256,19 +813,20 @@ static void dispatch(struct conn *c)
     c->in_request = false;
     c->active_ms = uv_now(s->loop);
     memset(&hr, 0, sizeof(hr));
-    if (net__req_get(&c->req, &hr, &c->path) != 0) {
+    if (httpd__req_get(&c->req, &hr, &c->path) != 0) {
         send_error(c, 400);
         return;
     }
-    if (net__req_cross_origin(&c->req)) {
+    if (httpd__req_cross_origin(&c->req)) {
         send_error(c, 403);
         return;
     }
-    if (c->web && net_web_auth(c->web)) {
+    if (c->web && httpd_web_auth(c->web)) {
         if (!c->auth_ok) {
-            int a = auth_begin(c);
+            int a = httpd__auth_begin(&s->auth, &c->aw, c->web, c->req.authorization,
+                                      c->req.authorization_long);
 
-            if (a > 0) /* being checked; auth_finish() continues */
+            if (a > 0) /* being checked; auth_done() continues */
                 return;
             if (a == -2) { /* its address has enough checks waiting */
                 auth_answer(c, 429);
@@ -1280,11 +838,11 @@ static void dispatch(struct conn *c)
             }
         }
         c->auth_ok = false; /* each request proves itself */
-        hr.user = c->auth_user;
+        hr.user = c->aw.user;
     }
     memset(&resp, 0, sizeof(resp));
     resp.status = 200;
-    buf_init(&resp.body, NET__MAX_RESP_BODY);
+    buf_init(&resp.body, HTTPD__MAX_RESP_BODY);
     s->handler(&hr, &resp, s->ud);
     if (c->state != CONN_OPEN) { /* the handler closed the server */
         buf_done(&resp.body);
@@ -1307,7 +865,7 @@ static void dispatch(struct conn *c)
         /* HTTP/1.0 has no chunks: the body ends with the connection. */
         c->stream.chunked = !http10;
         c->stream.close = http10 || !keep;
-        length = http10 ? NET__LEN_UNTIL_CLOSE : NET__LEN_CHUNKED;
+        length = http10 ? HTTPD__LEN_UNTIL_CLOSE : HTTPD__LEN_CHUNKED;
         if (http10)
             keep = false;
         if (head_only || resp.status == 204 || resp.status == 304)
@@ -1351,7 +909,7 @@ static void conn_turn(struct conn *c)
             c->in_request = true;
             uv_timer_start(&c->timer, timeout_cb, c->s->header_ms, 0);
         }
-        used = net__req_feed(&c->req, c->in + c->in_off, c->in_len - c->in_off);
+        used = httpd__req_feed(&c->req, c->in + c->in_off, c->in_len - c->in_off);
         c->in_off += used;
         if (c->req.error) {
             send_error(c, c->req.error);
@@ -1362,15 +920,15 @@ static void conn_turn(struct conn *c)
         if (!c->req.complete)
             continue;
         dispatch(c);
-        if (c->state == CONN_OPEN && !c->auth_wait) /* else auth_done() goes on */
-            net__req_next(&c->req);
+        if (c->state == CONN_OPEN && !c->aw.waiting) /* else auth_done() goes on */
+            httpd__req_next(&c->req);
         return;
     }
 }
 
 static void server_turn(uv_idle_t *h)
 {
-    struct net_server *s = h->data;
+    struct httpd *s = h->data;
     uint64_t t0 = clock_mono_ns();
     struct conn *c;
 
@@ -1384,31 +942,22 @@ static void server_turn(uv_idle_t *h)
         uv_idle_stop(&s->idle);
 }
 
-/* The client's address as the key of its auth queue: IPv4 as v4-mapped
- * IPv6, IPv6 cut to its /64 (what one host usually gets). */
+/* The client's address, the key of its auth queue (auth.c). */
 static void peer_key(struct conn *c)
 {
     struct sockaddr_storage ss;
     int len = sizeof(ss);
 
-    memset(c->peer, 0, sizeof(c->peer));
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&ss, &len) < 0)
-        return;
-    if (ss.ss_family == AF_INET) {
-        c->peer[10] = c->peer[11] = 0xff;
-        memcpy(c->peer + 12, &((struct sockaddr_in *)&ss)->sin_addr, 4);
-    } else if (ss.ss_family == AF_INET6) {
-        const unsigned char *a = ((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr;
-
-        /* a v4-mapped address keeps all of it */
-        memcpy(c->peer, a, IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr) ? 16 : 8);
-    }
+        httpd__auth_set_peer(&c->aw, NULL);
+    else
+        httpd__auth_set_peer(&c->aw, (struct sockaddr *)&ss);
 }
 
 /* A connection to close for a new one, or NULL: the oldest that is idle,
  * lingering or still sending its request; else the oldest whose answer has
  * been stuck for the header timeout. */
-static struct conn *pick_victim(struct net_server *s)
+static struct conn *pick_victim(struct httpd *s)
 {
     uint64_t now = uv_now(s->loop);
     struct conn *best = NULL, *stuck = NULL;
@@ -1433,7 +982,7 @@ static struct conn *pick_victim(struct net_server *s)
 
 static void connection_cb(uv_stream_t *ls, int status)
 {
-    struct net_server *s = ls->data;
+    struct httpd *s = ls->data;
     struct conn *c;
 
     if (status < 0 || s->closing)
@@ -1442,7 +991,7 @@ static void connection_cb(uv_stream_t *ls, int status)
         struct conn *v = pick_victim(s);
 
         if (v) {
-            v->why = NET_CLOSE_EVICTED;
+            v->why = HTTPD_CLOSE_EVICTED;
             conn_close(v);
         }
     }
@@ -1450,8 +999,8 @@ static void connection_cb(uv_stream_t *ls, int status)
     if (!c)
         return;
     c->s = s;
-    net__req_init(&c->req);
-    buf_init(&c->path, NET__MAX_HEAD);
+    httpd__req_init(&c->req);
+    buf_init(&c->path, HTTPD__MAX_HEAD);
     uv_tcp_init(s->loop, &c->tcp);
     uv_timer_init(s->loop, &c->timer);
     c->tcp.data = c;
@@ -1465,26 +1014,16 @@ static void connection_cb(uv_stream_t *ls, int status)
     s->accepted++;
     c->active_ms = uv_now(s->loop);
     if (uv_accept(ls, (uv_stream_t *)&c->tcp) < 0 || s->n_open > s->max_conns) {
-        c->why = NET_CLOSE_ERROR;
+        c->why = HTTPD_CLOSE_ERROR;
         conn_close(c);
         return;
     }
     peer_key(c);
     if (s->web) {
-        c->web = net_web_ref(s->web);
-        if (net__web_ssl(s->web)) {
-            c->ssl = SSL_new(net__web_ssl(s->web));
-            c->rbio = BIO_new(BIO_s_mem());
-            c->wbio = BIO_new(BIO_s_mem());
-            if (!c->ssl || !c->rbio || !c->wbio) {
-                BIO_free(c->rbio);
-                BIO_free(c->wbio);
-                c->rbio = c->wbio = NULL;
-                conn_close(c);
-                return;
-            }
-            SSL_set_bio(c->ssl, c->rbio, c->wbio); /* the SSL owns them now */
-            SSL_set_accept_state(c->ssl);
+        c->web = httpd_web_ref(s->web);
+        if (httpd__web_ssl(s->web) && !(c->tls = httpd__tls_new(httpd__web_ssl(s->web)))) {
+            conn_close(c);
+            return;
         }
     }
     uv_tcp_nodelay(&c->tcp, 1);
@@ -1547,7 +1086,7 @@ bad:
     return -EINVAL;
 }
 
-static int bind_listen(struct net_server *s, const struct sockaddr *sa)
+static int bind_listen(struct httpd *s, const struct sockaddr *sa)
 {
     int rc = uv_tcp_bind(&s->listener, sa, 0);
 
@@ -1576,13 +1115,22 @@ static bool have_ipv6(void)
 
 static void listener_closed(uv_handle_t *h)
 {
-    struct net_server *s = h->data;
+    struct httpd *s = h->data;
 
     s->handles--;
     server_maybe_free(s);
 }
 
-int net_server_check_addr(const char *addr, char *err, size_t errlen)
+/* Auth's handle has closed (httpd__auth_close). */
+static void auth_closed(void *ud)
+{
+    struct httpd *s = ud;
+
+    s->handles--;
+    server_maybe_free(s);
+}
+
+int httpd_check_addr(const char *addr, char *err, size_t errlen)
 {
     struct sockaddr_storage ss;
     bool any;
@@ -1590,22 +1138,26 @@ int net_server_check_addr(const char *addr, char *err, size_t errlen)
     return parse_addr(addr, &ss, &any, err, errlen) < 0 ? -EINVAL : 0;
 }
 
-int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, void *ud,
-                     struct net_server **out, char *err, size_t errlen)
+int httpd_new(uv_loop_t *loop, const struct httpd_opts *o, struct httpd **out, char *err,
+              size_t errlen)
 {
     struct sockaddr_storage ss;
     struct sockaddr_storage bound;
     int blen = sizeof(bound);
-    struct net_server *s;
+    struct httpd *s;
     bool any;
     int rc;
 
     *out = NULL;
-    rc = parse_addr(addr, &ss, &any, err, errlen);
+    if (!o) {
+        snprintf(err, errlen, "no server options");
+        return -EINVAL;
+    }
+    rc = parse_addr(o->addr, &ss, &any, err, errlen);
     if (rc < 0)
         return rc;
-    if (!handler) {
-        snprintf(err, errlen, "no handler");
+    if (!o->handler) {
+        snprintf(err, errlen, "no request handler for %s", o->addr);
         return -EINVAL;
     }
     s = calloc(1, sizeof(*s));
@@ -1614,12 +1166,14 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
         return -ENOMEM;
     }
     s->loop = loop;
-    s->handler = handler;
-    s->ud = ud;
-    s->idle_ms = NET__IDLE_MS;
-    s->header_ms = NET__HEADER_MS;
+    s->handler = o->handler;
+    s->ud = o->ud;
+    s->idle_ms = o->idle_timeout_ms ? o->idle_timeout_ms : HTTPD__IDLE_MS;
+    s->header_ms = o->header_timeout_ms ? o->header_timeout_ms : HTTPD__HEADER_MS;
+    s->web = httpd_web_ref(o->web);
     s->run.link = offsetof(struct conn, run_next);
-    s->max_conns = NET__MAX_CONNS;
+    s->max_conns = HTTPD__MAX_CONNS;
+    httpd__auth_init(&s->auth, loop, auth_done, s);
     uv_tcp_init(loop, &s->listener);
     s->listener.data = s;
     uv_idle_init(loop, &s->idle);
@@ -1633,7 +1187,7 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     }
     rc = bind_listen(s, (const struct sockaddr *)&ss);
     if (rc < 0) {
-        snprintf(err, errlen, "listen on %s: %s", addr, uv_strerror(rc));
+        snprintf(err, errlen, "listen on %s: %s", o->addr, uv_strerror(rc));
         s->closing = true;
         uv_close((uv_handle_t *)&s->listener, listener_closed);
         uv_close((uv_handle_t *)&s->idle, listener_closed);
@@ -1646,12 +1200,12 @@ int net_server_start(uv_loop_t *loop, const char *addr, net_handler handler, voi
     return 0;
 }
 
-int net_server_port(const struct net_server *s)
+int httpd_port(const struct httpd *s)
 {
     return s ? s->port : -1;
 }
 
-void net_server_resume(struct net_server *s, const void *stream_state)
+void httpd_resume(struct httpd *s, const void *stream_state)
 {
     for (struct conn *c = s ? s->conns : NULL; c; c = c->next) {
         if (c->state == CONN_OPEN && c->stream.fn && c->stream.parked &&
@@ -1665,38 +1219,18 @@ void net_server_resume(struct net_server *s, const void *stream_state)
     }
 }
 
-void net_server_set_idle_timeout(struct net_server *s, uint64_t ms)
+const char *httpd_close_reason_name(enum httpd_close_reason r)
 {
-    if (s)
-        s->idle_ms = ms ? ms : NET__IDLE_MS;
-}
-
-void net_server_set_web(struct net_server *s, struct net_web *w)
-{
-    if (!s)
-        return;
-    net_web_unref(s->web);
-    s->web = net_web_ref(w);
-}
-
-void net_server_set_header_timeout(struct net_server *s, uint64_t ms)
-{
-    if (s)
-        s->header_ms = ms ? ms : NET__HEADER_MS;
-}
-
-const char *net_close_reason_name(enum net_close_reason r)
-{
-    static const char *const names[NET_CLOSE_N] = {
-        [NET_CLOSE_DONE] = "done",       [NET_CLOSE_CLIENT_CLOSED] = "client_closed",
-        [NET_CLOSE_RESET] = "reset",     [NET_CLOSE_TIMEOUT] = "timeout",
-        [NET_CLOSE_EVICTED] = "evicted", [NET_CLOSE_ERROR] = "error",
+    static const char *const names[HTTPD_CLOSE_N] = {
+        [HTTPD_CLOSE_DONE] = "done",       [HTTPD_CLOSE_CLIENT_CLOSED] = "client_closed",
+        [HTTPD_CLOSE_RESET] = "reset",     [HTTPD_CLOSE_TIMEOUT] = "timeout",
+        [HTTPD_CLOSE_EVICTED] = "evicted", [HTTPD_CLOSE_ERROR] = "error",
     };
 
-    return (unsigned)r < NET_CLOSE_N ? names[r] : "unknown";
+    return (unsigned)r < HTTPD_CLOSE_N ? names[r] : "unknown";
 }
 
-void net_server_get_stats(const struct net_server *s, struct net_server_stats *out)
+void httpd_get_stats(const struct httpd *s, struct httpd_stats *out)
 {
     memset(out, 0, sizeof(*out));
     if (!s)
@@ -1706,7 +1240,7 @@ void net_server_get_stats(const struct net_server *s, struct net_server_stats *o
     memcpy(out->closed, s->closed, sizeof(out->closed));
 }
 
-void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
+void httpd_close(struct httpd *s, void (*cb)(void *ud), void *ud)
 {
     struct conn *c;
 
@@ -1717,36 +1251,8 @@ void net_server_close(struct net_server *s, void (*cb)(void *ud), void *ud)
     s->close_ud = ud;
     for (c = s->conns; c; c = c->next)
         conn_close(c);
-    hub_detach(s);
+    if (httpd__auth_close(&s->auth, auth_closed))
+        s->handles++;
     uv_close((uv_handle_t *)&s->listener, listener_closed);
     uv_close((uv_handle_t *)&s->idle, listener_closed);
-}
-
-int net_query_get(const char *q, const char *key, char *val, size_t vlen)
-{
-    size_t kl = strlen(key);
-    char name[NET_QUERY_MAX_KEY];
-
-    if (kl >= sizeof(name))
-        return 0;
-    for (const char *pair = q, *amp; pair && *pair; pair = amp ? amp + 1 : NULL) {
-        size_t n = (amp = strchr(pair, '&')) ? (size_t)(amp - pair) : strlen(pair);
-        const char *eq = memchr(pair, '=', n), *raw = eq ? eq + 1 : "";
-        size_t nl = eq ? (size_t)(eq - pair) : n, vl = eq ? n - nl - 1 : 0;
-        int len;
-
-        /* As Go's url.ParseQuery: names and values are decoded, and a pair
-         * with a bad escape is skipped. */
-        if (n > INT_MAX || net__pct_decode(pair, nl, NULL, true) != (int)kl)
-            continue;
-        net__pct_decode(pair, nl, name, true);
-        if (memcmp(name, key, kl) != 0 || (len = net__pct_decode(raw, vl, NULL, true)) < 0)
-            continue;
-        if ((size_t)len >= vlen)
-            return -E2BIG;
-        net__pct_decode(raw, vl, val, true);
-        val[len] = '\0';
-        return 1;
-    }
-    return 0;
 }

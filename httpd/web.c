@@ -3,12 +3,12 @@
  * of Prometheus' exporter-toolkit: `tls_server_config` (cert_file,
  * key_file, client_ca_file, client_auth_type, min_version, max_version,
  * cipher_suites, prefer_server_cipher_suites, curve_preferences) and
- * `basic_auth_users` (user: bcrypt hash).
+ * `basic_auth_users` (user: bcrypt hash) (docs/design.md "HTTP server").
  *
  * Purpose. Loads the file with conf/ (so errors name FILE:LINE:COL), builds
- * the OpenSSL server context and checks the hashes; verifies a password
- * against its hash (libxcrypt's bcrypt, $2a$/$2b$/$2y$). Go's names of
- * cipher suites and curves are translated to OpenSSL's here.
+ * the OpenSSL server context and checks the hashes (a password is checked
+ * against its hash by auth.c). Go's names of cipher suites and curves are
+ * translated to OpenSSL's here.
  *
  * Costs. A hash's cost is refused outside WEB_COST_MIN..WEB_COST_MAX: one
  * check doubles with each step (0.24 s of CPU at 12 on the reference
@@ -20,9 +20,9 @@
  * takes as long for a user that does not exist as for one that does.
  *
  * Threading and ownership. Loading runs on any thread. A loaded web config
- * is immutable and reference counted: the server holds one reference.
- * net__web_verify() is pure and runs on a thread of its own (a bcrypt hash
- * costs tens of milliseconds at least: never on the loop). */
+ * is immutable and reference counted: the server holds one reference, and
+ * each connection one from its accept. auth.c's checks read the hashes on
+ * the loop and copy what their threads need. */
 #include <crypt.h>
 #include <errno.h>
 #include <stdint.h>
@@ -30,11 +30,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 
-#include "net/internal.h"
+#include "conf/conf.h"
+#include "httpd/internal.h"
 
 /* The bcrypt costs taken: bcrypt's own minimum, and the highest whose
  * check stays well inside the header timeout (see the top comment). */
@@ -285,7 +285,7 @@ static const struct conf_schema web_schema = {
     .sections = all_sections,
 };
 
-struct net_web {
+struct httpd_web {
     unsigned refs;
     struct conf_doc *doc;
     SSL_CTX *ssl; /* NULL without tls_server_config */
@@ -389,7 +389,7 @@ static int make_ctx(const struct web_tls_cfg *t, SSL_CTX **out, char *err, size_
         SSL_CTX_set_verify(ctx, mode, NULL);
     else
         SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (mode == -2 ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
-                           net__web_accept_any_cert);
+                           httpd__web_accept_any_cert);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
     *out = ctx;
@@ -399,7 +399,7 @@ fail:
     return rc;
 }
 
-int net__web_accept_any_cert(int ok, X509_STORE_CTX *x)
+int httpd__web_accept_any_cert(int ok, X509_STORE_CTX *x)
 {
     (void)ok;
     (void)x;
@@ -429,10 +429,10 @@ static int make_dummy(const struct web_cfg *c, char *out, size_t len, char *err,
 
 /* Wraps a loaded document; with `tls`, builds the TLS context its
  * tls_server_config names (reading the files). Takes `doc`'s reference. */
-static int web_new(struct conf_doc *doc, bool tls, struct net_web **out, char *err,
+static int web_new(struct conf_doc *doc, bool tls, struct httpd_web **out, char *err,
                    size_t errlen)
 {
-    struct net_web *w = calloc(1, sizeof(*w));
+    struct httpd_web *w = calloc(1, sizeof(*w));
     const struct web_cfg *c = conf_doc_data(doc);
     int rc;
 
@@ -444,18 +444,18 @@ static int web_new(struct conf_doc *doc, bool tls, struct net_web **out, char *e
     w->refs = 1;
     w->doc = doc;
     if (c->n_users && (rc = make_dummy(c, w->dummy, sizeof(w->dummy), err, errlen)) < 0) {
-        net_web_unref(w);
+        httpd_web_unref(w);
         return rc;
     }
     if (tls && c->tls && (rc = make_ctx(c->tls, &w->ssl, err, errlen)) < 0) {
-        net_web_unref(w);
+        httpd_web_unref(w);
         return rc;
     }
     *out = w;
     return 0;
 }
 
-int net_web_load(const char *path, struct net_web **out, char *err, size_t errlen)
+int httpd_web_load(const char *path, struct httpd_web **out, char *err, size_t errlen)
 {
     struct conf_doc *doc;
     int rc;
@@ -467,8 +467,8 @@ int net_web_load(const char *path, struct net_web **out, char *err, size_t errle
     return web_new(doc, true, out, err, errlen);
 }
 
-int net__web_load_string(const char *text, size_t len, const char *name, struct net_web **out,
-                         char *err, size_t errlen)
+int httpd__web_load_string(const char *text, size_t len, const char *name,
+                           struct httpd_web **out, char *err, size_t errlen)
 {
     struct conf_doc *doc;
     int rc;
@@ -480,14 +480,14 @@ int net__web_load_string(const char *text, size_t len, const char *name, struct 
     return web_new(doc, false, out, err, errlen);
 }
 
-struct net_web *net_web_ref(struct net_web *w)
+struct httpd_web *httpd_web_ref(struct httpd_web *w)
 {
     if (w)
         w->refs++;
     return w;
 }
 
-void net_web_unref(struct net_web *w)
+void httpd_web_unref(struct httpd_web *w)
 {
     if (!w || --w->refs > 0)
         return;
@@ -496,22 +496,22 @@ void net_web_unref(struct net_web *w)
     free(w);
 }
 
-bool net_web_tls(const struct net_web *w)
+bool httpd_web_tls(const struct httpd_web *w)
 {
     return w && w->ssl;
 }
 
-bool net_web_auth(const struct net_web *w)
+bool httpd_web_auth(const struct httpd_web *w)
 {
     return w && ((const struct web_cfg *)conf_doc_data(w->doc))->n_users > 0;
 }
 
-SSL_CTX *net__web_ssl(const struct net_web *w)
+SSL_CTX *httpd__web_ssl(const struct httpd_web *w)
 {
     return w ? w->ssl : NULL;
 }
 
-const char *net__web_user(const struct net_web *w, unsigned i, const char **hash)
+const char *httpd__web_user(const struct httpd_web *w, unsigned i, const char **hash)
 {
     const struct web_cfg *c = conf_doc_data(w->doc);
 
@@ -522,7 +522,7 @@ const char *net__web_user(const struct net_web *w, unsigned i, const char **hash
     return c->users[i].key;
 }
 
-const char *net__web_hash(const struct net_web *w, const char *user)
+const char *httpd__web_hash(const struct httpd_web *w, const char *user)
 {
     const struct web_cfg *c = conf_doc_data(w->doc);
 
@@ -532,20 +532,7 @@ const char *net__web_hash(const struct net_web *w, const char *user)
     return NULL;
 }
 
-const char *net__web_dummy_hash(const struct net_web *w)
+const char *httpd__web_dummy_hash(const struct httpd_web *w)
 {
     return w->dummy;
-}
-
-bool net__web_verify(const char *password, const char *hash)
-{
-    struct crypt_data cd;
-    const char *h;
-    size_t n = strlen(hash);
-
-    /* crypt_rn: libxcrypt's crypt_r that returns NULL on failure (and that
-     * sanitizers do not intercept: their crypt_r hook breaks with it). */
-    memset(&cd, 0, sizeof(cd));
-    h = crypt_rn(password, hash, &cd, (int)sizeof(cd));
-    return h && strlen(h) == n && CRYPTO_memcmp(h, hash, n) == 0;
 }
