@@ -25,19 +25,6 @@ int pyserver_start(struct pyserver *ps, const char *const *args);
 /** Stops it (SIGTERM, then SIGKILL after 5 s) and reaps it. */
 void pyserver_stop(struct pyserver *ps);
 
-/** The harness's RUN_UNTIL in the counter form tests/net/test_server.c
- * was written with: fails the test unless `*counter >= target` within
- * `timeout_ms`; true otherwise. */
-static inline bool run_until_at(const char *file, int line, uv_loop_t *loop, const int *counter,
-                                int target, uint64_t timeout_ms)
-{
-    TEST_RUN_UNTIL_AT(file, line, loop, *counter >= target, "*counter >= target", timeout_ms,
-                      TEST_LOOP_MAX_TURNS);
-    return true;
-}
-#define run_until(loop, counter, target, ms)                                       \
-    run_until_at(__FILE__, __LINE__, (loop), (counter), (target), (ms))
-
 /** Makes a CA and a server certificate (SAN test.example, localhost,
  * 127.0.0.1) and a client certificate in a fresh temporary directory,
  * whose path is written to dir. 0 or -1. */
