@@ -25,33 +25,33 @@ struct cluster;
 
 struct agent {
     uv_loop_t *loop;
-    struct conf_doc *doc;              /**< current configuration */
-    const char *config_path;           /**< NULL: embedded default */
-    unsigned config_flags;             /**< conf flags of every load (CONF_EXPAND_ENV) */
-    struct workq *work;                /**< the one CPU work queue */
-    struct net_client *http;           /**< discovery and remote-write */
+    struct conf_doc *doc;    /**< current configuration */
+    const char *config_path; /**< NULL: embedded default */
+    unsigned config_flags;   /**< conf flags of every load (CONF_EXPAND_ENV) */
+    struct workq *work;      /**< the one CPU work queue */
+    struct net_client *http; /**< discovery and remote-write */
     struct httpd *status;
     struct disc_manager *disc;
     struct fwd *fwd;
     struct scrape_manager *scrape;
-    struct cluster *cluster;           /**< which targets are ours (clustering) */
-    struct recent *recent;             /**< latest profile per pair, for the web UI */
+    struct cluster *cluster; /**< which targets are ours (clustering) */
+    struct recent *recent;   /**< latest profile per pair, for the web UI */
     uv_signal_t sig_term, sig_int, sig_hup;
     uv_timer_t shutdown_timer;
-    struct looplag lag;                /**< the loop's own stalls (/metrics) */
+    struct looplag lag; /**< the loop's own stalls (/metrics) */
     bool stopping;
     uint64_t shutdown_deadline_ms;
-    bool log_level_fixed;              /**< --log-level (or `targets`) overrides the file */
-    bool enable_lifecycle;             /**< --web.enable-lifecycle: POST /-/reload allowed */
-    unsigned workers;                  /**< pool size fixed at start (limits.workers) */
+    bool log_level_fixed;  /**< --log-level (or `targets`) overrides the file */
+    bool enable_lifecycle; /**< --web.enable-lifecycle: POST /-/reload allowed */
+    unsigned workers;      /**< pool size fixed at start (limits.workers) */
     bool started;
     uint64_t start_time_ns;
     /* reloads */
     uint64_t reloads_ok, reloads_failed;
     uint64_t last_reload_ns;
     bool last_reload_ok;
-    bool reload_running;               /**< a load is on the work queue */
-    bool reload_again;                 /**< asked for meanwhile: one more load follows */
+    bool reload_running; /**< a load is on the work queue */
+    bool reload_again;   /**< asked for meanwhile: one more load follows */
     const char *reload_again_why;
     int exit_code;
 };
@@ -74,8 +74,7 @@ int agent__reload_request(struct agent *a, const char *why);
 struct httpd_request;
 struct httpd_response;
 /** The status server's handler (`ud` is the agent). */
-void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp,
-                           void *ud);
+void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp, void *ud);
 /** Configuration loaded and every discovery provider synced. */
 bool agent__ready(const struct agent *a);
 

@@ -15,10 +15,9 @@
 #define PTR CYAML_FLAG_POINTER
 #define UNL CYAML_UNLIMITED
 
-#define VIRTUAL_MAPPING(k, S, fields)                                                      \
-    {                                                                                      \
-        .key = k, .data_offset = 0,                                                        \
-        .value = { CYAML_VALUE_MAPPING(OPT, S, fields) },                                  \
+#define VIRTUAL_MAPPING(k, S, fields)                                                 \
+    {                                                                                 \
+        .key = k, .data_offset = 0, .value = { CYAML_VALUE_MAPPING(OPT, S, fields) }, \
     }
 
 const char agent_default_config[] =
@@ -130,12 +129,12 @@ static const cyaml_strval_t scheme_strings[] = {
 static const cyaml_schema_field_t top_fields[] = {
     CYAML_FIELD_STRING_PTR("log-level", OPT, struct agent_config, log_level, 0, UNL),
     VIRTUAL_MAPPING("server", struct agent_config, server_fields),
-    CYAML_FIELD_SEQUENCE_COUNT("external-labels", OPT | PTR, struct agent_config,
-                               external_labels, n_external_labels, &conf_kv_entry, 0, UNL),
-    CYAML_FIELD_SEQUENCE_COUNT("scrape-configs", OPT | PTR, struct agent_config, scrape,
-                               n_scrape, &scrape_job_cfg_entry, 0, UNL),
-    CYAML_FIELD_SEQUENCE_COUNT("remote-write", OPT | PTR, struct agent_config, remote,
-                               n_remote, &fwd_remote_cfg_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("external-labels", OPT | PTR, struct agent_config, external_labels,
+                               n_external_labels, &conf_kv_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("scrape-configs", OPT | PTR, struct agent_config, scrape, n_scrape,
+                               &scrape_job_cfg_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("remote-write", OPT | PTR, struct agent_config, remote, n_remote,
+                               &fwd_remote_cfg_entry, 0, UNL),
     FWD_SPOOL_CFG_FIELD(struct agent_config, spool),
     VIRTUAL_MAPPING("limits", struct agent_config, limits_fields),
     VIRTUAL_MAPPING("discovery", struct agent_config, discovery_fields),
@@ -199,8 +198,13 @@ static const struct conf_section *const own_sections[] = {
 };
 
 static const struct conf_section *const *const all_sections[] = {
-    own_sections, net_cfg_sections, scrape_cfg_sections, disc_cfg_sections, fwd_cfg_sections,
-    cluster_cfg_sections, NULL,
+    own_sections,
+    net_cfg_sections,
+    scrape_cfg_sections,
+    disc_cfg_sections,
+    fwd_cfg_sections,
+    cluster_cfg_sections,
+    NULL,
 };
 
 static const struct conf_schema agent_schema = {

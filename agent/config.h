@@ -26,18 +26,18 @@
  * module's part is its own struct; the mapping also holds discovery's
  * max-watch-line (struct disc_cfg). */
 struct agent_limits {
-    struct pprof_limits pprof;     /**< profile caps, output gzip level */
-    uint64_t max_body_bytes;       /**< scraped body cap unless a job sets body-size-limit */
-    unsigned workers;              /**< worker threads, default 2 */
-    unsigned max_jobs_backlog;     /**< queued CPU jobs, default 1024 */
-    uint64_t memory_budget;        /**< peak bytes of all profile jobs in flight */
+    struct pprof_limits pprof; /**< profile caps, output gzip level */
+    uint64_t max_body_bytes;   /**< scraped body cap unless a job sets body-size-limit */
+    unsigned workers;          /**< worker threads, default 2 */
+    unsigned max_jobs_backlog; /**< queued CPU jobs, default 1024 */
+    uint64_t memory_budget;    /**< peak bytes of all profile jobs in flight */
 };
 
 /** The whole file. */
 struct agent_config {
-    char *log_level;            /**< debug|info|warn|error */
-    char *listen_address;       /**< server.listen-address, default 127.0.0.1:4100 */
-    uint64_t header_timeout_ms; /**< server.header-timeout, default 10s (read at start) */
+    char *log_level;                /**< debug|info|warn|error */
+    char *listen_address;           /**< server.listen-address, default 127.0.0.1:4100 */
+    uint64_t header_timeout_ms;     /**< server.header-timeout, default 10s (read at start) */
     uint64_t recent_profiles_bytes; /**< server.recent-profiles-bytes: the UI's store (at start) */
     struct conf_kv *external_labels;
     unsigned n_external_labels;
@@ -48,7 +48,7 @@ struct agent_config {
     struct cfg_spool spool;
     struct agent_limits limits;
     struct disc_cfg discovery;
-    struct cluster_cfg cluster;   /**< `clustering:` (cluster/config.c) */
+    struct cluster_cfg cluster;          /**< `clustering:` (cluster/config.c) */
     enum relabel_scheme name_validation; /**< global, default utf8 */
 };
 

@@ -18,11 +18,11 @@ struct buf;
 /** Embedded in the agent. */
 struct looplag {
     uv_timer_t timer;
-    uint64_t last_ns;        /**< uv_hrtime() of the previous tick */
-    uint64_t last_cpu_ns;    /**< the loop thread's CPU time then */
-    uint64_t max_ns;         /**< the largest lateness since start */
-    uint64_t max_busy_ns;    /**< the largest lateness the thread spent computing */
-    struct prom_hist hist;   /**< lateness of every tick, seconds */
+    uint64_t last_ns;      /**< uv_hrtime() of the previous tick */
+    uint64_t last_cpu_ns;  /**< the loop thread's CPU time then */
+    uint64_t max_ns;       /**< the largest lateness since start */
+    uint64_t max_busy_ns;  /**< the largest lateness the thread spent computing */
+    struct prom_hist hist; /**< lateness of every tick, seconds */
 };
 
 /** Starts the timer on `loop`. Returns 0 or a libuv error. */

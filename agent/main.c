@@ -45,60 +45,61 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f,
-            "proflet %s - a continuous-profiling agent: scrapes pprof endpoints and\n"
-            "forwards the profiles to Pyroscope (push or /ingest) or a directory.\n"
-            "\n"
-            "Usage:\n"
-            "  proflet [--config FILE] [--config.expand-env] [--log-level LEVEL]\n"
-            "      Run. Without --config, the embedded default configuration is used:\n"
-            "      scrape 127.0.0.1:6060 (cpu, memory, goroutine, mutex, block every 15s)\n"
-            "      and write profiles under ./proflet-data.\n"
-            "  proflet --check-config FILE [--config.expand-env]\n"
-            "      Validate FILE and exit: 0 if valid, 2 if not (the message names\n"
-            "      file, line and column).\n"
-            "  proflet targets [--config FILE] [--config.expand-env] [--job NAME] [--show-dropped]\n"
-            "      Run discovery once, apply the relabel rules and print the targets as\n"
-            "      `promtool check service-discovery` does (JSON), without scraping.\n"
-            "  proflet --print-default-config\n"
-            "      Print the embedded default configuration.\n"
-            "  proflet --version | --help\n"
-            "\n"
-            "Options:\n"
-            "  -c, --config FILE        configuration file (YAML; see docs/config.md)\n"
-            "      --config.expand-env[=true|false]\n"
-            "                           expand ${VAR} and ${VAR:-default} in the file from\n"
-            "                           the environment (also -config.expand-env=true). Off\n"
-            "                           by default: the file is read literally, so relabel\n"
-            "                           templates ($1, ${1}, ${name}, $$) mean what they mean\n"
-            "                           in Prometheus\n"
-            "  -l, --log-level LEVEL    debug | info | warn | error (overrides the file)\n"
-            "      --check-config FILE  validate a configuration file and exit\n"
-            "      --job NAME           with `targets`: only this scrape job\n"
-            "      --show-dropped       with `targets`: also print targets the rules dropped\n"
-            "      --web.config.file FILE\n"
-            "                           TLS and basic auth for the status server, in the\n"
-            "                           format of Prometheus' exporter-toolkit\n"
-            "                           (tls_server_config, basic_auth_users with bcrypt\n"
-            "                           hashes); read at start-up\n"
-            "      --web.enable-lifecycle\n"
-            "                           allow POST/PUT /-/reload on the status server (as\n"
-            "                           Prometheus; without it the answer is 403 and only\n"
-            "                           SIGHUP reloads)\n"
-            "  -v, --version            print the version and exit\n"
-            "  -h, --help               this text\n"
-            "\n"
-            "Signals: SIGHUP reloads the configuration (as does POST /-/reload with\n"
-            "--web.enable-lifecycle); an invalid\n"
-            "file is refused and the running configuration kept. SIGTERM/SIGINT stop\n"
-            "scraping, finish what is in flight, flush and exit 0, all within %d s.\n"
-            "\n"
-            "Status server (server.listen-address, default 127.0.0.1:4100): /metrics,\n"
-            "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets. Its limits\n"
-            "(connections, header timeout, output per connection) are in docs/limits.md;\n"
-            "cross-origin browser requests that would change state are refused.\n"
-            "Exit status: 0 ok, 1 runtime error, 2 invalid configuration or usage.\n",
-            PROFLET_VERSION, SHUTDOWN_GRACE_MS / 1000);
+    fprintf(
+        f,
+        "proflet %s - a continuous-profiling agent: scrapes pprof endpoints and\n"
+        "forwards the profiles to Pyroscope (push or /ingest) or a directory.\n"
+        "\n"
+        "Usage:\n"
+        "  proflet [--config FILE] [--config.expand-env] [--log-level LEVEL]\n"
+        "      Run. Without --config, the embedded default configuration is used:\n"
+        "      scrape 127.0.0.1:6060 (cpu, memory, goroutine, mutex, block every 15s)\n"
+        "      and write profiles under ./proflet-data.\n"
+        "  proflet --check-config FILE [--config.expand-env]\n"
+        "      Validate FILE and exit: 0 if valid, 2 if not (the message names\n"
+        "      file, line and column).\n"
+        "  proflet targets [--config FILE] [--config.expand-env] [--job NAME] [--show-dropped]\n"
+        "      Run discovery once, apply the relabel rules and print the targets as\n"
+        "      `promtool check service-discovery` does (JSON), without scraping.\n"
+        "  proflet --print-default-config\n"
+        "      Print the embedded default configuration.\n"
+        "  proflet --version | --help\n"
+        "\n"
+        "Options:\n"
+        "  -c, --config FILE        configuration file (YAML; see docs/config.md)\n"
+        "      --config.expand-env[=true|false]\n"
+        "                           expand ${VAR} and ${VAR:-default} in the file from\n"
+        "                           the environment (also -config.expand-env=true). Off\n"
+        "                           by default: the file is read literally, so relabel\n"
+        "                           templates ($1, ${1}, ${name}, $$) mean what they mean\n"
+        "                           in Prometheus\n"
+        "  -l, --log-level LEVEL    debug | info | warn | error (overrides the file)\n"
+        "      --check-config FILE  validate a configuration file and exit\n"
+        "      --job NAME           with `targets`: only this scrape job\n"
+        "      --show-dropped       with `targets`: also print targets the rules dropped\n"
+        "      --web.config.file FILE\n"
+        "                           TLS and basic auth for the status server, in the\n"
+        "                           format of Prometheus' exporter-toolkit\n"
+        "                           (tls_server_config, basic_auth_users with bcrypt\n"
+        "                           hashes); read at start-up\n"
+        "      --web.enable-lifecycle\n"
+        "                           allow POST/PUT /-/reload on the status server (as\n"
+        "                           Prometheus; without it the answer is 403 and only\n"
+        "                           SIGHUP reloads)\n"
+        "  -v, --version            print the version and exit\n"
+        "  -h, --help               this text\n"
+        "\n"
+        "Signals: SIGHUP reloads the configuration (as does POST /-/reload with\n"
+        "--web.enable-lifecycle); an invalid\n"
+        "file is refused and the running configuration kept. SIGTERM/SIGINT stop\n"
+        "scraping, finish what is in flight, flush and exit 0, all within %d s.\n"
+        "\n"
+        "Status server (server.listen-address, default 127.0.0.1:4100): /metrics,\n"
+        "/-/healthy, /-/ready, POST /-/reload, /api/v1/targets, /targets. Its limits\n"
+        "(connections, header timeout, output per connection) are in docs/limits.md;\n"
+        "cross-origin browser requests that would change state are refused.\n"
+        "Exit status: 0 ok, 1 runtime error, 2 invalid configuration or usage.\n",
+        PROFLET_VERSION, SHUTDOWN_GRACE_MS / 1000);
 }
 
 /* glibc serves allocations from 128 KiB up with their own mappings, but
@@ -626,18 +627,18 @@ run_loop:
 int main(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"config", required_argument, NULL, 'c'},
-        {"config.expand-env", optional_argument, NULL, 'E'},
-        {"check-config", required_argument, NULL, 'C'},
-        {"log-level", required_argument, NULL, 'l'},
-        {"job", required_argument, NULL, 'j'},
-        {"show-dropped", no_argument, NULL, 'd'},
-        {"print-default-config", no_argument, NULL, 'p'},
-        {"web.enable-lifecycle", no_argument, NULL, 'L'},
-        {"web.config.file", required_argument, NULL, 'W'},
-        {"version", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        { "config", required_argument, NULL, 'c' },
+        { "config.expand-env", optional_argument, NULL, 'E' },
+        { "check-config", required_argument, NULL, 'C' },
+        { "log-level", required_argument, NULL, 'l' },
+        { "job", required_argument, NULL, 'j' },
+        { "show-dropped", no_argument, NULL, 'd' },
+        { "print-default-config", no_argument, NULL, 'p' },
+        { "web.enable-lifecycle", no_argument, NULL, 'L' },
+        { "web.config.file", required_argument, NULL, 'W' },
+        { "version", no_argument, NULL, 'v' },
+        { "help", no_argument, NULL, 'h' },
+        { NULL, 0, NULL, 0 },
     };
     const char *config = NULL, *check = NULL, *level = NULL;
     unsigned flags = 0;
@@ -728,8 +729,8 @@ int main(int argc, char **argv)
         cfg = agent_config(doc);
         for (size_t i = 0; conf_doc_warning(doc, i); i++)
             fprintf(stderr, "proflet: warning: %s\n", conf_doc_warning(doc, i));
-        printf("%s: configuration is valid (%u scrape job%s, %u remote-write endpoint%s)\n",
-               check, cfg->n_scrape, cfg->n_scrape == 1 ? "" : "s", cfg->n_remote,
+        printf("%s: configuration is valid (%u scrape job%s, %u remote-write endpoint%s)\n", check,
+               cfg->n_scrape, cfg->n_scrape == 1 ? "" : "s", cfg->n_remote,
                cfg->n_remote == 1 ? "" : "s");
         conf_doc_unref(doc);
         return 0;

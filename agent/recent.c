@@ -25,7 +25,7 @@ struct recent_entry {
 
 struct recent {
     size_t max_bytes, bytes;
-    struct hashmap by_key;         /* key -> entry */
+    struct hashmap by_key; /* key -> entry */
     struct recent_entry *oldest, *newest;
     uint64_t evicted;
 };
@@ -67,8 +67,8 @@ static void unlink_entry(struct recent *r, struct recent_entry *e)
     free(e);
 }
 
-void recent_put(struct recent *r, uint64_t key, const char *labels, const uint8_t *data,
-                size_t len, int64_t end_ns)
+void recent_put(struct recent *r, uint64_t key, const char *labels, const uint8_t *data, size_t len,
+                int64_t end_ns)
 {
     struct recent_entry *e, *old;
 

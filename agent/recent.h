@@ -34,8 +34,8 @@ int recent_new(const struct recent_opts *o, struct recent **out, char *err, size
 /** Keeps a copy of `data` as the latest profile of `key` (the hash of its
  * sent labels), replacing the previous one; the oldest go while over the
  * cap. A profile larger than the cap is not kept (counted as evicted). */
-void recent_put(struct recent *r, uint64_t key, const char *labels, const uint8_t *data,
-                size_t len, int64_t end_ns);
+void recent_put(struct recent *r, uint64_t key, const char *labels, const uint8_t *data, size_t len,
+                int64_t end_ns);
 /** The latest profile of `key`, or NULL (never kept, or gone). Valid until
  * the next recent_put() or recent_free(). */
 const struct recent_profile *recent_get(const struct recent *r, uint64_t key);

@@ -32,8 +32,7 @@
 #include "scrape/scrape.h"
 
 /* The discovery half of the jobs, as the discovery manager takes it. */
-static int apply_discovery(struct agent *a, const struct agent_config *c, char *err,
-                           size_t errlen)
+static int apply_discovery(struct agent *a, const struct agent_config *c, char *err, size_t errlen)
 {
     struct disc_job *jobs = calloc(c->n_scrape ? c->n_scrape : 1, sizeof(*jobs));
     int r;
@@ -58,8 +57,8 @@ static void note_fixed(struct agent *a, const struct agent_config *c)
         return;
     snprintf(was, sizeof(was), "%u", a->workers);
     snprintf(now, sizeof(now), "%u", c->limits.workers);
-    log_warn("limits.workers changes only at restart; the worker pool keeps its size",
-             "running", was, "configured", now);
+    log_warn("limits.workers changes only at restart; the worker pool keeps its size", "running",
+             was, "configured", now);
 }
 
 /* Frees a configuration on the work queue: one of thousands of jobs takes
@@ -121,8 +120,7 @@ static int apply(struct agent *a, struct conf_doc *doc, int r, char *err, size_t
             char again[512];
 
             if (a->doc && apply_discovery(a, agent_config(a->doc), again, sizeof(again)) < 0)
-                log_error("discovery could not go back to the running configuration", "err",
-                          again);
+                log_error("discovery could not go back to the running configuration", "err", again);
             goto fail;
         }
     }
@@ -143,8 +141,8 @@ static int apply(struct agent *a, struct conf_doc *doc, int r, char *err, size_t
     snprintf(load_s, sizeof(load_s), "%.3f", (double)load_ns / 1e9);
     snprintf(apply_s, sizeof(apply_s), "%.3f", (double)(clock_mono_ns() - t0) / 1e9);
     log_info("configuration reloaded", "trigger", why, "file",
-             a->config_path ? a->config_path : "<default>", "load_seconds", load_s,
-             "apply_seconds", apply_s);
+             a->config_path ? a->config_path : "<default>", "load_seconds", load_s, "apply_seconds",
+             apply_s);
     return 0;
 fail:
     if (cluster_applied && a->doc) {
@@ -186,9 +184,9 @@ int agent__reload(struct agent *a, const char *why)
  * fields; the agent is used by the completion, on the loop. */
 struct reload_job {
     struct agent *a;
-    char *path;          /* a copy; NULL: the embedded default */
+    char *path; /* a copy; NULL: the embedded default */
     unsigned flags;
-    const char *why;     /* a static string */
+    const char *why;      /* a static string */
     struct conf_doc *doc; /* the result, owned by the job until applied */
     uint64_t load_ns;
     int rc;
@@ -226,8 +224,8 @@ static void reload_after(void *arg, int status)
         if (r < 0) {
             a->reloads_failed++;
             a->last_reload_ok = false;
-            log_error("configuration reload could not start", "trigger", a->reload_again_why,
-                      "err", strerror(-r));
+            log_error("configuration reload could not start", "trigger", a->reload_again_why, "err",
+                      strerror(-r));
         }
     }
     if (a->stopping)

@@ -45,8 +45,7 @@ static void server_metrics(const struct agent *a, struct buf *b)
                         "Open connections of the status server (this scrape's included).",
                         struct httpd_stats, open),
         PROM_FAMILY_U64("proflet_http_server_connections_accepted_total", "counter",
-                        "Connections the status server accepted.", struct httpd_stats,
-                        accepted),
+                        "Connections the status server accepted.", struct httpd_stats, accepted),
         PROM_FAMILY_U64_BY("proflet_http_server_connections_closed_total", "counter",
                            "Connections of the status server closed, by reason: done (by the "
                            "server after its last answer, or at shutdown), client_closed, reset "
@@ -116,8 +115,7 @@ static const struct prom_family families[] = {
         "Distinct label names and values held (each stored once, shared by every label set "
         "that holds it).",
         label_strings),
-    U64("proflet_label_strings_bytes", "gauge", "Bytes those strings take.",
-        label_strings_bytes),
+    U64("proflet_label_strings_bytes", "gauge", "Bytes those strings take.", label_strings_bytes),
     PROM_FAMILY_U64_BY("proflet_config_reloads_total", "counter",
                        "Configuration reloads by result.", struct figures, reloads, "result",
                        reload_results),
@@ -218,8 +216,7 @@ static void targets_free(void *state)
     scrape_targets_iter_free(state);
 }
 
-void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp,
-                           void *ud)
+void agent__status_handler(const struct httpd_request *req, struct httpd_response *resp, void *ud)
 {
     struct agent *a = ud;
     bool get = strcmp(req->method, "GET") == 0 || strcmp(req->method, "HEAD") == 0;

@@ -57,7 +57,7 @@ struct targets_page {
     size_t chunk;
     char *last_job;
     size_t up, down, unknown; /* of the current job's rows */
-    int part; /* 0 head, 1 rows, 2 done */
+    int part;                 /* 0 head, 1 rows, 2 done */
 };
 
 /* The counts of the job whose rows just ended, under them. */
@@ -65,8 +65,10 @@ static void job_counts(struct targets_page *pg)
 {
     if (!pg->last_job)
         return;
-    buf_printf(pg->out, "<tr class=\"counts\"><td colspan=\"6\">%zu up, %zu down, %zu not "
-                        "scraped yet</td></tr>", pg->up, pg->down, pg->unknown);
+    buf_printf(pg->out,
+               "<tr class=\"counts\"><td colspan=\"6\">%zu up, %zu down, %zu not "
+               "scraped yet</td></tr>",
+               pg->up, pg->down, pg->unknown);
     pg->up = pg->down = pg->unknown = 0;
 }
 
@@ -307,16 +309,20 @@ static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
     agent__ui_esc(b, e->name);
     buf_puts(b, "<br><span class=\"l\">");
     agent__ui_esc(b, e->url);
-    buf_printf(b, "</span></td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%"
-                  PRIu64 " B, %" PRIu64 " profiles", e->queue_profiles, e->queue_bytes,
-               e->inflight_profiles, e->spool_bytes, e->spool_records);
+    buf_printf(b,
+               "</span></td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%" PRIu64
+               " B, %" PRIu64 " profiles",
+               e->queue_profiles, e->queue_bytes, e->inflight_profiles, e->spool_bytes,
+               e->spool_records);
     if (e->spool_oldest_ms) {
         buf_puts(b, ", oldest ");
         agent__ui_ago(b, e->spool_oldest_ms * 1000000ULL);
     }
-    buf_printf(b, "</td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%" PRIu64
-                  "</td><td>%" PRIu64 "</td><td>", e->sent_profiles, e->sent_bytes,
-               e->retried_profiles, e->failed_requests, e->dropped_profiles);
+    buf_printf(b,
+               "</td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%" PRIu64
+               "</td><td>%" PRIu64 "</td><td>",
+               e->sent_profiles, e->sent_bytes, e->retried_profiles, e->failed_requests,
+               e->dropped_profiles);
     if (e->last_error && e->last_error[0]) {
         buf_puts(b, "<div class=\"err\">");
         agent__ui_esc(b, e->last_error);
@@ -358,8 +364,8 @@ static void config_page(struct agent *a, struct httpd_response *resp)
     buf_printf(b, "</td></tr><tr><th>last reload</th><td>%s, ",
                a->last_reload_ok ? "successful" : "<span class=\"err\">failed</span>");
     agent__ui_ago(b, a->last_reload_ns);
-    buf_printf(b, " (%" PRIu64 " successful, %" PRIu64 " failed)</td></tr></table>",
-               a->reloads_ok, a->reloads_failed);
+    buf_printf(b, " (%" PRIu64 " successful, %" PRIu64 " failed)</td></tr></table>", a->reloads_ok,
+               a->reloads_failed);
     for (size_t i = 0; a->doc && (w = conf_doc_warning(a->doc, i)) != NULL; i++) {
         buf_puts(b, "<p class=\"err\">warning: ");
         agent__ui_esc(b, w);
@@ -381,14 +387,14 @@ static void config_page(struct agent *a, struct httpd_response *resp)
 
 /* -------------------------------------------------------------- routing */
 
-bool agent__ui_handle(struct agent *a, const struct httpd_request *req,
-                      struct httpd_response *resp)
+bool agent__ui_handle(struct agent *a, const struct httpd_request *req, struct httpd_response *resp)
 {
     char fmt[16];
 
     if (strcmp(req->path, "/") == 0 ||
         (strcmp(req->path, "/targets") == 0 &&
-         !(httpd_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 && strcmp(fmt, "text") == 0))) {
+         !(httpd_query_get(req->query, "format", fmt, sizeof(fmt)) > 0 &&
+           strcmp(fmt, "text") == 0))) {
         targets_page(a, resp);
         return true;
     }

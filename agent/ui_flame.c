@@ -77,8 +77,11 @@ static void esc_cap(struct buf *b, const char *s, size_t cap)
     }
     while (s[i]) {
         unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 :
-                   (c & 0xF8) == 0xF0 ? 4 : 1;
+        size_t n = c < 0x80             ? 1
+                   : (c & 0xE0) == 0xC0 ? 2
+                   : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4
+                                        : 1;
         size_t k = 1;
 
         while (k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
@@ -87,7 +90,7 @@ static void esc_cap(struct buf *b, const char *s, size_t cap)
         if (used + (c < 0x80 ? esc_len(c) : n) + sizeof(ell) - 1 > cap)
             break;
         if (c < 0x80) {
-            char one[2] = {s[i], '\0'};
+            char one[2] = { s[i], '\0' };
 
             agent__ui_esc(b, one);
         } else {
@@ -140,9 +143,10 @@ static void top_table(struct buf *b, const struct pprof_flame *f)
 
         if (t[i].name == 0 || (!t[i].flat && !t[i].cum))
             continue;
-        buf_printf(b, "<tr class=\"top\"><td>%" PRId64 "</td><td>%.2f%%</td><td>%" PRId64
-                      "</td><td>%.2f%%</td><td>", t[i].flat,
-                   root ? 100.0 * (double)t[i].flat / (double)root : 0, t[i].cum,
+        buf_printf(b,
+                   "<tr class=\"top\"><td>%" PRId64 "</td><td>%.2f%%</td><td>%" PRId64
+                   "</td><td>%.2f%%</td><td>",
+                   t[i].flat, root ? 100.0 * (double)t[i].flat / (double)root : 0, t[i].cum,
                    root ? 100.0 * (double)t[i].cum / (double)root : 0);
         esc_cap(b, f->names[t[i].name], NAME_TITLE);
         buf_puts(b, "</td></tr>");
@@ -272,7 +276,7 @@ static void flame_after(void *arg, int status)
             buf_puts(&fp->pre, UI_PAGE_TAIL);
         } else {
             fp->charged = held;
-            fp->stack[0] = (struct walk_frame){0};
+            fp->stack[0] = (struct walk_frame){ 0 };
             fp->sp = 1;
         }
     }
@@ -326,7 +330,7 @@ static int flame_walk(struct flame_page *fp, struct buf *out, size_t chunk)
                 buf_puts(out, "<div class=\"fc\">");
             w->open = true;
             w->rest = (int64_t)((uint64_t)w->rest - (uint64_t)f->nodes[c].total);
-            fp->stack[fp->sp++] = (struct walk_frame){.node = c};
+            fp->stack[fp->sp++] = (struct walk_frame){ .node = c };
             continue;
         }
         if (w->open) {
@@ -449,8 +453,9 @@ void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
     agent__ui_esc(&fp->html, p->labels);
     buf_puts(&fp->html, "<br>delivered ");
     agent__ui_ago(&fp->html, (uint64_t)p->end_ns);
-    buf_printf(&fp->html, ", %zu bytes &nbsp; <a href=\"/profile.pb.gz?key=%016" PRIx64
-                          "\">download</a></p>", p->len, key);
+    buf_printf(&fp->html,
+               ", %zu bytes &nbsp; <a href=\"/profile.pb.gz?key=%016" PRIx64 "\">download</a></p>",
+               p->len, key);
     resp->stream = flame_part;
     resp->stream_state = fp;
     resp->stream_free = flame_page_free;

@@ -49,12 +49,23 @@ int agent__ui_esc_text(struct buf *b, const char *s, bool lines)
         const char *ent;
 
         switch (*s) {
-        case '<': ent = "&lt;"; break;
-        case '>': ent = "&gt;"; break;
-        case '&': ent = "&amp;"; break;
-        case '"': ent = "&quot;"; break;
-        case '\'': ent = "&#39;"; break;
-        default: continue;
+        case '<':
+            ent = "&lt;";
+            break;
+        case '>':
+            ent = "&gt;";
+            break;
+        case '&':
+            ent = "&amp;";
+            break;
+        case '"':
+            ent = "&quot;";
+            break;
+        case '\'':
+            ent = "&#39;";
+            break;
+        default:
+            continue;
         }
         rc = lines ? utf8_append_valid(b, run, (size_t)(s - run))
                    : utf8_append_visible(b, run, (size_t)(s - run));

@@ -54,10 +54,10 @@ struct cluster {
     void *ud;
 
     bool enabled;
-    bool k8s;            /* membership from the Kubernetes API */
-    bool leaving;        /* cluster_leave(): owns nothing */
-    bool synced;         /* a view is known */
-    bool announced;      /* ... and `changed` has run since it became known */
+    bool k8s;       /* membership from the Kubernetes API */
+    bool leaving;   /* cluster_leave(): owns nothing */
+    bool synced;    /* a view is known */
+    bool announced; /* ... and `changed` has run since it became known */
     char *self;
 
     /* the view: live peers sorted by name, with their hashes */
@@ -66,12 +66,12 @@ struct cluster {
     size_t n_peers;
     bool self_live;
 
-    struct disc_manager *disc;  /* Kubernetes membership, or NULL */
-    struct hashmap members;     /* xxhash(source) -> struct member */
+    struct disc_manager *disc; /* Kubernetes membership, or NULL */
+    struct hashmap members;    /* xxhash(source) -> struct member */
 
     uv_timer_t notify;
     bool notify_pending;
-    uv_timer_t sync_timer;  /* until the first view: a selector that finds no pod */
+    uv_timer_t sync_timer; /* until the first view: a selector that finds no pod */
 
     uint64_t view_changes;
     uint64_t errors;
@@ -203,8 +203,8 @@ static bool pod_live(const struct labels *t, const char **name)
     const char *phase = labels_get(t, "__meta_kubernetes_pod_phase");
 
     *name = labels_get(t, "__meta_kubernetes_pod_name");
-    return *name && ready && strcmp(ready, "true") == 0 && phase &&
-           strcmp(phase, "Running") == 0 && !labels_get(t, DISC_K8S_TERMINATING_LABEL);
+    return *name && ready && strcmp(ready, "true") == 0 && phase && strcmp(phase, "Running") == 0 &&
+           !labels_get(t, DISC_K8S_TERMINATING_LABEL);
 }
 
 static void rebuild_from_members(struct cluster *c)
@@ -363,7 +363,8 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
     }
     if (!*self) {
         free(self);
-        snprintf(err, errlen, "clustering: this replica has no name (set clustering.self or "
+        snprintf(err, errlen,
+                 "clustering: this replica has no name (set clustering.self or "
                  "POD_NAME)");
         return -EINVAL;
     }
@@ -373,8 +374,10 @@ int cluster_apply(struct cluster *c, const struct cluster_cfg *cfg, const struct
         for (unsigned i = 0; i < cfg->n_peers; i++)
             found |= strcmp(cfg->peers[i], self) == 0;
         if (!found) {
-            snprintf(err, errlen, "clustering: this replica's name \"%.80s\" is not one of the "
-                     "peers", self);
+            snprintf(err, errlen,
+                     "clustering: this replica's name \"%.80s\" is not one of the "
+                     "peers",
+                     self);
             free(self);
             return -EINVAL;
         }

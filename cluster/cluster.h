@@ -34,9 +34,9 @@
 /** `clustering:`. */
 struct cluster_cfg {
     bool enabled;
-    char *self;                      /**< this replica's name; NULL: $POD_NAME, else the
+    char *self;   /**< this replica's name; NULL: $POD_NAME, else the
                                           host name */
-    char **peers;                    /**< static membership: every replica's name */
+    char **peers; /**< static membership: every replica's name */
     unsigned n_peers;
     struct disc_k8s_cfg *kubernetes; /**< Kubernetes membership: at most one (a
                                           kubernetes-sd config, role pod) */
@@ -46,7 +46,7 @@ struct cluster_cfg {
 /** The libcyaml fields of `clustering:` and the field that embeds it as
  * member `m` of the top-level struct `S`. */
 extern const cyaml_schema_field_t cluster__cfg_fields[];
-#define CLUSTER_CFG_FIELD(S, m)                                                            \
+#define CLUSTER_CFG_FIELD(S, m) \
     CYAML_FIELD_MAPPING("clustering", CYAML_FLAG_OPTIONAL, S, m, cluster__cfg_fields)
 /** The sections of the cluster module's mappings; NULL-terminated. */
 extern const struct conf_section *const cluster_cfg_sections[];
@@ -78,9 +78,9 @@ typedef void (*cluster_changed_cb)(void *ud);
 
 /** What a cluster is made with. */
 struct cluster_opts {
-    uv_loop_t *loop;           /**< the cluster's loop; both callbacks run on it */
-    struct net_client *http;   /**< borrowed: the Kubernetes client's transport */
-    struct workq *work;        /**< borrowed: token re-reads */
+    uv_loop_t *loop;         /**< the cluster's loop; both callbacks run on it */
+    struct net_client *http; /**< borrowed: the Kubernetes client's transport */
+    struct workq *work;      /**< borrowed: token re-reads */
     cluster_changed_cb changed;
     cluster_error_cb on_error; /**< may be NULL */
     void *ud;                  /**< for both callbacks */

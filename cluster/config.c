@@ -54,7 +54,8 @@ static int cluster_post(struct conf_load *ld, struct conf_node *n)
         return conf_fail(ld, conf_user_key(n, "kubernetes"),
                          "clustering takes either peers (a fixed list) or kubernetes, not both");
     if (!peers && !k8s)
-        return conf_fail(ld, n, "clustering needs its peers: a fixed list (peers) or a "
+        return conf_fail(ld, n,
+                         "clustering needs its peers: a fixed list (peers) or a "
                          "kubernetes block (namespace and label selector of the replicas)");
     if (self && !*conf_str(self))
         return conf_fail(ld, self, "clustering.self cannot be empty");

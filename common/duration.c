@@ -11,10 +11,13 @@ static const struct {
     const char *unit;
     uint64_t ms;
 } units[] = {
-    {"y", 365ULL * 24 * 3600 * 1000}, {"w", 7ULL * 24 * 3600 * 1000},
-    {"d", 24ULL * 3600 * 1000},       {"h", 3600ULL * 1000},
-    {"m", 60ULL * 1000},              {"s", 1000},
-    {"ms", 1},
+    { "y", 365ULL * 24 * 3600 * 1000 },
+    { "w", 7ULL * 24 * 3600 * 1000 },
+    { "d", 24ULL * 3600 * 1000 },
+    { "h", 3600ULL * 1000 },
+    { "m", 60ULL * 1000 },
+    { "s", 1000 },
+    { "ms", 1 },
 };
 #define N_UNITS (sizeof(units) / sizeof(units[0]))
 
@@ -89,8 +92,8 @@ int duration_format(uint64_t ms, char *out, size_t outlen)
         if (!n)
             continue;
         ms -= n * units[u].ms;
-        w = snprintf(out + (off < outlen ? off : outlen), off < outlen ? outlen - off : 0,
-                     "%llu%s", (unsigned long long)n, units[u].unit);
+        w = snprintf(out + (off < outlen ? off : outlen), off < outlen ? outlen - off : 0, "%llu%s",
+                     (unsigned long long)n, units[u].unit);
         off += (size_t)w;
     }
     return (int)off;

@@ -40,8 +40,7 @@ int fsutil_mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
-int fsutil_write_atomic(const char *dir, const char *name, const void *data, size_t len,
-                        bool sync)
+int fsutil_write_atomic(const char *dir, const char *name, const void *data, size_t len, bool sync)
 {
     char tmp[FSUTIL_PATH_MAX], dst[FSUTIL_PATH_MAX];
     const uint8_t *p = data;

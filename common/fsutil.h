@@ -20,8 +20,7 @@ int fsutil_mkdir_p(const char *path, mode_t mode);
  * (fdatasync) before the rename. The file gets mode 0644. On failure the
  * temp file is removed and the target is untouched. Returns 0 or a negative
  * errno. */
-int fsutil_write_atomic(const char *dir, const char *name, const void *data, size_t len,
-                        bool sync);
+int fsutil_write_atomic(const char *dir, const char *name, const void *data, size_t len, bool sync);
 
 /** Reads a whole small file into a malloc'd, NUL-terminated buffer (`*len`
  * gets its length when not NULL). Returns 0, -E2BIG if it holds more than

@@ -5,8 +5,8 @@
  * and takes references, not strings. Sets are small (tens of labels) and a
  * binary search finds a name. The label-set hash is the one of
  * docs/design.md "Targets, labels and scheduling". */
-#include "common/array.h"
 #include "labels.h"
+#include "common/array.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -87,8 +87,7 @@ static void del_at(struct labels *ls, size_t i)
     ls->n--;
 }
 
-int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *value,
-                size_t vlen)
+int labels_setn(struct labels *ls, const char *name, size_t nlen, const char *value, size_t vlen)
 {
     long at = labels_find(ls, name, nlen);
     struct label l;
@@ -205,11 +204,13 @@ int labels_cmp(const struct labels *a, const struct labels *b)
     size_t n = a->n < b->n ? a->n : b->n;
 
     for (size_t i = 0; i < n; i++) {
-        int c = name_cmp(a->v[i].name, label_name_len(&a->v[i]), b->v[i].name, label_name_len(&b->v[i]));
+        int c = name_cmp(a->v[i].name, label_name_len(&a->v[i]), b->v[i].name,
+                         label_name_len(&b->v[i]));
 
         if (c)
             return c;
-        c = name_cmp(a->v[i].value, label_value_len(&a->v[i]), b->v[i].value, label_value_len(&b->v[i]));
+        c = name_cmp(a->v[i].value, label_value_len(&a->v[i]), b->v[i].value,
+                     label_value_len(&b->v[i]));
         if (c)
             return c;
     }

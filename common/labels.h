@@ -41,7 +41,10 @@ struct labels {
     size_t _cap;
 };
 
-#define LABELS_INIT {NULL, 0, 0}
+#define LABELS_INIT \
+    {               \
+        NULL, 0, 0  \
+    }
 
 /** Initialises an empty set. */
 void labels_init(struct labels *ls);

@@ -14,7 +14,7 @@
 #include "clock.h"
 
 static enum log_level min_level = LOG_INFO;
-static const char *const names[] = {"debug", "info", "warn", "error"};
+static const char *const names[] = { "debug", "info", "warn", "error" };
 
 void log_set_level(enum log_level lvl)
 {

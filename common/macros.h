@@ -8,7 +8,7 @@
 /** The struct that embeds `ptr` as its member `member` (libuv handles are
  * embedded in their owners and recovered this way). */
 #ifndef container_of
-#define container_of(ptr, type, member) ((type *)((char *)(ptr) - offsetof(type, member)))
+#define container_of(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
 #endif
 
 /** Elements of a fixed array. */

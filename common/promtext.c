@@ -45,8 +45,8 @@ static void escape(struct buf *b, const char *v)
 }
 
 /* `name suffix{labels,extra="extra_value"} `: the series up to its value. */
-static void series(struct buf *b, const char *name, const char *suffix,
-                   const char *const *labels, const char *extra, const char *extra_value)
+static void series(struct buf *b, const char *name, const char *suffix, const char *const *labels,
+                   const char *extra, const char *extra_value)
 {
     bool any = labels && labels[0];
 

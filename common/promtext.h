@@ -56,24 +56,32 @@ struct prom_family {
 };
 
 /* The offset of `field` in `st`; does not compile unless the field is a `ctype`. */
-#define PROM__OFFSET(st, field, ctype) _Generic(&((st *)0)->field, ctype *: offsetof(st, field))
+#define PROM__OFFSET(st, field, ctype) _Generic(&((st *)0)->field, ctype * : offsetof(st, field))
 
 /** A family read from the uint64_t `field` of struct type `st`. */
-#define PROM_FAMILY_U64(name, type, help, st, field)                                               \
-    { (name), (type), (help), PROM__OFFSET(st, field, uint64_t), PROM_KIND_U64, NULL, NULL, 0 }
+#define PROM_FAMILY_U64(name, type, help, st, field)                                            \
+    {                                                                                           \
+        (name), (type), (help), PROM__OFFSET(st, field, uint64_t), PROM_KIND_U64, NULL, NULL, 0 \
+    }
 /** A family read from the double `field` of `st`. */
-#define PROM_FAMILY_F64(name, type, help, st, field)                                               \
-    { (name), (type), (help), PROM__OFFSET(st, field, double), PROM_KIND_F64, NULL, NULL, 0 }
+#define PROM_FAMILY_F64(name, type, help, st, field)                                          \
+    {                                                                                         \
+        (name), (type), (help), PROM__OFFSET(st, field, double), PROM_KIND_F64, NULL, NULL, 0 \
+    }
 /** A histogram family read from the struct prom_hist `field` of `st`. */
-#define PROM_FAMILY_HIST(name, help, st, field)                                                    \
-    { (name), "histogram", (help), PROM__OFFSET(st, field, struct prom_hist), PROM_KIND_HIST,     \
-      NULL, NULL, 0 }
+#define PROM_FAMILY_HIST(name, help, st, field)                                                 \
+    {                                                                                           \
+        (name), "histogram", (help), PROM__OFFSET(st, field, struct prom_hist), PROM_KIND_HIST, \
+            NULL, NULL, 0                                                                       \
+    }
 /** A family of one sample per element of the uint64_t array `field` of
  * `st`, labelled `label`="values[i]"; `values` has as many names as the
  * array has elements. */
-#define PROM_FAMILY_U64_BY(name, type, help, st, field, label, values)                             \
-    { (name), (type), (help), PROM__OFFSET(st, field[0], uint64_t), PROM_KIND_U64, (label),       \
-      (values), sizeof(((st *)0)->field) / sizeof(uint64_t) }
+#define PROM_FAMILY_U64_BY(name, type, help, st, field, label, values)                        \
+    {                                                                                         \
+        (name), (type), (help), PROM__OFFSET(st, field[0], uint64_t), PROM_KIND_U64, (label), \
+            (values), sizeof(((st *)0)->field) / sizeof(uint64_t)                             \
+    }
 
 /** `# HELP` and `# TYPE` of `f`. */
 void prom_family_head(struct buf *b, const struct prom_family *f);

@@ -127,8 +127,8 @@ int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn f
     return workq_submit_held(q, flags, cost, 0, fn, after, arg);
 }
 
-int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held,
-                      workq_fn fn, workq_after_fn after, void *arg)
+int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held, workq_fn fn,
+                      workq_after_fn after, void *arg)
 {
     struct workq_item *w;
     bool waits = q->head || q->inflight >= q->max_inflight || !room(q, cost);
@@ -138,8 +138,7 @@ int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t h
         return -E2BIG;
     }
     if ((flags & WORKQ_SKIPPABLE) && waits &&
-        (q->backlog >= q->max_backlog ||
-         (q->max_cost && q->backlog_held + held > q->max_cost))) {
+        (q->backlog >= q->max_backlog || (q->max_cost && q->backlog_held + held > q->max_cost))) {
         q->rejected++;
         return -EAGAIN;
     }

@@ -83,8 +83,8 @@ int workq_submit_cost(struct workq *q, unsigned flags, uint64_t cost, workq_fn f
 /** workq_submit_cost() for a job that holds `held` bytes while it waits;
  * also -EAGAIN when a WORKQ_SKIPPABLE job would wait and the waiting jobs'
  * bytes would pass the budget. */
-int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held,
-                      workq_fn fn, workq_after_fn after, void *arg);
+int workq_submit_held(struct workq *q, unsigned flags, uint64_t cost, uint64_t held, workq_fn fn,
+                      workq_after_fn after, void *arg);
 /** Charges `bytes` that the caller keeps outside any job to the budget,
  * until workq_uncharge(): jobs then start only while their costs, the
  * running ones' and the charges fit. Returns 0, or -EAGAIN when the charges

@@ -57,20 +57,23 @@ extern const cyaml_schema_value_t conf_kv_entry, conf_param_entry, conf_string_e
 /** Metadata of one key of a mapping. Tables end with an entry whose `key`
  * is NULL. */
 struct conf_key {
-    const char *key;                  /**< canonical (kebab-case) spelling */
+    const char *key; /**< canonical (kebab-case) spelling */
     enum conf_unit unit;
-    const char *def;                  /**< default as YAML text, or NULL */
-    const char *const *choices;       /**< allowed strings, NULL-terminated, or NULL */
+    const char *def;            /**< default as YAML text, or NULL */
+    const char *const *choices; /**< allowed strings, NULL-terminated, or NULL */
     enum conf_mapkind mapkind;
     const cyaml_schema_value_t *shape; /**< shape a CYAML_IGNORE field must have */
-    const char *const *aliases;       /**< other accepted spellings, NULL-terminated */
-    bool has_num;                     /**< the default is `num`, already in loaded form */
+    const char *const *aliases;        /**< other accepted spellings, NULL-terminated */
+    bool has_num;                      /**< the default is `num`, already in loaded form */
     uint64_t num;
 };
 
 /** A key whose default is a number in loaded form (bytes, milliseconds),
  * so the module's own constant is the only place the default is written. */
-#define CONF_KEY_NUM(k, u, n) { .key = (k), .unit = (u), .has_num = true, .num = (n) }
+#define CONF_KEY_NUM(k, u, n)                                \
+    {                                                        \
+        .key = (k), .unit = (u), .has_num = true, .num = (n) \
+    }
 
 struct conf_node;
 struct conf_load;
@@ -154,8 +157,8 @@ void conf_signature(const cyaml_schema_value_t *v, const void *data, struct buf 
  * schema knows in its order (absent ones left out; durations and sizes as
  * the numbers they are stored as, milliseconds and bytes). Every value
  * under a key for which `is_secret(key)` holds is printed as <secret>. */
-void conf_dump(const cyaml_schema_value_t *v, const void *data,
-               bool (*is_secret)(const char *key), struct buf *out);
+void conf_dump(const cyaml_schema_value_t *v, const void *data, bool (*is_secret)(const char *key),
+               struct buf *out);
 
 /* ---------------------------------------------------------- node access
  * For section hooks. Nodes belong to the load and die with it. Scalars of

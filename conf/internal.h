@@ -17,9 +17,9 @@
  * 140 MiB; the cap bounds what one load may take beside the running
  * configuration, since defaults make it grow faster than the file. */
 #define CONF__MAX_ARENA (256u << 20)
-#define CONF__MAX_EMIT (64u << 20)   /* normalised text handed to libcyaml */
+#define CONF__MAX_EMIT (64u << 20) /* normalised text handed to libcyaml */
 #define CONF__MAX_DEPTH 64
-#define CONF__MAX_MAP 65536          /* entries of one user map (labels...) */
+#define CONF__MAX_MAP 65536 /* entries of one user map (labels...) */
 #define CONF__MAX_WARNINGS 32
 
 enum { CONF__SCALAR, CONF__MAP, CONF__SEQ };
@@ -28,11 +28,11 @@ struct conf__block;
 
 struct conf_node {
     unsigned char type;
-    bool synth;          /* made by the loader: no env expansion, internal keys allowed */
-    bool plain;          /* plain scalar: may be a YAML null */
-    bool converted;      /* scalar already in its loaded form (a numeric default) */
-    unsigned line, col;  /* 1-based */
-    char *s;             /* scalar text, NUL-terminated */
+    bool synth;         /* made by the loader: no env expansion, internal keys allowed */
+    bool plain;         /* plain scalar: may be a YAML null */
+    bool converted;     /* scalar already in its loaded form (a numeric default) */
+    unsigned line, col; /* 1-based */
+    char *s;            /* scalar text, NUL-terminated */
     size_t len;
     struct conf_node **kids; /* seq: items; map: key, value, key, value... */
     unsigned n, cap;
@@ -47,7 +47,7 @@ struct conf_load {
     struct conf__block *arena;
     size_t arena_bytes;
     bool oom;
-    bool env_seen;       /* a "${" was read while expansion was off */
+    bool env_seen;            /* a "${" was read while expansion was off */
     unsigned at_line, at_col; /* where the parser is, for "config too large" */
     struct conf_node *root;
     char cymsg[256];

@@ -41,8 +41,7 @@ const cyaml_schema_value_t conf_string_entry = {
     CYAML_VALUE_STRING(CYAML_FLAG_POINTER, char, 0, CYAML_UNLIMITED),
 };
 static const cyaml_schema_field_t param_fields[] = {
-    CYAML_FIELD_STRING_PTR(".key", CYAML_FLAG_OPTIONAL, struct conf_param, key, 0,
-                           CYAML_UNLIMITED),
+    CYAML_FIELD_STRING_PTR(".key", CYAML_FLAG_OPTIONAL, struct conf_param, key, 0, CYAML_UNLIMITED),
     CYAML_FIELD_SEQUENCE_COUNT(".values", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER,
                                struct conf_param, values, n_values, &conf_string_entry, 0,
                                CYAML_UNLIMITED),
@@ -221,8 +220,10 @@ static int unwrap(struct conf_load *ld)
     if (ld->root->n != 2) {
         struct conf_node *other = ld->root->kids[strcmp(ld->root->kids[0]->s, env) ? 0 : 2];
 
-        return conf_fail(ld, other, "%s must be the only top-level key, but \"%.80s\" is also "
-                         "given", env, other->s);
+        return conf_fail(ld, other,
+                         "%s must be the only top-level key, but \"%.80s\" is also "
+                         "given",
+                         env, other->s);
     }
     ld->root = conf_null(in) ? conf_new_map(ld, in) : in;
     return ld->root ? 0 : conf_oom(ld);
@@ -233,10 +234,16 @@ int conf_load_string(const struct conf_schema *schema, const char *text, size_t 
                      size_t errlen)
 {
     static char dummy[1];
-    struct conf_load ld = { .schema = schema, .name = name ? name : "<config>", .flags = flags,
-                            .err = err ? err : dummy, .errlen = err ? errlen : sizeof(dummy) };
-    cyaml_config_t cc = { .log_fn = cy_log, .log_ctx = &ld, .mem_fn = cy_mem,
-                          .log_level = CYAML_LOG_ERROR, .flags = CYAML_CFG_DEFAULT };
+    struct conf_load ld = { .schema = schema,
+                            .name = name ? name : "<config>",
+                            .flags = flags,
+                            .err = err ? err : dummy,
+                            .errlen = err ? errlen : sizeof(dummy) };
+    cyaml_config_t cc = { .log_fn = cy_log,
+                          .log_ctx = &ld,
+                          .mem_fn = cy_mem,
+                          .log_level = CYAML_LOG_ERROR,
+                          .flags = CYAML_CFG_DEFAULT };
     struct visit vi = { .ld = &ld, .schema = schema };
     struct conf_doc *d;
     struct buf emitted;
@@ -270,7 +277,8 @@ int conf_load_string(const struct conf_schema *schema, const char *text, size_t 
     if ((rc = unwrap(&ld)) < 0 || (rc = conf__walk(&ld, &ld.root, schema->top)) < 0)
         goto done;
     if (ld.env_seen)
-        conf_warn(&ld, NULL, "values contain \"${\" but environment expansion is off; they are "
+        conf_warn(&ld, NULL,
+                  "values contain \"${\" but environment expansion is off; they are "
                   "read literally (start proflet with --config.expand-env to expand them)");
     if ((rc = conf__emit(&ld, &emitted)) < 0)
         goto done;
@@ -448,9 +456,8 @@ static bool dump_present(const cyaml_schema_value_t *v, const void *data, unsign
     return true;
 }
 
-static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned count,
-                       int indent, bool secret, bool (*is_secret)(const char *key),
-                       struct buf *out);
+static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned count, int indent,
+                       bool secret, bool (*is_secret)(const char *key), struct buf *out);
 
 static void dump_scalar(const cyaml_schema_value_t *v, const void *data, bool secret,
                         struct buf *out)
@@ -491,9 +498,8 @@ static void dump_scalar(const cyaml_schema_value_t *v, const void *data, bool se
     }
 }
 
-static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned count,
-                       int indent, bool secret, bool (*is_secret)(const char *key),
-                       struct buf *out)
+static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned count, int indent,
+                       bool secret, bool (*is_secret)(const char *key), struct buf *out)
 {
     if (v->type != CYAML_STRING && (v->flags & CYAML_FLAG_POINTER)) {
         data = *(void *const *)data;
@@ -512,8 +518,7 @@ static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned
                 continue;
             /* derived keys (".name") are shown under their plain name */
             buf_printf(out, "%*s%s:", indent, "", f->key[0] == '.' ? f->key + 1 : f->key);
-            dump_value(&f->value, fd, n, indent + 2, secret || is_secret(f->key), is_secret,
-                       out);
+            dump_value(&f->value, fd, n, indent + 2, secret || is_secret(f->key), is_secret, out);
         }
     } else if (v->type == CYAML_SEQUENCE) {
         const cyaml_schema_value_t *e = v->sequence.entry;
@@ -532,8 +537,8 @@ static void dump_value(const cyaml_schema_value_t *v, const void *data, unsigned
     }
 }
 
-void conf_dump(const cyaml_schema_value_t *v, const void *data,
-               bool (*is_secret)(const char *key), struct buf *out)
+void conf_dump(const cyaml_schema_value_t *v, const void *data, bool (*is_secret)(const char *key),
+               struct buf *out)
 {
     cyaml_schema_value_t top = *v;
 

@@ -255,8 +255,7 @@ const char *conf_describe(const struct conf_node *n, char *b, size_t blen)
         return "a list";
     if (conf_null(n))
         return "null";
-    snprintf(b, blen, "\"%.*s%s\"", n->len > 80 ? 80 : (int)n->len, n->s,
-             n->len > 80 ? "..." : "");
+    snprintf(b, blen, "\"%.*s%s\"", n->len > 80 ? 80 : (int)n->len, n->s, n->len > 80 ? "..." : "");
     return b;
 }
 
@@ -264,8 +263,7 @@ const char *conf_describe(const struct conf_node *n, char *b, size_t blen)
 
 __attribute__((format(printf, 5, 0))) static void locate(const struct conf_load *ld,
                                                          const struct conf_node *at, char *out,
-                                                         size_t outlen, const char *fmt,
-                                                         va_list ap)
+                                                         size_t outlen, const char *fmt, va_list ap)
 {
     char msg[768];
 
@@ -306,8 +304,10 @@ int conf_oom(struct conf_load *ld)
     if (ld->arena_bytes + 65536 <= CONF__MAX_ARENA)
         snprintf(ld->err, ld->errlen, "%s: out of memory", ld->name);
     else if (ld->at_line)
-        snprintf(ld->err, ld->errlen, "%s:%u:%u: config too large: its parsed form passes %u MiB "
-                 "here", ld->name, ld->at_line, ld->at_col, CONF__MAX_ARENA >> 20);
+        snprintf(ld->err, ld->errlen,
+                 "%s:%u:%u: config too large: its parsed form passes %u MiB "
+                 "here",
+                 ld->name, ld->at_line, ld->at_col, CONF__MAX_ARENA >> 20);
     else
         snprintf(ld->err, ld->errlen, "%s: config too large: its parsed form passes %u MiB",
                  ld->name, CONF__MAX_ARENA >> 20);
@@ -358,13 +358,11 @@ int conf__parse(struct conf_load *ld, const char *text, size_t len)
                  * character) as a byte offset, not a mark. */
                 position_of(text, p.problem_offset < len ? p.problem_offset : len, &at);
                 rc = conf_fail(ld, &at, "%s (byte 0x%02x)", p.problem ? p.problem : "bad input",
-                               p.problem_offset < len ? (unsigned char)text[p.problem_offset]
-                                                      : 0);
+                               p.problem_offset < len ? (unsigned char)text[p.problem_offset] : 0);
                 break;
             }
-            rc = conf_fail(ld, &at, "YAML syntax error: %s%s%s",
-                           p.problem ? p.problem : "unknown", p.context ? " " : "",
-                           p.context ? p.context : "");
+            rc = conf_fail(ld, &at, "YAML syntax error: %s%s%s", p.problem ? p.problem : "unknown",
+                           p.context ? " " : "", p.context ? p.context : "");
             break;
         }
         at.line = (unsigned)ev.start_mark.line + 1;
@@ -381,8 +379,7 @@ int conf__parse(struct conf_load *ld, const char *text, size_t len)
             doc_seen = true;
             break;
         case YAML_ALIAS_EVENT:
-            rc = conf_fail(ld, &at, "YAML aliases (*%s) are not supported",
-                           ev.data.alias.anchor);
+            rc = conf_fail(ld, &at, "YAML aliases (*%s) are not supported", ev.data.alias.anchor);
             break;
         case YAML_SCALAR_EVENT:
             if (!(n = conf__node_new(ld, CONF__SCALAR, &at)) ||

@@ -110,8 +110,10 @@ static int expand_env(struct conf_load *ld, struct conf_node *n)
                 deflen = (size_t)(close - def);
                 j = (size_t)(close - s);
             } else if (j >= n->len || s[j] != '}') {
-                rc = conf_fail(ld, n, "malformed \"${...}\" in value \"%.80s\": expected "
-                               "${NAME} or ${NAME:-default}", s);
+                rc = conf_fail(ld, n,
+                               "malformed \"${...}\" in value \"%.80s\": expected "
+                               "${NAME} or ${NAME:-default}",
+                               s);
                 break;
             }
             if (name_end - i - 2 >= sizeof(var)) {
@@ -223,9 +225,9 @@ static int parse_bytes(const char *s, uint64_t *out)
         const char *u;
         unsigned shift;
     } units[] = {
-        { "", 0 },     { "b", 0 },    { "k", 10 },   { "kb", 10 },  { "kib", 10 },
-        { "m", 20 },   { "mb", 20 },  { "mib", 20 }, { "g", 30 },   { "gb", 30 },
-        { "gib", 30 }, { "t", 40 },   { "tb", 40 },  { "tib", 40 },
+        { "", 0 },     { "b", 0 },   { "k", 10 },   { "kb", 10 },  { "kib", 10 },
+        { "m", 20 },   { "mb", 20 }, { "mib", 20 }, { "g", 30 },   { "gb", 30 },
+        { "gib", 30 }, { "t", 40 },  { "tb", 40 },  { "tib", 40 },
     };
     char digits[32];
     size_t i = 0;
@@ -384,8 +386,8 @@ static int convert_map(struct conf_load *ld, struct conf_node **slot, enum conf_
 
 /* --- mappings ---------------------------------------------------------- */
 
-static int walk_value(struct conf_load *ld, struct conf_node **slot,
-                      const cyaml_schema_value_t *sv, const struct conf_key *m);
+static int walk_value(struct conf_load *ld, struct conf_node **slot, const cyaml_schema_value_t *sv,
+                      const struct conf_key *m);
 
 /* The canonical key for what the user wrote: snake_case becomes
  * kebab-case, then a section alias maps to its key. NULL if too long or
@@ -497,8 +499,8 @@ static int walk_map(struct conf_load *ld, struct conf_node **slot, const cyaml_s
     return sec && sec->post ? sec->post(ld, n) : 0;
 }
 
-static int walk_value(struct conf_load *ld, struct conf_node **slot,
-                      const cyaml_schema_value_t *sv, const struct conf_key *m)
+static int walk_value(struct conf_load *ld, struct conf_node **slot, const cyaml_schema_value_t *sv,
+                      const struct conf_key *m)
 {
     struct conf_node *n = *slot;
     int rc;

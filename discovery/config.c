@@ -18,15 +18,15 @@
 #define PTR CYAML_FLAG_POINTER
 #define UNL CYAML_UNLIMITED
 #define STR(k, s, m) CYAML_FIELD_STRING_PTR(k, OPT, s, m, 0, UNL)
-#define STRS(k, s, m, n) CYAML_FIELD_SEQUENCE_COUNT(k, OPT | PTR, s, m, n, &conf_string_entry, 0, UNL)
+#define STRS(k, s, m, n) \
+    CYAML_FIELD_SEQUENCE_COUNT(k, OPT | PTR, s, m, n, &conf_string_entry, 0, UNL)
 
 /* A YAML sub-mapping whose keys land directly in the owner struct: the
  * mapping's data is the owner itself (offset 0) and its fields carry the
  * owner's offsets. */
-#define VIRTUAL_MAPPING(k, S, fields)                                                      \
-    {                                                                                      \
-        .key = k, .data_offset = 0,                                                        \
-        .value = { CYAML_VALUE_MAPPING(OPT, S, fields) },                                  \
+#define VIRTUAL_MAPPING(k, S, fields)                                                 \
+    {                                                                                 \
+        .key = k, .data_offset = 0, .value = { CYAML_VALUE_MAPPING(OPT, S, fields) }, \
     }
 
 /* --- static ------------------------------------------------------------ */
@@ -99,7 +99,8 @@ static int file_post(struct conf_load *ld, struct conf_node *map)
         struct conf_node *f = conf_at(files, i);
 
         if (!valid_sd_path(conf_str(f)))
-            return conf_fail(ld, f, "path name \"%.200s\" is not valid for file discovery "
+            return conf_fail(ld, f,
+                             "path name \"%.200s\" is not valid for file discovery "
                              "(a glob only in the file name, ending in .json, .yml or .yaml)",
                              conf_str(f));
     }
@@ -286,19 +287,16 @@ static int selector_post(struct conf_load *ld, struct conf_node *map)
     char why[160];
 
     if (label && *conf_str(label) && !label_selector_ok(conf_str(label), why, sizeof(why)))
-        return conf_fail(ld, label, "invalid label selector \"%.80s\": %s", conf_str(label),
-                         why);
+        return conf_fail(ld, label, "invalid label selector \"%.80s\": %s", conf_str(label), why);
     if (field && *conf_str(field) && !field_selector_ok(conf_str(field), why, sizeof(why)))
-        return conf_fail(ld, field, "invalid field selector \"%.80s\": %s", conf_str(field),
-                         why);
+        return conf_fail(ld, field, "invalid field selector \"%.80s\": %s", conf_str(field), why);
     return 0;
 }
 
 /* --- kubernetes -------------------------------------------------------- */
 
 static const cyaml_schema_field_t selector_fields[] = {
-    CYAML_FIELD_STRING_PTR("role", CYAML_FLAG_DEFAULT, struct disc_k8s_selector_cfg, role, 0,
-                           UNL),
+    CYAML_FIELD_STRING_PTR("role", CYAML_FLAG_DEFAULT, struct disc_k8s_selector_cfg, role, 0, UNL),
     STR("label", struct disc_k8s_selector_cfg, label),
     STR("field", struct disc_k8s_selector_cfg, field),
     CYAML_FIELD_END,
@@ -344,8 +342,8 @@ static const cyaml_schema_field_t k8s_fields[] = {
     STR("api-server", struct disc_k8s_cfg, api_server),
     STR("kubeconfig-file", struct disc_k8s_cfg, kubeconfig_file),
     VIRTUAL_MAPPING("namespaces", struct disc_k8s_cfg, k8s_ns_fields),
-    CYAML_FIELD_SEQUENCE_COUNT("selectors", OPT | PTR, struct disc_k8s_cfg, selectors,
-                               n_selectors, &selector_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("selectors", OPT | PTR, struct disc_k8s_cfg, selectors, n_selectors,
+                               &selector_entry, 0, UNL),
     VIRTUAL_MAPPING("attach-metadata", struct disc_k8s_cfg, k8s_attach_fields),
     NET_HTTP_CFG_FIELDS(struct disc_k8s_cfg, http),
     CYAML_FIELD_BOOL(".http-set", OPT, struct disc_k8s_cfg, http_set),
@@ -365,28 +363,38 @@ static const struct conf_key *const k8s_key_tables[] = { k8s_keys, net_http_cfg_
 
 static int k8s_post(struct conf_load *ld, struct conf_node *n)
 {
-    struct conf_node *api = conf_user_key(n, "api-server"), *kc = conf_user_key(n, "kubeconfig-file");
+    struct conf_node *api = conf_user_key(n, "api-server"),
+                     *kc = conf_user_key(n, "kubeconfig-file");
     struct conf_node *ns = conf_get(n, "namespaces"), *own = conf_user_key(ns, "own-namespace");
     struct conf_node *sels = conf_get(n, "selectors"), *http = NULL;
     char why[128];
 
     if (api && kc)
-        return conf_fail(ld, kc, "api-server and kubeconfig-file cannot both be given in "
+        return conf_fail(ld, kc,
+                         "api-server and kubeconfig-file cannot both be given in "
                          "kubernetes-sd config");
     if (api && net_url_check(conf_str(conf_get(n, "api-server")), NULL, 0, why, sizeof(why)) < 0)
-        return conf_fail(ld, conf_get(n, "api-server"), "expected a URL like https://host:6443, "
-                         "got \"%.80s\" (%s)", conf_str(conf_get(n, "api-server")), why);
+        return conf_fail(ld, conf_get(n, "api-server"),
+                         "expected a URL like https://host:6443, "
+                         "got \"%.80s\" (%s)",
+                         conf_str(conf_get(n, "api-server")), why);
     if (own && conf_true(conf_get(ns, "own-namespace")) && (api || kc))
-        return conf_fail(ld, own, "namespaces.own-namespace needs in-cluster access and cannot "
-                         "be used with %s", api ? "api-server" : "kubeconfig-file");
+        return conf_fail(ld, own,
+                         "namespaces.own-namespace needs in-cluster access and cannot "
+                         "be used with %s",
+                         api ? "api-server" : "kubeconfig-file");
     for (size_t i = 0; net_http_cfg_key_names[i] && !http; i++)
         http = conf_user_key(n, net_http_cfg_key_names[i]);
     if (http && kc)
-        return conf_fail(ld, http, "\"%s\" cannot be combined with kubeconfig-file (the "
-                         "kubeconfig holds the client settings)", conf_str(http));
+        return conf_fail(ld, http,
+                         "\"%s\" cannot be combined with kubeconfig-file (the "
+                         "kubeconfig holds the client settings)",
+                         conf_str(http));
     if (http && !api)
-        return conf_fail(ld, http, "\"%s\" needs api-server in kubernetes-sd config (in-cluster "
-                         "access uses the service account)", conf_str(http));
+        return conf_fail(ld, http,
+                         "\"%s\" needs api-server in kubernetes-sd config (in-cluster "
+                         "access uses the service account)",
+                         conf_str(http));
     if (http && conf_set(ld, n, ".http-set", "true") < 0)
         return -1;
     for (size_t i = 0; i < conf_len(sels); i++) {
@@ -432,5 +440,5 @@ const struct conf_key disc_cfg_keys[] = {
 
 const struct conf_section *const disc_cfg_sections[] = {
     &static_section, &file_section, &selector_section, &k8s_ns_section, &k8s_attach_section,
-    &k8s_section, NULL,
+    &k8s_section,    NULL,
 };

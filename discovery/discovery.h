@@ -26,8 +26,8 @@ struct net_client;
 
 /** `static-configs` entry. */
 struct disc_static_cfg {
-    char *application;   /**< sets service_name */
-    char *spy_name;      /**< becomes __spy_name__ (sent as pyroscope_spy) */
+    char *application; /**< sets service_name */
+    char *spy_name;    /**< becomes __spy_name__ (sent as pyroscope_spy) */
     char **targets;
     unsigned n_targets;
     struct conf_kv *labels;
@@ -36,20 +36,20 @@ struct disc_static_cfg {
 
 /** `file-sd-configs` entry. */
 struct disc_file_cfg {
-    char **files;        /**< globs ending in .json, .yml or .yaml */
+    char **files; /**< globs ending in .json, .yml or .yaml */
     unsigned n_files;
     uint64_t refresh_interval_ms; /**< default 5m */
 };
 
 struct disc_k8s_selector_cfg {
-    char *role;          /**< pod | node */
+    char *role; /**< pod | node */
     char *label;
     char *field;
 };
 
 /** `kubernetes-sd-configs` entry (role pod). */
 struct disc_k8s_cfg {
-    char *role;          /**< only "pod" */
+    char *role; /**< only "pod" */
     char *api_server;
     char *kubeconfig_file;
     bool own_namespace;
@@ -60,7 +60,7 @@ struct disc_k8s_cfg {
     bool attach_node;
     bool attach_namespace;
     struct net_http_cfg http;
-    bool http_set;       /**< any HTTP client key was given (needs api_server) */
+    bool http_set;             /**< any HTTP client key was given (needs api_server) */
     char *service_account_dir; /**< default /var/run/secrets/kubernetes.io/serviceaccount */
     /** Not a configuration key: set by clustering's own watch of its peers.
      * A pod being deleted (metadata.deletionTimestamp set) then carries
@@ -94,22 +94,21 @@ extern const cyaml_schema_value_t disc__static_entry, disc__file_entry, disc__k8
 
 /** The libcyaml fields of a struct disc_sd_cfg embedded as member `m` of
  * `S` (a scrape job's mapping). */
-#define DISC_SD_CFG_FIELDS(S, m)                                                            \
-    CYAML_FIELD_SEQUENCE_COUNT("static-configs", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, \
-                               S, m.static_configs, m.n_static, &disc__static_entry, 0,    \
-                               CYAML_UNLIMITED),                                           \
-    CYAML_FIELD_SEQUENCE_COUNT("file-sd-configs", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER,\
-                               S, m.file_sd, m.n_file_sd, &disc__file_entry, 0,            \
-                               CYAML_UNLIMITED),                                           \
-    CYAML_FIELD_SEQUENCE_COUNT("kubernetes-sd-configs",                                    \
-                               CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S, m.k8s_sd,      \
-                               m.n_k8s_sd, &disc__k8s_entry, 0, CYAML_UNLIMITED)
+#define DISC_SD_CFG_FIELDS(S, m)                                                                   \
+    CYAML_FIELD_SEQUENCE_COUNT("static-configs", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S,      \
+                               m.static_configs, m.n_static, &disc__static_entry, 0,               \
+                               CYAML_UNLIMITED),                                                   \
+        CYAML_FIELD_SEQUENCE_COUNT("file-sd-configs", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S, \
+                                   m.file_sd, m.n_file_sd, &disc__file_entry, 0, CYAML_UNLIMITED), \
+        CYAML_FIELD_SEQUENCE_COUNT("kubernetes-sd-configs",                                        \
+                                   CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S, m.k8s_sd,          \
+                                   m.n_k8s_sd, &disc__k8s_entry, 0, CYAML_UNLIMITED)
 
 /** The field of `discovery:` (coalesce-delay) and the one discovery adds
  * to `limits:` (max-watch-line), for a struct disc_cfg member `m` of `S`. */
-#define DISC_CFG_FIELDS(S, m)                                                              \
+#define DISC_CFG_FIELDS(S, m) \
     CYAML_FIELD_UINT("coalesce-delay", CYAML_FLAG_OPTIONAL, S, m.coalesce_ms)
-#define DISC_CFG_LIMIT_FIELDS(S, m)                                                        \
+#define DISC_CFG_LIMIT_FIELDS(S, m) \
     CYAML_FIELD_UINT("max-watch-line", CYAML_FLAG_OPTIONAL, S, m.max_watch_line)
 
 /** Key metadata of DISC_CFG_FIELDS and DISC_CFG_LIMIT_FIELDS. */

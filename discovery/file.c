@@ -199,7 +199,8 @@ int disc__file_parse(const char *data, size_t len, bool yaml, const char *path,
                 }
             }
             json_tokener_free(tok);
-            snprintf(err, errlen, "JSON: a NUL character at line %zu column %zu (offset %zu): "
+            snprintf(err, errlen,
+                     "JSON: a NUL character at line %zu column %zu (offset %zu): "
                      "label names, values and targets cannot hold one",
                      line, col, nul);
             return -EINVAL;
@@ -293,10 +294,10 @@ struct file_provider {
     size_t n_watches;
     uv_timer_t refresh;
     uv_timer_t debounce;
-    unsigned open_handles;      /* handles, plus a refresh job in flight */
+    unsigned open_handles; /* handles, plus a refresh job in flight */
     bool closing;
-    bool refreshing;            /* a refresh job is in flight */
-    bool again;                 /* a refresh was asked for during it */
+    bool refreshing; /* a refresh job is in flight */
+    bool again;      /* a refresh was asked for during it */
 };
 
 static size_t cap_of(const struct disc_cfg *g)
@@ -456,7 +457,7 @@ static void emit_empty(struct file_provider *p, const char *path, size_t from, s
 /* What a refresh job found for one file. */
 struct file_result {
     char *path;
-    int rc;          /* 0, or the error of `kind` */
+    int rc;                   /* 0, or the error of `kind` */
     enum disc__err_kind kind; /* DISC_ERR_FILE_READ or DISC_ERR_FILE_PARSE */
     char err[512];
     struct disc__file_group *groups;

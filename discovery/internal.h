@@ -45,13 +45,13 @@ enum disc__err_kind {
 struct disc__stats {
     char *job;
     const char *provider;
-    uint64_t lists;            /**< completed LISTs (all pages) */
-    uint64_t watches;          /**< WATCH requests started */
-    uint64_t watch_restarts;   /**< watches that ended and were restarted */
-    uint64_t relists_expired;  /**< re-lists caused by 410 Gone/Expired */
+    uint64_t lists;           /**< completed LISTs (all pages) */
+    uint64_t watches;         /**< WATCH requests started */
+    uint64_t watch_restarts;  /**< watches that ended and were restarted */
+    uint64_t relists_expired; /**< re-lists caused by 410 Gone/Expired */
     uint64_t errors[DISC_ERR__N];
-    double last_sync;          /**< unix seconds of the last successful sync, 0 never */
-    uint64_t targets_shown;    /**< proflet_discovery_targets as a /metrics rendering
+    double last_sync;       /**< unix seconds of the last successful sync, 0 never */
+    uint64_t targets_shown; /**< proflet_discovery_targets as a /metrics rendering
                                     summed it when it began that family */
     struct disc__stats *next;
 };
@@ -74,8 +74,8 @@ struct disc__provider_ops {
      * (for static: all of the job's static configs), under the manager's
      * settings `g`. Copies what it keeps. NULL with a message on failure. */
     struct disc__provider *(*create)(struct disc_manager *m, const struct disc_cfg *g,
-                                     const char *job, const struct disc_sd_cfg *sd,
-                                     unsigned index, char *err, size_t errlen);
+                                     const char *job, const struct disc_sd_cfg *sd, unsigned index,
+                                     char *err, size_t errlen);
     /** Shareable kinds: a malloc'd string that is equal for two pieces
      * exactly when a provider created from one would serve the other (NULL
      * on OOM). The manager runs one provider per distinct signature and
@@ -98,11 +98,11 @@ struct disc__provider_ops {
 struct disc__provider {
     const struct disc__provider_ops *ops;
     struct disc_manager *m;
-    char *job;           /**< the job fed (owned); for a shared provider the
+    char *job;                  /**< the job fed (owned); for a shared provider the
                           *   names of every job it feeds, joined by ',' */
-    bool synced;         /**< first sync done */
-    size_t n_targets;    /**< targets currently contributed */
-    char *_sig;          /**< shareable kinds: the settings signature */
+    bool synced;                /**< first sync done */
+    size_t n_targets;           /**< targets currently contributed */
+    char *_sig;                 /**< shareable kinds: the settings signature */
     struct disc__srctab *_srcs; /**< the provider's groups, by source */
     struct disc__sub *_subs;    /**< the jobs it feeds */
     bool _closing;
@@ -201,8 +201,7 @@ const char *disc__jstr(json_object *o, const char *k, const char *dflt);
  * become strings; plain ~/null/empty become NULL). `*out` is owned by the
  * caller (may be NULL for an empty document). Returns 0 or a negative code
  * with a message (line and column for syntax errors). */
-int disc__yaml_to_json(const char *data, size_t len, json_object **out, char *err,
-                       size_t errlen);
+int disc__yaml_to_json(const char *data, size_t len, json_object **out, char *err, size_t errlen);
 
 /* ------------------------------------------------ Kubernetes connection */
 
@@ -210,18 +209,16 @@ int disc__yaml_to_json(const char *data, size_t len, json_object **out, char *er
  * (service account), a kubeconfig file, or an explicit api-server. Loop
  * thread only; the token and password files are re-read off the loop. */
 
-
-
 /** Resolved connection settings; every string owned. */
 struct k8s_conn {
-    char *server;       /**< base URL without trailing slash */
-    char *token;        /**< inline bearer token, or NULL */
-    char *token_file;   /**< re-read about every 50 s and after a 401 */
+    char *server;              /**< base URL without trailing slash */
+    char *token;               /**< inline bearer token, or NULL */
+    char *token_file;          /**< re-read about every 50 s and after a 401 */
     struct net_secret *bearer; /**< the token in use (from token or token_file) */
-    char *username;     /**< basic auth */
+    char *username;            /**< basic auth */
     char *password;
     char *password_file;
-    struct net_secret *pass;   /**< the password in use */
+    struct net_secret *pass; /**< the password in use */
     char *ca_file;
     char *cert_file;
     char *key_file;
@@ -230,9 +227,9 @@ struct k8s_conn {
     char *proxy_url;
     struct net_http_cfg http; /**< api-server's client settings (copy), else zero */
     struct net_auth *auth;    /**< their authorization, http-headers, oauth2 */
-    char *own_namespace; /**< from the service account dir, untrimmed; NULL if unknown */
-    char *tmp_files[3];  /**< files written from kubeconfig *-data, removed on done */
-    struct net_tls tls;  /**< points into the fields above */
+    char *own_namespace;      /**< from the service account dir, untrimmed; NULL if unknown */
+    char *tmp_files[3];       /**< files written from kubeconfig *-data, removed on done */
+    struct net_tls tls;       /**< points into the fields above */
 };
 
 /** Fills `c` from the config piece (whose combinations were checked at

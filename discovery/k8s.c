@@ -56,7 +56,7 @@ struct k8s_provider;
 struct informer {
     struct k8s_provider *kp;
     enum inf_kind kind;
-    char *path;   /* e.g. /api/v1/namespaces/x/pods */
+    char *path;      /* e.g. /api/v1/namespaces/x/pods */
     char *query_sel; /* "&labelSelector=...&fieldSelector=..." (encoded) or "" */
     struct lh_table *store;
     unsigned gen;
@@ -65,7 +65,7 @@ struct informer {
     bool paginated;
     bool rv_unavailable;
     bool list_no_limit;
-    char *list_rv;       /* RV the current paginated list started at */
+    char *list_rv; /* RV the current paginated list started at */
     char *continue_tok;
     struct json_tokener *tok;
     size_t obj_bytes;
@@ -127,7 +127,7 @@ static void put_encoded(struct buf *b, const char *s)
             c == '-' || c == '_' || c == '.' || c == '~') {
             buf_append(b, s, 1);
         } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 
             buf_append(b, e, 3);
         }
@@ -447,8 +447,7 @@ static void do_list(struct informer *inf)
         put_encoded(&url, inf->continue_tok);
     } else {
         rv = inf->rv_unavailable ? "" : inf->last_rv ? inf->last_rv : "0";
-        limit = !inf->list_no_limit &&
-                (rv[0] == '\0' || strcmp(rv, "0") == 0 || inf->paginated);
+        limit = !inf->list_no_limit && (rv[0] == '\0' || strcmp(rv, "0") == 0 || inf->paginated);
         if (inf->list_no_limit && inf->list_rv)
             rv = inf->list_rv;
         set_str(&inf->list_rv, rv);
@@ -475,8 +474,8 @@ static void do_watch(struct informer *inf)
     unsigned t = 300 + (unsigned)(rand() % 300);
 
     buf_init(&url, 1 << 16);
-    buf_printf(&url, "%s%s?watch=true&allowWatchBookmarks=true&timeoutSeconds=%u&", inf->kp->conn.server,
-               inf->path, t);
+    buf_printf(&url, "%s%s?watch=true&allowWatchBookmarks=true&timeoutSeconds=%u&",
+               inf->kp->conn.server, inf->path, t);
     if (inf->last_rv && inf->last_rv[0]) {
         buf_puts(&url, "resourceVersion=");
         put_encoded(&url, inf->last_rv);
@@ -516,8 +515,8 @@ static bool is_expired(long status, const char *body)
 
 static bool too_large_rv(const char *body)
 {
-    return body && (strstr(body, "Too large resource version") ||
-                    strstr(body, "ResourceVersionTooLarge"));
+    return body &&
+           (strstr(body, "Too large resource version") || strstr(body, "ResourceVersionTooLarge"));
 }
 
 static void on_list_done(struct net_request *req, struct net_response *resp, void *ud)
@@ -566,8 +565,7 @@ static void on_list_done(struct net_request *req, struct net_response *resp, voi
     items = disc__jget(root, "items");
     md = disc__jget(root, "metadata");
     if (!root || !md || (items && !json_object_is_type(items, json_type_array))) {
-        disc__error(&kp->base, DISC_ERR_JSON, "kubernetes: list %s: malformed response",
-                    inf->url);
+        disc__error(&kp->base, DISC_ERR_JSON, "kubernetes: list %s: malformed response", inf->url);
         goto relist_later;
     }
     for (size_t i = 0; items && i < json_object_array_length(items); i++)
@@ -629,8 +627,7 @@ static int handle_event(struct informer *inf, json_object *ev)
         (strcmp(type, "ADDED") && strcmp(type, "MODIFIED") && strcmp(type, "DELETED") &&
          strcmp(type, "BOOKMARK"))) {
         inf->stop = STOP_UNKNOWN;
-        snprintf(inf->err_msg, sizeof(inf->err_msg), "unknown watch event type \"%.64s\"",
-                 type);
+        snprintf(inf->err_msg, sizeof(inf->err_msg), "unknown watch event type \"%.64s\"", type);
         return -1;
     }
     inf->events++;
@@ -726,8 +723,7 @@ static void on_watch_done(struct net_request *req, struct net_response *resp, vo
         return;
     }
     if (resp->status == 429 || (inf->stop == STOP_ERROR_EVENT && inf->err_code == 429)) {
-        disc__error(&kp->base, DISC_ERR_HTTP, "kubernetes: watch %s: too many requests",
-                    inf->path);
+        disc__error(&kp->base, DISC_ERR_HTTP, "kubernetes: watch %s: too many requests", inf->path);
         schedule(inf, NEXT_WATCH, backoff(inf));
         return;
     }
@@ -755,8 +751,7 @@ static void on_watch_done(struct net_request *req, struct net_response *resp, vo
         schedule(inf, NEXT_LIST, backoff(inf));
         return;
     case STOP_UNKNOWN:
-        disc__error(&kp->base, DISC_ERR_EVENT, "kubernetes: watch %s: %s", inf->path,
-                    inf->err_msg);
+        disc__error(&kp->base, DISC_ERR_EVENT, "kubernetes: watch %s: %s", inf->path, inf->err_msg);
         schedule(inf, NEXT_LIST, backoff(inf));
         return;
     case STOP_NONE:
@@ -810,7 +805,9 @@ static struct informer *inf_new(struct k8s_provider *kp, enum inf_kind kind, con
         snprintf(path, sizeof(path), "/api/v1/namespaces/%s/pods", ns);
     else
         snprintf(path, sizeof(path), "/api/v1/%s",
-                 kind == INF_POD ? "pods" : kind == INF_NODE ? "nodes" : "namespaces");
+                 kind == INF_POD    ? "pods"
+                 : kind == INF_NODE ? "nodes"
+                                    : "namespaces");
     inf->path = strdup(path);
     buf_init(&q, 1 << 16);
     if (label && *label) {
@@ -871,8 +868,7 @@ static void kp_free(struct disc__provider *bp)
     free(kp);
 }
 
-static const struct disc_k8s_selector_cfg *selector(const struct disc_k8s_cfg *sd,
-                                                    const char *role)
+static const struct disc_k8s_selector_cfg *selector(const struct disc_k8s_cfg *sd, const char *role)
 {
     for (unsigned i = 0; i < sd->n_selectors; i++)
         if (sd->selectors[i].role && strcmp(sd->selectors[i].role, role) == 0)
@@ -909,9 +905,8 @@ static struct disc__provider *kp_create(struct disc_manager *m, const struct dis
     kp->mark_terminating = sd->mark_terminating;
     if (kp->attach_ns && !(kp->nss = inf_new(kp, INF_NS, NULL, NULL, NULL)))
         goto oom;
-    if (kp->attach_node &&
-        !(kp->nodes = inf_new(kp, INF_NODE, NULL, ns_sel ? ns_sel->label : NULL,
-                              ns_sel ? ns_sel->field : NULL)))
+    if (kp->attach_node && !(kp->nodes = inf_new(kp, INF_NODE, NULL, ns_sel ? ns_sel->label : NULL,
+                                                 ns_sel ? ns_sel->field : NULL)))
         goto oom;
     if (sd->n_namespaces || sd->own_namespace) {
         for (unsigned i = 0; i < sd->n_namespaces; i++)

@@ -80,8 +80,7 @@ int disc__base64_decode(const char *in, size_t n, unsigned char **out, size_t *o
 
 /* Writes base64-decoded data to a 0600 temporary file; the path goes into a
  * free slot of tmp_files. */
-static int write_tmp(struct k8s_conn *c, const char *b64, char **path_out, char *err,
-                     size_t errlen)
+static int write_tmp(struct k8s_conn *c, const char *b64, char **path_out, char *err, size_t errlen)
 {
     unsigned char *data;
     size_t n, slot;
@@ -300,8 +299,8 @@ int disc__kubeconfig_check(const char *file, char *err, size_t errlen)
     rc = kubeconfig_item_ok(cluster, dir, "certificate-authority-data", "certificate-authority",
                             file, err, errlen);
     if (rc == 0 && user)
-        rc = kubeconfig_item_ok(user, dir, "client-certificate-data", "client-certificate",
-                                file, err, errlen);
+        rc = kubeconfig_item_ok(user, dir, "client-certificate-data", "client-certificate", file,
+                                err, errlen);
     if (rc == 0 && user)
         rc = kubeconfig_item_ok(user, dir, "client-key-data", "client-key", file, err, errlen);
     free(dir);
@@ -330,9 +329,8 @@ static int from_http(struct k8s_conn *c, const struct net_http_cfg *h)
 int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
                         const struct disc_k8s_cfg *sd, char *err, size_t errlen)
 {
-    const char *sa = sd->service_account_dir && sd->service_account_dir[0]
-                         ? sd->service_account_dir
-                         : SA_DIR;
+    const char *sa =
+        sd->service_account_dir && sd->service_account_dir[0] ? sd->service_account_dir : SA_DIR;
     char path[4096];
     int rc = 0;
 
@@ -348,17 +346,17 @@ int disc__k8s_conn_init(struct k8s_conn *c, uv_loop_t *loop, struct workq *work,
         size_t n;
 
         if (!host || !*host || !port || !*port) {
-            snprintf(err, errlen, "unable to load in-cluster configuration, "
-                                  "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
-                                  "must be defined");
+            snprintf(err, errlen,
+                     "unable to load in-cluster configuration, "
+                     "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT "
+                     "must be defined");
             return -EINVAL;
         }
         n = strlen(host) + strlen(port) + 16;
         c->server = malloc(n);
         if (!c->server)
             return -ENOMEM;
-        snprintf(c->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
-                 port);
+        snprintf(c->server, n, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host, port);
         snprintf(path, sizeof(path), "%s/token", sa);
         c->token_file = strdup(path);
         snprintf(path, sizeof(path), "%s/ca.crt", sa);

@@ -279,7 +279,7 @@ int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, b
     json_object *md = disc__jget(pod, "metadata"), *spec = disc__jget(pod, "spec");
     json_object *status = disc__jget(pod, "status");
     struct labels g = LABELS_INIT;
-    struct tvec tv = {0};
+    struct tvec tv = { 0 };
     const char *ip;
     size_t ip_len;
     int rc;
@@ -288,8 +288,7 @@ int disc__k8s_pod_targets(json_object *pod, const struct disc__k8s_meta *node, b
     *n = 0;
     if (!md || !json_object_is_type(md, json_type_object))
         return -EINVAL;
-    snprintf(source, source_len, "pod/%s/%s", jstr(md, "namespace", NULL),
-             jstr(md, "name", NULL));
+    snprintf(source, source_len, "pod/%s/%s", jstr(md, "namespace", NULL), jstr(md, "name", NULL));
     ip = jstr(status, "podIP", &ip_len);
     if (ip_len == 0 || (need_node && !node))
         return 0;

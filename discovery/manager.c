@@ -84,7 +84,7 @@ struct disc__pbucket {
 
 struct disc__job {
     char *name;
-    struct strtab_node tnode;    /* in the manager's index of jobs (name borrowed) */
+    struct strtab_node tnode; /* in the manager's index of jobs (name borrowed) */
     struct disc__sub *subs;
     struct strtab dirty_set;
     struct dsrc *dirty; /* the same entries, as a list */
@@ -115,10 +115,10 @@ struct disc_manager {
     void (*close_cb)(void *ud);
     void *close_ud;
     struct disc__job *jobs;
-    struct strtab jobs_idx;            /* the jobs by name */
+    struct strtab jobs_idx; /* the jobs by name */
     struct disc__job *dirty_jobs;
     struct disc__provider *providers;
-    struct strtab providers_idx;       /* struct disc__pbucket by kind and key */
+    struct strtab providers_idx; /* struct disc__pbucket by kind and key */
     size_t n_providers;
     struct disc__stats *stats;
     uint64_t updates;
@@ -126,10 +126,14 @@ struct disc_manager {
 };
 
 static const char *const err_kind_names[DISC_ERR__N] = {
-    [DISC_ERR_CONFIG] = "config",         [DISC_ERR_HTTP] = "http",
-    [DISC_ERR_AUTH] = "auth",             [DISC_ERR_JSON] = "json",
-    [DISC_ERR_TOO_LARGE] = "too_large",   [DISC_ERR_EVENT] = "event",
-    [DISC_ERR_DISCONNECT] = "disconnect", [DISC_ERR_FILE_READ] = "file_read",
+    [DISC_ERR_CONFIG] = "config",
+    [DISC_ERR_HTTP] = "http",
+    [DISC_ERR_AUTH] = "auth",
+    [DISC_ERR_JSON] = "json",
+    [DISC_ERR_TOO_LARGE] = "too_large",
+    [DISC_ERR_EVENT] = "event",
+    [DISC_ERR_DISCONNECT] = "disconnect",
+    [DISC_ERR_FILE_READ] = "file_read",
     [DISC_ERR_FILE_PARSE] = "file_parse",
 };
 
@@ -572,10 +576,18 @@ void disc__count(struct disc__provider *p, enum disc__counter c)
         if (!st)
             continue;
         switch (c) {
-        case DISC_CNT_LISTS: st->lists++; break;
-        case DISC_CNT_WATCHES: st->watches++; break;
-        case DISC_CNT_WATCH_RESTARTS: st->watch_restarts++; break;
-        case DISC_CNT_RELISTS_EXPIRED: st->relists_expired++; break;
+        case DISC_CNT_LISTS:
+            st->lists++;
+            break;
+        case DISC_CNT_WATCHES:
+            st->watches++;
+            break;
+        case DISC_CNT_WATCH_RESTARTS:
+            st->watch_restarts++;
+            break;
+        case DISC_CNT_RELISTS_EXPIRED:
+            st->relists_expired++;
+            break;
         }
     }
 }
@@ -839,9 +851,9 @@ static struct disc__provider *find_provider(struct disc_manager *m,
     if (!key) {
         /* No memory for the key: the walk finds it all the same. */
         for (struct disc__provider *p = m->providers; p; p = p->_next)
-            if (p->ops == ops && (sig ? strcmp(p->_sig, sig) == 0
-                                      : strcmp(p->job, job->name) == 0 &&
-                                            ops->same(p, job->sd, idx)))
+            if (p->ops == ops &&
+                (sig ? strcmp(p->_sig, sig) == 0
+                     : strcmp(p->job, job->name) == 0 && ops->same(p, job->sd, idx)))
                 return p;
         return NULL;
     }
@@ -916,8 +928,7 @@ static int ensure(struct disc_manager *m, const struct disc__provider_ops *ops,
     }
     return 0;
 oom:
-    snprintf(err, errlen, "job %s: %s discovery #%u: out of memory", job->name, ops->name,
-             idx);
+    snprintf(err, errlen, "job %s: %s discovery #%u: out of memory", job->name, ops->name, idx);
     return -ENOMEM;
 }
 
@@ -1146,9 +1157,8 @@ int disc_manager_metrics_next(const struct disc_manager *m, struct disc_metrics_
         while (c->at && out->len < chunk) {
             const struct disc__stats *s = c->at;
 
-            prom_family_series(out, fam, s,
-                               (const char *const[]){ "job", s->job, "provider", s->provider,
-                                                      NULL });
+            prom_family_series(
+                out, fam, s, (const char *const[]){ "job", s->job, "provider", s->provider, NULL });
             c->at = s->next;
         }
         if (!c->at) {

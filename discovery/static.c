@@ -54,8 +54,7 @@ static int group_labels(const struct disc_static_cfg *st, struct labels *out)
     labels_init(out);
     for (unsigned k = 0; k < st->n_labels && rc == 0; k++)
         if (st->labels[k].key)
-            rc = labels_set(out, st->labels[k].key,
-                            st->labels[k].value ? st->labels[k].value : "");
+            rc = labels_set(out, st->labels[k].key, st->labels[k].value ? st->labels[k].value : "");
     if (rc == 0 && st->application && st->application[0])
         rc = labels_set(out, "service_name", st->application);
     if (rc == 0 && st->spy_name && st->spy_name[0])
@@ -105,8 +104,7 @@ oom:
     return NULL;
 }
 
-static bool sp_same(const struct disc__provider *bp, const struct disc_sd_cfg *sd,
-                    unsigned index)
+static bool sp_same(const struct disc__provider *bp, const struct disc_sd_cfg *sd, unsigned index)
 {
     const struct static_provider *p = (const struct static_provider *)bp;
     bool same = true;

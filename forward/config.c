@@ -41,10 +41,9 @@
 #define UNL CYAML_UNLIMITED
 #define STR(k, s, m) CYAML_FIELD_STRING_PTR(k, OPT, s, m, 0, UNL)
 
-#define VIRTUAL_MAPPING(k, S, fields)                                                      \
-    {                                                                                      \
-        .key = k, .data_offset = 0,                                                        \
-        .value = { CYAML_VALUE_MAPPING(OPT, S, fields) },                                  \
+#define VIRTUAL_MAPPING(k, S, fields)                                                 \
+    {                                                                                 \
+        .key = k, .data_offset = 0, .value = { CYAML_VALUE_MAPPING(OPT, S, fields) }, \
     }
 
 static const cyaml_strval_t proto_strings[] = {
@@ -110,8 +109,8 @@ static const cyaml_schema_field_t remote_fields[] = {
     VIRTUAL_MAPPING("queue", struct cfg_remote, queue_fields),
     CYAML_FIELD_UINT("max-inflight", OPT, struct cfg_remote, max_inflight),
     CYAML_FIELD_UINT("max-dir-bytes", OPT, struct cfg_remote, dir_max_bytes),
-    CYAML_FIELD_SEQUENCE_COUNT("write-relabel-configs", OPT | PTR, struct cfg_remote,
-                               write_relabel, n_write_relabel, &relabel_cfg_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("write-relabel-configs", OPT | PTR, struct cfg_remote, write_relabel,
+                               n_write_relabel, &relabel_cfg_entry, 0, UNL),
     CYAML_FIELD_END,
 };
 const cyaml_schema_value_t fwd_remote_cfg_entry = {
@@ -126,19 +125,26 @@ static const struct conf_key remote_keys[] = {
     { .key = "headers", .mapkind = CONF_MAP_KV },
     { .key = "external-labels", .mapkind = CONF_MAP_KV },
     CONF_KEY_NUM("remote-timeout", CONF_UNIT_DURATION, DEF_REMOTE_TIMEOUT_MS),
-    { .key = "min-backoff", .unit = CONF_UNIT_DURATION, .has_num = true,
-      .num = DEF_MIN_BACKOFF_MS, .aliases = min_backoff_aliases },
-    { .key = "max-backoff", .unit = CONF_UNIT_DURATION, .has_num = true,
-      .num = DEF_MAX_BACKOFF_MS, .aliases = max_backoff_aliases },
-    { .key = "max-retries", .has_num = true, .num = DEF_MAX_RETRIES,
+    { .key = "min-backoff",
+      .unit = CONF_UNIT_DURATION,
+      .has_num = true,
+      .num = DEF_MIN_BACKOFF_MS,
+      .aliases = min_backoff_aliases },
+    { .key = "max-backoff",
+      .unit = CONF_UNIT_DURATION,
+      .has_num = true,
+      .num = DEF_MAX_BACKOFF_MS,
+      .aliases = max_backoff_aliases },
+    { .key = "max-retries",
+      .has_num = true,
+      .num = DEF_MAX_RETRIES,
       .aliases = max_retries_aliases },
     CONF_KEY_NUM("max-inflight", CONF_UNIT_NONE, DEF_MAX_INFLIGHT),
     { .key = "retry-on-http-429", .def = "true" },
     CONF_KEY_NUM("max-dir-bytes", CONF_UNIT_BYTES, DEF_DIR_MAX_BYTES),
     { 0 },
 };
-static const struct conf_key *const remote_key_tables[] = { remote_keys, net_http_cfg_keys,
-                                                            NULL };
+static const struct conf_key *const remote_key_tables[] = { remote_keys, net_http_cfg_keys, NULL };
 
 static bool prefix(const char *s, const char *p)
 {
@@ -155,10 +161,11 @@ static int remote_post(struct conf_load *ld, struct conf_node *n)
     if (prefix(u, "file://")) {
         const char *d = u + 7;
 
-        if (!(d[0] == '/' || (d[0] == '.' && (d[1] == '/' || d[1] == '\0')) ||
-              prefix(d, "../")))
-            return conf_fail(ld, url, "expected file:///absolute/dir or file://./relative/dir, "
-                             "got \"%.80s\"", u);
+        if (!(d[0] == '/' || (d[0] == '.' && (d[1] == '/' || d[1] == '\0')) || prefix(d, "../")))
+            return conf_fail(ld, url,
+                             "expected file:///absolute/dir or file://./relative/dir, "
+                             "got \"%.80s\"",
+                             u);
         if (conf_user_key(n, "protocol") && strcmp(conf_str(proto), "ingest") == 0)
             return conf_fail(ld, proto, "protocol ingest does not apply to a file:// url");
         if (conf_set(ld, n, "protocol", ".dir") < 0)
@@ -170,8 +177,10 @@ static int remote_post(struct conf_load *ld, struct conf_node *n)
         if (net_url_check(u, host, sizeof(host), why, sizeof(why)) < 0)
             return conf_fail(ld, url, "invalid URL \"%.80s\": %s", u, why);
     } else {
-        return conf_fail(ld, url, "expected a URL starting with http://, https:// or file://, "
-                         "got \"%.80s\"", u);
+        return conf_fail(ld, url,
+                         "expected a URL starting with http://, https:// or file://, "
+                         "got \"%.80s\"",
+                         u);
     }
     if (!conf_get(n, "name") && conf_set(ld, n, "name", host) < 0)
         return -1;
@@ -201,8 +210,10 @@ static int remote_finish(struct conf_load *ld, const struct conf_node *n, void *
 
         relabel_rules_free(one);
         if (rc < 0)
-            return conf_fail(ld, conf_at(rules, j), "write relabel config %u of remote-write "
-                             "\"%s\": %s", j + 1, r->name ? r->name : "", msg);
+            return conf_fail(ld, conf_at(rules, j),
+                             "write relabel config %u of remote-write "
+                             "\"%s\": %s",
+                             j + 1, r->name ? r->name : "", msg);
     }
     return conf_fail(ld, rules, "write-relabel-configs of remote-write \"%s\": %s",
                      r->name ? r->name : "", msg);
@@ -290,11 +301,14 @@ int fwd_cfg_check_names(struct conf_load *ld, struct conf_node *remotes)
             if (!same_name(remotes, i, j))
                 continue;
             if (conf_user_key(ri, "name"))
-                return conf_fail(ld, conf_get(ri, "name"), "duplicate remote-write name "
+                return conf_fail(ld, conf_get(ri, "name"),
+                                 "duplicate remote-write name "
                                  "\"%.80s\"; set name: to tell them apart",
                                  conf_str(conf_get(ri, "name")));
-            return conf_fail(ld, ri, "remote-write endpoint %zu has the same settings as "
-                             "endpoint %zu", i + 1, j + 1);
+            return conf_fail(ld, ri,
+                             "remote-write endpoint %zu has the same settings as "
+                             "endpoint %zu",
+                             i + 1, j + 1);
         }
     }
     return 0;

@@ -104,7 +104,7 @@ static int index_push(struct dir_index *x, char *rel, uint64_t ms, uint64_t byte
             x->v = v;
         }
     }
-    x->v[x->n++] = (struct dir_ent){rel, ms, bytes};
+    x->v[x->n++] = (struct dir_ent){ rel, ms, bytes };
     return 0;
 }
 
@@ -159,8 +159,7 @@ static void write_work(struct fwd__job *job)
     char *json = NULL;
     int r;
 
-    if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/%s", j->root, j->svc, j->name) >=
-        sizeof(dir)) {
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/%s", j->root, j->svc, j->name) >= sizeof(dir)) {
         r = -ENAMETOOLONG;
         goto out;
     }

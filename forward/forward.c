@@ -15,9 +15,9 @@
  * labels. Replaced endpoints are closed in the background (flushed, then
  * spooled) and freed when done. */
 #include <errno.h>
-#include <stddef.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,11 +47,16 @@ struct fwd {
 };
 
 static const char *const drop_names[FWD_DROP__N] = {
-    [FWD_DROP_INVALID] = "invalid_labels",   [FWD_DROP_REJECTED] = "rejected",
-    [FWD_DROP_TOO_LARGE] = "too_large",      [FWD_DROP_RETRIES] = "retries_exhausted",
-    [FWD_DROP_QUEUE_FULL] = "queue_full",    [FWD_DROP_SPOOL_FULL] = "spool_full",
-    [FWD_DROP_SPOOL_AGE] = "spool_age",      [FWD_DROP_SPOOL_CORRUPT] = "spool_corrupt",
-    [FWD_DROP_IO] = "io_error",              [FWD_DROP_SHUTDOWN] = "shutdown",
+    [FWD_DROP_INVALID] = "invalid_labels",
+    [FWD_DROP_REJECTED] = "rejected",
+    [FWD_DROP_TOO_LARGE] = "too_large",
+    [FWD_DROP_RETRIES] = "retries_exhausted",
+    [FWD_DROP_QUEUE_FULL] = "queue_full",
+    [FWD_DROP_SPOOL_FULL] = "spool_full",
+    [FWD_DROP_SPOOL_AGE] = "spool_age",
+    [FWD_DROP_SPOOL_CORRUPT] = "spool_corrupt",
+    [FWD_DROP_IO] = "io_error",
+    [FWD_DROP_SHUTDOWN] = "shutdown",
     [FWD_DROP_WRITE_RELABEL] = "write_relabel",
 };
 
@@ -107,8 +112,8 @@ static void ep_free(struct fwd_ep *ep)
 /* An endpoint over settings as loaded: nothing is copied, defaulted,
  * checked or compiled here (forward/config.c did all of it at load). */
 static struct fwd_ep *ep_new(struct fwd *f, struct conf_doc *doc, const struct cfg_remote *rc,
-                             const struct cfg_spool *spool, const struct conf_kv *ext,
-                             size_t n_ext, char *err, size_t errlen)
+                             const struct cfg_spool *spool, const struct conf_kv *ext, size_t n_ext,
+                             char *err, size_t errlen)
 {
     struct fwd_ep *ep = calloc(1, sizeof(*ep));
 
@@ -452,7 +457,7 @@ void fwd_close(struct fwd *f, uint64_t deadline_ms, void (*cb)(void *ud), void *
  * and sink kind (and, for the dropped ones, by reason), read from the
  * endpoint's struct fwd__stats. */
 #define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct fwd__stats, field)
-#define BY_REASON(name, help, field)                                                               \
+#define BY_REASON(name, help, field) \
     PROM_FAMILY_U64_BY(name, "counter", help, struct fwd__stats, field, "reason", drop_names)
 
 static const struct prom_family families[] = {
@@ -487,8 +492,8 @@ static const struct prom_family families[] = {
         spool_segments),
     U64("proflet_remote_spool_profiles", "gauge", "Profiles in the disk spool not yet delivered.",
         spool_records),
-    U64("proflet_remote_spool_written_profiles_total", "counter",
-        "Profiles written to the spool.", spool_written_profiles),
+    U64("proflet_remote_spool_written_profiles_total", "counter", "Profiles written to the spool.",
+        spool_written_profiles),
     U64("proflet_remote_spool_replayed_profiles_total", "counter",
         "Profiles read back from the spool.", spool_replayed_profiles),
     U64("proflet_remote_dir_files", "gauge", "Profiles in the directory sink's index.", files),
@@ -509,10 +514,10 @@ static const struct prom_family spool_age_family =
                     "Age of the oldest spooled profile.", struct spool_age, seconds);
 
 static const struct prom_family push_duration_family =
-    PROM_FAMILY_HIST("proflet_remote_push_duration_seconds",
-                     "Latency of requests to the endpoint.", struct fwd__stats, lat);
+    PROM_FAMILY_HIST("proflet_remote_push_duration_seconds", "Latency of requests to the endpoint.",
+                     struct fwd__stats, lat);
 
-#define EP_LABELS(ep)                                                                              \
+#define EP_LABELS(ep) \
     ((const char *const[]){ "endpoint", (ep)->name, "kind", (ep)->ops->kind, NULL })
 
 static void family(struct buf *out, const struct fwd *f, const struct prom_family *m)

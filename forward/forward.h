@@ -27,12 +27,12 @@ enum cfg_protocol { CFG_PROTO_PUSH, CFG_PROTO_INGEST, CFG_PROTO_DIR };
 
 /** One `remote-write` endpoint. */
 struct cfg_remote {
-    char *name;            /**< default: host of url, or "dir" */
-    char *url;             /**< http(s)://host[:port][/path] or file:///DIR */
+    char *name; /**< default: host of url, or "dir" */
+    char *url;  /**< http(s)://host[:port][/path] or file:///DIR */
     enum cfg_protocol protocol;
     struct conf_kv *headers;
     unsigned n_headers;
-    char *tenant_id;       /**< X-Scope-OrgID */
+    char *tenant_id; /**< X-Scope-OrgID */
     struct net_http_cfg http;
     uint64_t remote_timeout_ms; /**< default 10s */
     uint64_t min_backoff_ms;    /**< default 500ms */
@@ -64,18 +64,18 @@ struct cfg_remote {
 
 /** The disk spool shared by the endpoints (`spool:`). */
 struct cfg_spool {
-    char *dir;                 /**< NULL: no spool */
-    uint64_t max_bytes;        /**< default 1 GiB */
-    uint64_t max_age_ms;       /**< default 24h */
-    uint64_t segment_bytes;    /**< default 16 MiB */
-    char *fsync;               /**< always | batch | never, default batch */
+    char *dir;              /**< NULL: no spool */
+    uint64_t max_bytes;     /**< default 1 GiB */
+    uint64_t max_age_ms;    /**< default 24h */
+    uint64_t segment_bytes; /**< default 16 MiB */
+    char *fsync;            /**< always | batch | never, default batch */
 };
 
 /** The libcyaml values of one endpoint and of the spool mapping, and the
  * sections of forward's mappings (NULL-terminated). */
 extern const cyaml_schema_value_t fwd_remote_cfg_entry;
 extern const cyaml_schema_field_t fwd__spool_fields[];
-#define FWD_SPOOL_CFG_FIELD(S, m)                                                          \
+#define FWD_SPOOL_CFG_FIELD(S, m) \
     CYAML_FIELD_MAPPING("spool", CYAML_FLAG_OPTIONAL, S, m, fwd__spool_fields)
 extern const struct conf_section *const fwd_cfg_sections[];
 /** Refuses two endpoints with the same name in a `remote-write` list. */
@@ -92,9 +92,9 @@ struct fwd_profile {
     struct labels labels; /**< final labels: service_name, __name__, job, instance, ... */
     uint8_t *data;        /**< gzip pprof bytes */
     size_t len;
-    int64_t start_ns;     /**< scrape window (used by /ingest from/until) */
+    int64_t start_ns; /**< scrape window (used by /ingest from/until) */
     int64_t end_ns;
-    char id[37];          /**< random UUID, the RawSample ID */
+    char id[37]; /**< random UUID, the RawSample ID */
     unsigned _refs;
 };
 
@@ -124,8 +124,8 @@ struct fwd_opts {
      * spool's and the directory sink's file jobs). A job the queue cancels
      * before it starts is submitted again, so nothing is lost. */
     struct workq *work;
-    fwd_error_cb on_error;   /**< may be NULL */
-    void *ud;                /**< for on_error */
+    fwd_error_cb on_error; /**< may be NULL */
+    void *ud;              /**< for on_error */
 };
 
 /** Creates the forwarder. Returns 0 and the forwarder in `*out` (the
@@ -157,9 +157,9 @@ struct fwd_endpoint_view {
     uint64_t queue_profiles, queue_bytes, inflight_profiles;
     uint64_t spool_bytes, spool_records, spool_oldest_ms; /**< wall ms, 0 if empty */
     uint64_t sent_profiles, sent_bytes, retried_profiles, failed_requests;
-    uint64_t dropped_profiles;   /**< for every reason */
-    const char *last_error;      /**< "" if none */
-    uint64_t last_error_ms;      /**< wall ms, 0 if none */
+    uint64_t dropped_profiles; /**< for every reason */
+    const char *last_error;    /**< "" if none */
+    uint64_t last_error_ms;    /**< wall ms, 0 if none */
 };
 /** Calls `fn` for each active endpoint, in configuration order. */
 void fwd_endpoints_visit(const struct fwd *f,

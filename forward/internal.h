@@ -20,17 +20,17 @@
 
 /* Reasons a profile is dropped (metric label `reason`). */
 enum fwd__drop {
-    FWD_DROP_INVALID,      /* labels fail the server's limits */
-    FWD_DROP_REJECTED,     /* non-retryable 4xx (or 501) */
-    FWD_DROP_TOO_LARGE,    /* a single profile the server says is too large */
-    FWD_DROP_RETRIES,      /* max retries exhausted (no spool) */
-    FWD_DROP_QUEUE_FULL,   /* queue full and no spool */
-    FWD_DROP_SPOOL_FULL,   /* spool byte cap: oldest segment deleted */
-    FWD_DROP_SPOOL_AGE,    /* spool age cap */
-    FWD_DROP_SPOOL_CORRUPT,/* torn or corrupt spool records */
-    FWD_DROP_IO,           /* disk write failed */
-    FWD_DROP_SHUTDOWN,     /* still queued at close with nowhere to go */
-    FWD_DROP_WRITE_RELABEL,/* a write-relabel rule of the endpoint dropped it */
+    FWD_DROP_INVALID,       /* labels fail the server's limits */
+    FWD_DROP_REJECTED,      /* non-retryable 4xx (or 501) */
+    FWD_DROP_TOO_LARGE,     /* a single profile the server says is too large */
+    FWD_DROP_RETRIES,       /* max retries exhausted (no spool) */
+    FWD_DROP_QUEUE_FULL,    /* queue full and no spool */
+    FWD_DROP_SPOOL_FULL,    /* spool byte cap: oldest segment deleted */
+    FWD_DROP_SPOOL_AGE,     /* spool age cap */
+    FWD_DROP_SPOOL_CORRUPT, /* torn or corrupt spool records */
+    FWD_DROP_IO,            /* disk write failed */
+    FWD_DROP_SHUTDOWN,      /* still queued at close with nowhere to go */
+    FWD_DROP_WRITE_RELABEL, /* a write-relabel rule of the endpoint dropped it */
     FWD_DROP__N
 };
 
@@ -45,11 +45,11 @@ struct fwd__stats {
     uint64_t ambiguous_profiles; /* resent after an outcome nobody reported */
     uint64_t dropped_profiles[FWD_DROP__N], dropped_bytes[FWD_DROP__N];
     uint64_t queue_len, queue_bytes;
-    uint64_t inflight_profiles;   /* in requests on the wire or being encoded */
+    uint64_t inflight_profiles; /* in requests on the wire or being encoded */
     uint64_t spool_bytes, spool_segments, spool_records;
     uint64_t spool_oldest_ms; /* wall-clock ms of the oldest spooled record, 0 if none */
     uint64_t spool_written_profiles, spool_replayed_profiles;
-    struct prom_hist lat; /* request latency, seconds, over prom_latency_bounds */
+    struct prom_hist lat;   /* request latency, seconds, over prom_latency_bounds */
     uint64_t files;         /* directory sink: profiles in the index */
     uint64_t files_deleted; /* directory sink: profiles deleted by the size cap */
     uint64_t dir_bytes;     /* directory sink: bytes in the index */
@@ -82,8 +82,8 @@ struct fwd_ep {
     uv_loop_t *loop;
     struct fwd_ep *next;
     const struct fwd__sink_ops *ops;
-    const char *name;        /* cfg->name */
-    char *signature;         /* config fingerprint: unchanged endpoints keep their queues */
+    const char *name; /* cfg->name */
+    char *signature;  /* config fingerprint: unchanged endpoints keep their queues */
     /* The settings as loaded, read in place (complete and checked; the
      * write rules compiled, cfg->write_rules): `doc` is a reference on the
      * document they live in, so an endpoint kept across reloads keeps the
@@ -97,10 +97,10 @@ struct fwd_ep {
     struct conf_kv *ext;
     unsigned n_ext;
     struct fwd__stats st;
-    void *sink;              /* sink-private state */
+    void *sink; /* sink-private state */
     bool closing;
     char last_error[FWD__ERRLEN];
-    uint64_t last_error_ms;  /* wall clock of last_error, 0 if none */
+    uint64_t last_error_ms; /* wall clock of last_error, 0 if none */
 };
 
 /* A job of forward/ on the agent's work queue: embed one in each job
@@ -180,19 +180,18 @@ int fwd__labels_final(const struct fwd_ep *ep, struct labels *dst, const struct 
 char *fwd__push_url(const char *base);
 /* Builds the /ingest URL for one profile (name=<service>{labels}, from, until,
  * format=pprof, spyName). Returns malloc'd or NULL. */
-char *fwd__ingest_url(const char *base, const struct labels *ls, int64_t start_ns,
-                      int64_t end_ns);
+char *fwd__ingest_url(const char *base, const struct labels *ls, int64_t start_ns, int64_t end_ns);
 
 /* What a response means for a request of `n` profiles. */
 enum fwd__verdict {
-    FWD_V_OK,          /* all accepted */
-    FWD_V_PARTIAL,     /* attributed: `failed[i]` says which were refused */
-    FWD_V_RETRY,       /* refused as a whole before ingest, retryable: resend all */
-    FWD_V_SPLIT,       /* refused as a whole, not retryable: split (or drop at n==1) */
-    FWD_V_TOO_LARGE,   /* 429/413 "too large": split (or drop at n==1) */
-    FWD_V_AMBIGUOUS,   /* no answer (timeout, reset) or unattributed 5xx: unknown */
-    FWD_V_UNREACHED,   /* the request never reached the server (connect, TLS) */
-    FWD_V_REFUSED,     /* a 429 with retry-on-http-429 off: dropped, as rejected */
+    FWD_V_OK,        /* all accepted */
+    FWD_V_PARTIAL,   /* attributed: `failed[i]` says which were refused */
+    FWD_V_RETRY,     /* refused as a whole before ingest, retryable: resend all */
+    FWD_V_SPLIT,     /* refused as a whole, not retryable: split (or drop at n==1) */
+    FWD_V_TOO_LARGE, /* 429/413 "too large": split (or drop at n==1) */
+    FWD_V_AMBIGUOUS, /* no answer (timeout, reset) or unattributed 5xx: unknown */
+    FWD_V_UNREACHED, /* the request never reached the server (connect, TLS) */
+    FWD_V_REFUSED,   /* a 429 with retry-on-http-429 off: dropped, as rejected */
 };
 
 /* Per-profile outcome inside a FWD_V_PARTIAL verdict. */
@@ -203,8 +202,8 @@ enum fwd__pstate { FWD_P_OK = 0, FWD_P_RETRY = 1, FWD_P_DROP = 2 };
  * non-JSON). For FWD_V_PARTIAL `states[0..n)` is filled. `ids` are the
  * profiles' ids in request order. Pure; fuzzed. */
 enum fwd__verdict fwd__classify(int result, long status, const char *body, size_t body_len,
-                                const char *const *ids, size_t n, uint8_t *states,
-                                char *msg, size_t msglen);
+                                const char *const *ids, size_t n, uint8_t *states, char *msg,
+                                size_t msglen);
 /* True if an HTTP status is retryable (5xx except 501, 408, 429). */
 bool fwd__status_retryable(long status);
 
@@ -215,9 +214,9 @@ struct fwd__qent {
     struct fwd__qent *prev, *next;
     struct fwd_profile *p;
     struct labels labels; /* p's merged with the external labels, once: what is sent */
-    uint64_t seq;       /* submission order */
+    uint64_t seq;         /* submission order */
     uint64_t series;
-    uint64_t token;     /* spool record, 0 if fresh */
+    uint64_t token; /* spool record, 0 if fresh */
     uint64_t queued_at;
     unsigned attempts;
     unsigned max_batch; /* after a split: at most this many per request */
@@ -243,7 +242,7 @@ struct fwd__batch {
     struct fwd__qent **e; /* room for max_n */
     size_t n;
     uint64_t bytes;
-    bool full;            /* a limit was reached: no point in waiting */
+    bool full; /* a limit was reached: no point in waiting */
 };
 
 /* Picks the next request from the head of the queue: at most `max_n`
@@ -298,17 +297,17 @@ static inline uint64_t fwd__get64(const uint8_t *b)
  *
  * payload = zstd( u32 version=1 | i64 start | i64 end | 36 id | u32 nlabels |
  *                 (u32 len, name, u32 len, value)* | u32 len, data ) */
-#define FWD_REC_HDR 40     /* version 2 */
+#define FWD_REC_HDR 40 /* version 2 */
 #define FWD_REC_HDR_V1 32
 #define FWD_REC_MAGIC 0x32435250u    /* "PRC2" */
 #define FWD_REC_MAGIC_V1 0x31435250u /* "PRC1" */
 #define FWD_REC_MAX (80u << 20)      /* payload cap, compressed and raw */
 
 struct fwd__rec_hdr {
-    unsigned version;  /* 1 or 2 */
-    uint32_t hdr_len;  /* FWD_REC_HDR or FWD_REC_HDR_V1 */
-    uint32_t len;      /* payload bytes */
-    uint32_t seq;      /* record number in the segment (version 2) */
+    unsigned version; /* 1 or 2 */
+    uint32_t hdr_len; /* FWD_REC_HDR or FWD_REC_HDR_V1 */
+    uint32_t len;     /* payload bytes */
+    uint32_t seq;     /* record number in the segment (version 2) */
     uint64_t series;
     uint64_t wall_ms;
     uint64_t sum;
@@ -346,20 +345,20 @@ struct fwd__pend {
 
 /* A record of a segment, as the index knows it. */
 struct fwd__srec {
-    uint64_t off;    /* file offset of its header */
+    uint64_t off; /* file offset of its header */
     uint64_t series;
     uint32_t seq;
 };
 
 /* What a scan found in one segment file. */
 struct fwd__seg_scan {
-    unsigned version;          /* of the segment header; 0 if it is damaged */
+    unsigned version; /* of the segment header; 0 if it is damaged */
     uint64_t created_ms, oldest_ms, newest_ms;
-    struct fwd__srec *recs;    /* the valid records, in file order (malloc'd) */
+    struct fwd__srec *recs; /* the valid records, in file order (malloc'd) */
     size_t n, cap;
-    uint64_t end;              /* offset after the last valid record */
-    uint32_t next_seq;         /* number of the next record appended */
-    uint64_t lost;             /* damaged records numbered >= the scan's `delivered` */
+    uint64_t end;      /* offset after the last valid record */
+    uint32_t next_seq; /* number of the next record appended */
+    uint64_t lost;     /* damaged records numbered >= the scan's `delivered` */
 };
 
 /* Scans a segment file: every record header and payload is verified; after
@@ -380,16 +379,16 @@ void fwd__seg_scan_done(struct fwd__seg_scan *s);
  * disk refused: try again later), < 0 dropped (cannot be encoded). */
 struct fwd__seg_append {
     char path[4096];
-    bool create;         /* write the segment header first (at offset 0) */
+    bool create; /* write the segment header first (at offset 0) */
     uint64_t created_ms;
-    uint64_t off;        /* where the first record goes (the valid end) */
-    uint32_t seq;        /* number of the first record */
-    int fsync_mode;      /* 0 never, 1 batch, 2 always */
+    uint64_t off;           /* where the first record goes (the valid end) */
+    uint32_t seq;           /* number of the first record */
+    int fsync_mode;         /* 0 never, 1 batch, 2 always */
     struct fwd__pend *pend; /* borrowed */
     size_t n;
-    int64_t *res;        /* out, n entries */
-    uint64_t end;        /* out: the valid end after the job */
-    int err;             /* out: the first error */
+    int64_t *res; /* out, n entries */
+    uint64_t end; /* out: the valid end after the job */
+    int err;      /* out: the first error */
 };
 
 /* Appends at `off` (not at the end of the file: the index is the truth). A
@@ -403,9 +402,9 @@ struct fwd__seg_load {
     char path[4096];
     const struct fwd__srec *recs; /* borrowed */
     size_t max;
-    uint64_t max_bytes;           /* stop once this many profile bytes are read */
-    struct fwd_profile **out;     /* out: owned, NULL for a record found damaged */
-    size_t n;                     /* out: records read (a prefix of recs) */
+    uint64_t max_bytes;       /* stop once this many profile bytes are read */
+    struct fwd_profile **out; /* out: owned, NULL for a record found damaged */
+    size_t n;                 /* out: records read (a prefix of recs) */
     int err;
 };
 
@@ -436,11 +435,11 @@ struct fwd__seg {
     uint64_t size;          /* valid bytes (the next append goes there) */
     struct fwd__srec *recs; /* its records in file order */
     size_t n, cap;
-    size_t loaded;          /* recs[0, loaded) were handed out (or delivered before) */
+    size_t loaded; /* recs[0, loaded) were handed out (or delivered before) */
     size_t acked;
-    uint8_t *ackmap;        /* bit per loaded record */
+    uint8_t *ackmap; /* bit per loaded record */
     size_t ackmap_len;
-    uint32_t next_seq;      /* number of the next record appended */
+    uint32_t next_seq; /* number of the next record appended */
     uint64_t created_ms, newest_ms;
 };
 

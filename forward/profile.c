@@ -35,10 +35,9 @@ void fwd__uuid(char out[37])
     }
     r[6] = (uint8_t)((r[6] & 0x0f) | 0x40);
     r[8] = (uint8_t)((r[8] & 0x3f) | 0x80);
-    snprintf(out, 37,
-             "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0], r[1],
-             r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13], r[14],
-             r[15]);
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", r[0],
+             r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10], r[11], r[12], r[13],
+             r[14], r[15]);
 }
 
 struct fwd_profile *fwd__profile_new_id(struct labels *labels, uint8_t *data, size_t len,

@@ -36,7 +36,6 @@
 #include "net/net.h"
 #include "pprof/pprof.h"
 
-
 #define SECRET_REFRESH_MS 5000
 #define ERRBODY_MAX (64 * 1024)
 
@@ -57,7 +56,7 @@ struct req {
     bool gzip;
     int enc_err;
     bool encoding;
-    struct fwd_profile **ps; /* encode input (refs held by the entries) */
+    struct fwd_profile **ps;  /* encode input (refs held by the entries) */
     const struct labels **ls; /* their merged labels (the entries') */
 };
 
@@ -68,7 +67,7 @@ struct remote {
     char **hdr;
     size_t n_hdr;
     struct net_secret *password, *bearer; /* inline or file, re-read off the loop */
-    struct net_auth *auth; /* authorization, http-headers, oauth2 */
+    struct net_auth *auth;                /* authorization, http-headers, oauth2 */
     struct net_tls tls;
     struct fwd__queue q;
     struct req **inflight;
@@ -81,8 +80,8 @@ struct remote {
     struct fwd__spool *spool;
     bool loading;
     /* handles */
-    uv_timer_t timer;    /* batch wait, backoff */
-    uv_timer_t tick;     /* 1 s: spool age and retries, secrets */
+    uv_timer_t timer;          /* batch wait, backoff */
+    uv_timer_t tick;           /* 1 s: spool age and retries, secrets */
     uv_timer_t deadline_timer; /* the close deadline, whatever the others say */
     unsigned handles;
     unsigned jobs;
@@ -152,8 +151,7 @@ static void spool_loaded(void *ud, struct fwd_profile **p, uint64_t *tokens, siz
          * later configuration may drop what an earlier one spooled). */
         if (kept <= 0) {
             free(e);
-            fwd__ep_drop(rm->ep, kept == 0 ? FWD_DROP_WRITE_RELABEL : FWD_DROP_IO, 1,
-                         p[i]->len);
+            fwd__ep_drop(rm->ep, kept == 0 ? FWD_DROP_WRITE_RELABEL : FWD_DROP_IO, 1, p[i]->len);
             fwd__spool_ack(rm->spool, tokens[i]);
             fwd_profile_unref(p[i]);
             continue;
@@ -177,7 +175,7 @@ static void spool_changed(void *ud)
     maybe_closed(rm);
 }
 
-static const struct fwd__spool_ops_cb spool_cb = {spool_loaded, spool_changed};
+static const struct fwd__spool_ops_cb spool_cb = { spool_loaded, spool_changed };
 
 /* ------------------------------------------------------------- requests */
 
@@ -244,8 +242,8 @@ static void close_early(struct remote *rm)
 {
     uint64_t now = uv_now(rm->ep->loop);
 
-    if (rm->closing && !rm->healthy && rm->backoff_until >= rm->deadline &&
-        rm->n_inflight == 0 && rm->deadline > now)
+    if (rm->closing && !rm->healthy && rm->backoff_until >= rm->deadline && rm->n_inflight == 0 &&
+        rm->deadline > now)
         rm->deadline = now;
 }
 
@@ -258,7 +256,7 @@ static void mark_failure(struct remote *rm, uint64_t retry_after_ms)
 
     if (retry_after_ms)
         wait = retry_after_ms < rm->ep->cfg->max_backoff_ms ? retry_after_ms
-                                                           : rm->ep->cfg->max_backoff_ms;
+                                                            : rm->ep->cfg->max_backoff_ms;
     rm->fails++;
     rm->healthy = false;
     rm->backoff_until = uv_now(rm->ep->loop) + wait;
@@ -337,8 +335,7 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
         net_secret_expire(rm->bearer);
         net_secret_expire(rm->password);
     }
-    if (resp->result == 0 && resp->status == 429 && !ep->cfg->retry_on_http_429 &&
-        v == FWD_V_RETRY)
+    if (resp->result == 0 && resp->status == 429 && !ep->cfg->retry_on_http_429 && v == FWD_V_RETRY)
         v = FWD_V_REFUSED; /* retry-on-http-429: false drops */
     for (size_t i = 0; i < q->n; i++) {
         struct fwd__qent *e = q->e[i];
@@ -393,8 +390,8 @@ static void on_done(struct net_request *nr, struct net_response *resp, void *ud)
         }
     }
     if (any_retry)
-        mark_failure(rm, (resp->status == 429 || resp->status == 503) ? resp->retry_after_s * 1000
-                                                                       : 0);
+        mark_failure(rm,
+                     (resp->status == 429 || resp->status == 503) ? resp->retry_after_s * 1000 : 0);
     else
         mark_success(rm);
     free(ids);
@@ -410,7 +407,7 @@ static void send_req(struct remote *rm, struct req *q)
     const char *h[64];
     size_t nh = 0;
     char tmo[64];
-    struct net_request_opts o = {0};
+    struct net_request_opts o = { 0 };
     int r;
 
     for (size_t i = 0; i < rm->n_hdr && nh < 60; i++)
@@ -455,7 +452,7 @@ static void send_req(struct remote *rm, struct req *q)
     ep->st.requests++;
     r = net_request_start(rm->http, &o, on_done, q, &q->nr);
     if (r < 0) {
-        struct net_response resp = {.result = NET_ECONNECT, .error = "could not start"};
+        struct net_response resp = { .result = NET_ECONNECT, .error = "could not start" };
 
         buf_init(&resp.body, 1);
         inflight_add(rm, q); /* on_done removes it */
@@ -581,7 +578,7 @@ static void pump(struct remote *rm)
     uint64_t now = uv_now(ep->loop);
     unsigned window = rm->healthy ? ep->cfg->max_inflight : 1;
     unsigned max_n = ep->cfg->protocol == CFG_PROTO_INGEST ? 1 : ep->cfg->batch_max_profiles;
-    struct fwd__batch b = {0};
+    struct fwd__batch b = { 0 };
 
     /* Past the close's deadline nothing starts: maybe_closed() spools or
      * drops what is queued once the last job has called back. An encoding
@@ -737,9 +734,9 @@ static void remote_submit(struct fwd_ep *ep, struct fwd_profile *p)
         return;
     }
     series = fwd__series_hash(&p->labels);
-    if (rm->spool && (!rm->healthy || !fwd__spool_ready(rm->spool) ||
-                      fwd__queue_full(&rm->q, ep->cfg, p->len) ||
-                      fwd__spool_series_count(rm->spool, series) > 0)) {
+    if (rm->spool &&
+        (!rm->healthy || !fwd__spool_ready(rm->spool) || fwd__queue_full(&rm->q, ep->cfg, p->len) ||
+         fwd__spool_series_count(rm->spool, series) > 0)) {
         labels_done(&merged); /* the spool keeps the profile as submitted */
         to_spool(rm, p);
         return;

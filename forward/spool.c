@@ -89,7 +89,7 @@ struct fwd__spool {
     size_t writing_n;
     uint64_t writing_bytes, writing_oldest_ms;
     bool ready, writing, loading_job, cursor_job, cursor_dirty;
-    bool write_failing;     /* the last write was refused */
+    bool write_failing;      /* the last write was refused */
     uint64_t write_retry_at; /* loop ms; 0: no wait */
     uint64_t load_retry_at;
     unsigned fs_reqs;
@@ -281,7 +281,7 @@ static void write_done(struct fwd__job *job)
     struct write_job *j = container_of(job, struct write_job, job);
     struct fwd__spool *s = j->s;
     struct fwd__seg *g = fwd__idx_seg_find(&s->idx, j->seg_id);
-    struct fwd__srec rec = {.off = j->a.create ? FWD_SEG_HDR : j->a.off, .seq = j->a.seq};
+    struct fwd__srec rec = { .off = j->a.create ? FWD_SEG_HDR : j->a.off, .seq = j->a.seq };
     size_t n_retry = 0;
 
     s->writing = false;
@@ -547,7 +547,7 @@ static int seg_id_cmp(const void *a, const void *b)
  * delivered before the restart, or holding no record. */
 static bool scan_seg(struct scan_job *j, struct fwd__seg *g, const char *path)
 {
-    struct fwd__seg_scan sc = {0};
+    struct fwd__seg_scan sc = { 0 };
     uint32_t delivered = g->id == j->cur_seg ? (uint32_t)j->cur_seq : 0;
     int fd;
 

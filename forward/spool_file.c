@@ -154,8 +154,8 @@ int fwd__seg_scan_fd(int fd, struct fwd__seg_scan *s, uint32_t delivered)
     while (off < size) {
         struct fwd__rec_hdr h;
         struct fwd__srec rec;
-        ssize_t got = pread_full(fd, hb, size - off < FWD_REC_HDR ? (size_t)(size - off)
-                                                                   : FWD_REC_HDR, off);
+        ssize_t got =
+            pread_full(fd, hb, size - off < FWD_REC_HDR ? (size_t)(size - off) : FWD_REC_HDR, off);
 
         if (got < 0) {
             r = (int)got;
@@ -325,8 +325,7 @@ void fwd__seg_append(struct fwd__seg_append *a)
 /* --------------------------------------------------------------- loading */
 
 /* Reads and decodes the record at `r`; NULL if it is not valid any more. */
-static struct fwd_profile *load_one(int fd, const struct fwd__srec *r, uint8_t **buf,
-                                    size_t *cap)
+static struct fwd_profile *load_one(int fd, const struct fwd__srec *r, uint8_t **buf, size_t *cap)
 {
     uint8_t hb[FWD_REC_HDR];
     struct fwd__rec_hdr h;

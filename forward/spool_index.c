@@ -28,7 +28,7 @@ static uint32_t *smap_slot(struct fwd__smap *m, uint64_t key, bool create)
     size_t i;
 
     if (create && (m->n + 1) * 2 > m->cap) {
-        struct fwd__smap nm = {0};
+        struct fwd__smap nm = { 0 };
 
         nm.cap = m->cap ? m->cap * 2 : 256;
         nm.k = calloc(nm.cap, sizeof(*nm.k));

@@ -51,11 +51,11 @@ int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen)
             return -EINVAL;
         }
         if (label_value_len(l) > FWD_MAX_VALUE_LEN) {
-            snprintf(err, errlen, "label %.64s: value longer than %d", l->name,
-                     FWD_MAX_VALUE_LEN);
+            snprintf(err, errlen, "label %.64s: value longer than %d", l->name, FWD_MAX_VALUE_LEN);
             return -EINVAL;
         }
-        if (!fwd__utf8_valid(l->name, label_name_len(l)) || !fwd__utf8_valid(l->value, label_value_len(l))) {
+        if (!fwd__utf8_valid(l->name, label_name_len(l)) ||
+            !fwd__utf8_valid(l->value, label_value_len(l))) {
             snprintf(err, errlen, "label %.64s: not valid UTF-8", l->name);
             return -EINVAL;
         }
@@ -180,7 +180,7 @@ static int url_escape(struct buf *b, const char *s, size_t n)
         if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
             r = buf_append(b, &s[i], 1);
         } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 
             r = buf_append(b, e, 3);
         }
@@ -206,8 +206,7 @@ static void ingest_clean(struct buf *b, const char *s, int kind)
     }
 }
 
-char *fwd__ingest_url(const char *base, const struct labels *ls, int64_t start_ns,
-                      int64_t end_ns)
+char *fwd__ingest_url(const char *base, const struct labels *ls, int64_t start_ns, int64_t end_ns)
 {
     struct buf name, u;
     const char *svc = labels_get(ls, "service_name");
@@ -271,8 +270,8 @@ static bool contains_ci(const char *s, size_t n, const char *needle)
 }
 
 enum fwd__verdict fwd__classify(int result, long status, const char *body, size_t body_len,
-                                const char *const *ids, size_t n, uint8_t *states,
-                                char *msg, size_t msglen)
+                                const char *const *ids, size_t n, uint8_t *states, char *msg,
+                                size_t msglen)
 {
     struct json_tokener *tok = NULL;
     struct json_object *root = NULL, *jm, *jc;
@@ -294,8 +293,10 @@ enum fwd__verdict fwd__classify(int result, long status, const char *body, size_
     if (status >= 300 && status < 400) {
         /* Not followed (follow-redirects off, or too many): the endpoint's
          * url is wrong, nothing was stored. Retried, so spooled, not lost. */
-        snprintf(msg, msglen, "HTTP %ld: redirect not followed (check the url, or "
-                              "follow-redirects)", status);
+        snprintf(msg, msglen,
+                 "HTTP %ld: redirect not followed (check the url, or "
+                 "follow-redirects)",
+                 status);
         return FWD_V_RETRY;
     }
     if (body && body_len > 0 && body_len <= 1024 * 1024) {
@@ -332,8 +333,7 @@ enum fwd__verdict fwd__classify(int result, long status, const char *body, size_
         for (size_t i = 0; i < n; i++) {
             bool hit = ids[i][0] && contains_ci(message, mlen, ids[i]);
 
-            states[i] = hit ? (fwd__status_retryable(status) ? FWD_P_RETRY : FWD_P_DROP)
-                            : FWD_P_OK;
+            states[i] = hit ? (fwd__status_retryable(status) ? FWD_P_RETRY : FWD_P_DROP) : FWD_P_OK;
             named += hit;
         }
         if (named > 0) {
@@ -341,9 +341,9 @@ enum fwd__verdict fwd__classify(int result, long status, const char *body, size_
             goto out;
         }
     }
-    if (status == 413 || ((status == 429 || status == 400) && message &&
-                          (contains_ci(message, mlen, "too large") ||
-                           contains_ci(message, mlen, "larger than")))) {
+    if (status == 413 ||
+        ((status == 429 || status == 400) && message &&
+         (contains_ci(message, mlen, "too large") || contains_ci(message, mlen, "larger than")))) {
         v = FWD_V_TOO_LARGE;
     } else if (status == 408 || status == 429) {
         v = FWD_V_RETRY;

@@ -63,8 +63,8 @@ struct wq {
 struct httpd__auth_peer {
     unsigned char addr[16];
     bool used;
-    bool running;       /* one of its checks runs */
-    unsigned queued;    /* waiters in q */
+    bool running;    /* one of its checks runs */
+    unsigned queued; /* waiters in q */
     struct wq q;
     uint64_t served;    /* serial of its last check (or arrival): round robin */
     uint64_t failed_ms; /* loop time of its last wrong password; 0: none */
@@ -183,8 +183,7 @@ int httpd__basic_parse(const char *h, char **user, char **pass)
      * also takes '=' anywhere (as zero bits), a third '=', and trims
      * leading tabs and trailing '-', CR and LF. */
     pad = h[len - 1] == '=' ? 1 + (h[len - 2] == '=') : 0;
-    if (strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") !=
-        len - pad)
+    if (strspn(h, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/") != len - pad)
         return -1;
     n = EVP_DecodeBlock(dec, (const unsigned char *)h, (int)len);
     if (n < 0)

@@ -23,8 +23,8 @@ struct x509_store_ctx_st;
 struct sockaddr;
 
 /* Limits of the status server (see httpd_new in httpd.h). */
-#define HTTPD__MAX_HEAD (16 * 1024)    /* request line + headers */
-#define HTTPD__MAX_BODY (1024 * 1024)  /* request body */
+#define HTTPD__MAX_HEAD (16 * 1024)   /* request line + headers */
+#define HTTPD__MAX_BODY (1024 * 1024) /* request body */
 #define HTTPD__MAX_CONNS 256
 #define HTTPD__IDLE_MS (60 * 1000)
 #define HTTPD__HEADER_MS (10 * 1000)
@@ -36,13 +36,13 @@ struct sockaddr;
  * a message completes the parser pauses until httpd__req_next(). */
 struct httpd__req {
     http_parser parser;
-    struct buf url;     /* raw request target, capped by HTTPD__MAX_HEAD */
-    struct buf body;    /* capped by HTTPD__MAX_BODY */
-    struct buf hfield;  /* current header name, only kept if short */
-    struct buf hvalue;  /* current header value, only kept if short */
-    size_t head_bytes;  /* bytes of request line and headers seen */
-    bool in_header;     /* a header name has been seen and not yet finished */
-    bool hlong;         /* name or value too long to be one we look at */
+    struct buf url;    /* raw request target, capped by HTTPD__MAX_HEAD */
+    struct buf body;   /* capped by HTTPD__MAX_BODY */
+    struct buf hfield; /* current header name, only kept if short */
+    struct buf hvalue; /* current header value, only kept if short */
+    size_t head_bytes; /* bytes of request line and headers seen */
+    bool in_header;    /* a header name has been seen and not yet finished */
+    bool hlong;        /* name or value too long to be one we look at */
     bool last_was_value;
     bool expect_continue; /* "Expect: 100-continue" was sent */
     /* The headers the access checks read ("" if absent; a value too long
@@ -53,9 +53,9 @@ struct httpd__req {
     char authorization[512];
     bool has_origin, origin_long, host_long, authorization_long;
     bool headers_done;
-    bool complete;      /* a full request waits for dispatch */
-    bool keep_alive;    /* valid once complete (or on error: false) */
-    int error;          /* HTTP status of a rejected request (400/413/431) */
+    bool complete;   /* a full request waits for dispatch */
+    bool keep_alive; /* valid once complete (or on error: false) */
+    int error;       /* HTTP status of a rejected request (400/413/431) */
 };
 
 /* Initialises an empty parser. */
@@ -81,13 +81,13 @@ void httpd__req_next(struct httpd__req *q);
 bool httpd__req_is_head(const struct httpd__req *q);
 
 /* content_length values of httpd__resp_head that are not lengths. */
-#define HTTPD__LEN_CHUNKED ((size_t)-1) /* "Transfer-Encoding: chunked" */
+#define HTTPD__LEN_CHUNKED ((size_t)-1)     /* "Transfer-Encoding: chunked" */
 #define HTTPD__LEN_UNTIL_CLOSE ((size_t)-2) /* no length: the body ends at the close */
 
 /* Writes a response head. `keep_alive_10` adds "Connection: keep-alive" for
  * an HTTP/1.0 client that asked for it; `close` adds "Connection: close". */
-int httpd__resp_head(struct buf *out, int status, const char *content_type,
-                     size_t content_length, bool close, bool keep_alive_10);
+int httpd__resp_head(struct buf *out, int status, const char *content_type, size_t content_length,
+                     bool close, bool keep_alive_10);
 /* Whether a completed request is a cross-origin browser request with a
  * state-changing method (anything but GET, HEAD and OPTIONS): its
  * Sec-Fetch-Site says cross-site or same-site, or its Origin's host:port
@@ -104,8 +104,8 @@ struct ssl_ctx_st *httpd__web_ssl(const struct httpd_web *w);
 /* httpd_web_load from `len` bytes of YAML named `name` (which starts every
  * message), without reading the TLS files it names or building a context
  * (httpd__web_ssl gives NULL): the YAML layer alone, for the fuzz target. */
-int httpd__web_load_string(const char *text, size_t len, const char *name,
-                           struct httpd_web **out, char *err, size_t errlen);
+int httpd__web_load_string(const char *text, size_t len, const char *name, struct httpd_web **out,
+                           char *err, size_t errlen);
 /* The i-th basic_auth_users name and (in *hash, if not NULL) its hash, or
  * NULL past the last. */
 const char *httpd__web_user(const struct httpd_web *w, unsigned i, const char **hash);

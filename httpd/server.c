@@ -57,8 +57,8 @@
 
 #include "common/clock.h"
 #include "common/macros.h"
-#include "httpd/internal.h"
 #include "httpd/httpd.h"
+#include "httpd/internal.h"
 
 #define READ_BUF (16 * 1024)
 #define OUT_HIGH (64 * 1024)
@@ -70,10 +70,10 @@
 #define LINGER_MAX_BYTES (4 * 1024 * 1024)
 
 enum conn_state {
-    CONN_OPEN,        /* reading and answering */
-    CONN_LAST_WRITE,  /* the last answer is being written */
-    CONN_LINGER,      /* our side is shut down; discarding input briefly */
-    CONN_CLOSING,     /* handles are closing */
+    CONN_OPEN,       /* reading and answering */
+    CONN_LAST_WRITE, /* the last answer is being written */
+    CONN_LINGER,     /* our side is shut down; discarding input briefly */
+    CONN_CLOSING,    /* handles are closing */
 };
 
 struct conn {
@@ -91,9 +91,9 @@ struct conn {
     size_t out_pending;
     unsigned writes;
     size_t discarded;
-    uint64_t active_ms; /* accept, last answer or write progress: eviction order */
+    uint64_t active_ms;          /* accept, last answer or write progress: eviction order */
     enum httpd_close_reason why; /* counted when it closes; DONE unless set */
-    bool in_request;    /* part of a request has been parsed */
+    bool in_request;             /* part of a request has been parsed */
     struct {
         httpd_stream_fn fn;
         void *state;
@@ -112,7 +112,7 @@ struct conn {
     char *tin;
     bool tls_closed; /* close_notify sent */
     /* Basic auth: a password being checked off the loop (auth.c). */
-    struct httpd_web *web; /* the web config of its accept (a reference) */
+    struct httpd_web *web;      /* the web config of its accept (a reference) */
     struct httpd__auth_wait aw; /* aw.waiting: the parsed request waits for the check */
     bool auth_ok;
 };
@@ -136,7 +136,7 @@ struct httpd {
     httpd_handler handler;
     void *ud;
     struct conn *conns;
-    struct cq run;  /* connections with work for a turn */
+    struct cq run; /* connections with work for a turn */
     size_t n_open;
     size_t max_conns;
     uint64_t accepted;
@@ -963,9 +963,8 @@ static struct conn *pick_victim(struct httpd *s)
     struct conn *best = NULL, *stuck = NULL;
 
     for (struct conn *c = s->conns; c; c = c->next) {
-        bool waiting = c->state == CONN_LINGER ||
-                       (c->state == CONN_OPEN && !c->stream.fn && c->out_pending == 0 &&
-                        !c->req.complete);
+        bool waiting = c->state == CONN_LINGER || (c->state == CONN_OPEN && !c->stream.fn &&
+                                                   c->out_pending == 0 && !c->req.complete);
 
         if (c->state == CONN_CLOSING)
             continue;
@@ -1080,7 +1079,8 @@ static int parse_addr(const char *addr, struct sockaddr_storage *ss, bool *any, 
         uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)ss) == 0)
         return 0;
 bad:
-    snprintf(err, errlen, "bad listen address \"%s\": want host:port, [v6]:port or :port "
+    snprintf(err, errlen,
+             "bad listen address \"%s\": want host:port, [v6]:port or :port "
              "with a numeric host (or localhost; no other host names) and a port in 0..65535",
              addr ? addr : "(null)");
     return -EINVAL;

@@ -82,8 +82,12 @@ static const cyaml_schema_field_t tls_fields[] = {
 };
 
 static const char *const auth_types[] = {
-    "NoClientCert", "RequestClientCert", "RequireAnyClientCert", "VerifyClientCertIfGiven",
-    "RequireAndVerifyClientCert", NULL,
+    "NoClientCert",
+    "RequestClientCert",
+    "RequireAnyClientCert",
+    "VerifyClientCertIfGiven",
+    "RequireAndVerifyClientCert",
+    NULL,
 };
 static const char *const tls_versions[] = { "TLS10", "TLS11", "TLS12", "TLS13", NULL };
 
@@ -189,7 +193,8 @@ static int tls_post(struct conf_load *ld, struct conf_node *n)
         if (!o)
             return conf_fail(ld, conf_at(cs, i),
                              "cipher_suites: %s is not one of Go's cipher suite names "
-                             "(e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", name ? name : "");
+                             "(e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)",
+                             name ? name : "");
         if (!*o)
             return conf_fail(ld, conf_at(cs, i),
                              "cipher_suites: %s (RC4) is not available in OpenSSL 3", name);
@@ -200,7 +205,8 @@ static int tls_post(struct conf_load *ld, struct conf_node *n)
         if (!name || !curve_ossl(name))
             return conf_fail(ld, conf_at(cp, i),
                              "curve_preferences: %s is not one of CurveP256, CurveP384, "
-                             "CurveP521, X25519", name ? name : "");
+                             "CurveP521, X25519",
+                             name ? name : "");
     }
     return 0;
 }
@@ -215,8 +221,8 @@ static const struct conf_section tls_section = {
 static const cyaml_schema_field_t top_fields[] = {
     CYAML_FIELD_MAPPING_PTR("tls-server-config", OPT | CYAML_FLAG_POINTER, struct web_cfg, tls,
                             tls_fields),
-    CYAML_FIELD_SEQUENCE_COUNT("basic-auth-users", OPT | CYAML_FLAG_POINTER, struct web_cfg,
-                               users, n_users, &conf_kv_entry, 0, CYAML_UNLIMITED),
+    CYAML_FIELD_SEQUENCE_COUNT("basic-auth-users", OPT | CYAML_FLAG_POINTER, struct web_cfg, users,
+                               n_users, &conf_kv_entry, 0, CYAML_UNLIMITED),
     CYAML_FIELD_END,
 };
 static const cyaml_schema_value_t top_value = {
@@ -259,14 +265,16 @@ static int top_post(struct conf_load *ld, struct conf_node *n)
         if (!hash || !is_bcrypt(hash))
             return conf_fail(ld, v,
                              "basic_auth_users: the password of %s must be a bcrypt hash "
-                             "($2a$, $2b$ or $2y$; e.g. from htpasswd -nbB)", name);
+                             "($2a$, $2b$ or $2y$; e.g. from htpasswd -nbB)",
+                             name);
         if (bcrypt_cost(hash) < WEB_COST_MIN || bcrypt_cost(hash) > WEB_COST_MAX)
-            return conf_fail(ld, v,
-                             "basic_auth_users: the bcrypt cost of %s is %d; proflet takes %d to "
-                             "%d (each step doubles a check: 0.24 s of CPU at 12, 1 s at 14, 15 s at 18, "
-                             "and a login may wait for one check before its own within the "
-                             "header timeout)", name, bcrypt_cost(hash), WEB_COST_MIN,
-                             WEB_COST_MAX);
+            return conf_fail(
+                ld, v,
+                "basic_auth_users: the bcrypt cost of %s is %d; proflet takes %d to "
+                "%d (each step doubles a check: 0.24 s of CPU at 12, 1 s at 14, 15 s at 18, "
+                "and a login may wait for one check before its own within the "
+                "header timeout)",
+                name, bcrypt_cost(hash), WEB_COST_MIN, WEB_COST_MAX);
     }
     return 0;
 }
@@ -288,7 +296,7 @@ static const struct conf_schema web_schema = {
 struct httpd_web {
     unsigned refs;
     struct conf_doc *doc;
-    SSL_CTX *ssl; /* NULL without tls_server_config */
+    SSL_CTX *ssl;                          /* NULL without tls_server_config */
     char dummy[CRYPT_GENSALT_OUTPUT_SIZE]; /* a salt and cost, never a match */
 };
 
@@ -320,8 +328,7 @@ static int set_ciphers(SSL_CTX *ctx, const struct web_tls_cfg *t, char *err, siz
         /* Only TLS 1.3 suites named: Go then offers no TLS 1.2 suite at
          * all; the closest here is TLS 1.2 with none, i.e. TLS 1.3 only. */
         SSL_CTX_set_min_proto_version(ctx, TLS1_3_VERSION);
-    } else if (t->n_cipher_suites &&
-               (!list.data || SSL_CTX_set_cipher_list(ctx, list.data) != 1)) {
+    } else if (t->n_cipher_suites && (!list.data || SSL_CTX_set_cipher_list(ctx, list.data) != 1)) {
         rc = tls_error(err, errlen, "cipher_suites:", "none of them is usable here");
         goto out;
     }
@@ -343,8 +350,7 @@ out:
 
 static int make_ctx(const struct web_tls_cfg *t, SSL_CTX **out, char *err, size_t errlen)
 {
-    static const int versions[] = { TLS1_VERSION, TLS1_1_VERSION, TLS1_2_VERSION,
-                                    TLS1_3_VERSION };
+    static const int versions[] = { TLS1_VERSION, TLS1_1_VERSION, TLS1_2_VERSION, TLS1_3_VERSION };
     SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
     int mode = SSL_VERIFY_NONE;
     int rc = -EINVAL;
@@ -388,7 +394,8 @@ static int make_ctx(const struct web_tls_cfg *t, SSL_CTX **out, char *err, size_
     if (mode >= 0)
         SSL_CTX_set_verify(ctx, mode, NULL);
     else
-        SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | (mode == -2 ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
+        SSL_CTX_set_verify(ctx,
+                           SSL_VERIFY_PEER | (mode == -2 ? SSL_VERIFY_FAIL_IF_NO_PEER_CERT : 0),
                            httpd__web_accept_any_cert);
     SSL_CTX_set_session_cache_mode(ctx, SSL_SESS_CACHE_OFF);
     SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION);
@@ -429,8 +436,7 @@ static int make_dummy(const struct web_cfg *c, char *out, size_t len, char *err,
 
 /* Wraps a loaded document; with `tls`, builds the TLS context its
  * tls_server_config names (reading the files). Takes `doc`'s reference. */
-static int web_new(struct conf_doc *doc, bool tls, struct httpd_web **out, char *err,
-                   size_t errlen)
+static int web_new(struct conf_doc *doc, bool tls, struct httpd_web **out, char *err, size_t errlen)
 {
     struct httpd_web *w = calloc(1, sizeof(*w));
     const struct web_cfg *c = conf_doc_data(doc);
@@ -467,8 +473,8 @@ int httpd_web_load(const char *path, struct httpd_web **out, char *err, size_t e
     return web_new(doc, true, out, err, errlen);
 }
 
-int httpd__web_load_string(const char *text, size_t len, const char *name,
-                           struct httpd_web **out, char *err, size_t errlen)
+int httpd__web_load_string(const char *text, size_t len, const char *name, struct httpd_web **out,
+                           char *err, size_t errlen)
 {
     struct conf_doc *doc;
     int rc;

@@ -48,7 +48,7 @@ struct net_auth {
     uint64_t valid_until_ms; /* monotonic; 0: no expiry */
     uint64_t refresh_at_ms;  /* background refresh from here; 0: never */
     struct net_request *fetch;
-    struct buf form; /* the token request's body, borrowed by libcurl */
+    struct buf form;   /* the token request's body, borrowed by libcurl */
     char *user, *pass; /* its client authentication, form-encoded */
     struct net__park parked;
     char error[256];
@@ -96,8 +96,7 @@ struct net_auth *net_auth_new(uv_loop_t *loop, struct workq *q, const struct net
     a->h = h;
     a->refs = 1;
     buf_init(&a->form, 64 * 1024);
-    if (h->authorization &&
-        (h->authorization->credentials || h->authorization->credentials_file) &&
+    if (h->authorization && (h->authorization->credentials || h->authorization->credentials_file) &&
         !(a->credentials = net_secret_new(loop, q, h->authorization->credentials,
                                           h->authorization->credentials_file, 0)))
         goto oom;
@@ -113,8 +112,8 @@ struct net_auth *net_auth_new(uv_loop_t *loop, struct workq *q, const struct net
         }
     }
     if (h->oauth2 && (h->oauth2->client_secret || h->oauth2->client_secret_file) &&
-        !(a->client_secret = net_secret_new(loop, q, h->oauth2->client_secret,
-                                            h->oauth2->client_secret_file, 0)))
+        !(a->client_secret =
+              net_secret_new(loop, q, h->oauth2->client_secret, h->oauth2->client_secret_file, 0)))
         goto oom;
     return a;
 oom:

@@ -84,8 +84,8 @@ static int no_passphrase(char *buf, int size, int rwflag, void *u)
 static size_t pem_certificates(const char *pem, size_t len)
 {
     BIO *bio = BIO_new_mem_buf(pem, (int)len);
-    STACK_OF(X509_INFO) *infos = bio ? PEM_X509_INFO_read_bio(bio, NULL, no_passphrase, NULL)
-                                     : NULL;
+    STACK_OF(X509_INFO) *infos =
+        bio ? PEM_X509_INFO_read_bio(bio, NULL, no_passphrase, NULL) : NULL;
     size_t n = 0;
 
     for (int i = 0; infos && i < sk_X509_INFO_num(infos); i++)
@@ -118,25 +118,32 @@ static int tls_finish(struct conf_load *ld, const struct conf_node *map, void *o
             continue;
         rc = i == 0 ? fsutil_read_small(path, TLS_CA_MAX, &text, &len) : fsutil_readable(path);
         if (rc == -E2BIG)
-            return conf_fail(ld, conf_user_key(map, files[i]), "%s \"%.200s\" in tls-config "
-                             "is larger than 4MiB", files[i], path);
+            return conf_fail(ld, conf_user_key(map, files[i]),
+                             "%s \"%.200s\" in tls-config "
+                             "is larger than 4MiB",
+                             files[i], path);
         if (rc < 0)
-            return conf_fail(ld, conf_user_key(map, files[i]), "%s \"%.200s\" in tls-config "
-                             "cannot be read: %s", files[i], path, strerror(-rc));
+            return conf_fail(ld, conf_user_key(map, files[i]),
+                             "%s \"%.200s\" in tls-config "
+                             "cannot be read: %s",
+                             files[i], path, strerror(-rc));
         if (i == 0) {
             size_t n = pem_certificates(text, len);
 
             free(text);
             if (n == 0)
-                return conf_fail(ld, conf_user_key(map, files[i]), "ca-file \"%.200s\" in "
-                                 "tls-config holds no PEM certificate", path);
+                return conf_fail(ld, conf_user_key(map, files[i]),
+                                 "ca-file \"%.200s\" in "
+                                 "tls-config holds no PEM certificate",
+                                 path);
         }
     }
     for (size_t i = 0; i < 2; i++) {
         const char *pem = conf_str(conf_get(map, inline_certs[i]));
 
         if (conf_get(map, inline_certs[i]) && pem_certificates(pem, strlen(pem)) == 0)
-            return conf_fail(ld, conf_user_key(map, inline_certs[i]), "%s in tls-config is not "
+            return conf_fail(ld, conf_user_key(map, inline_certs[i]),
+                             "%s in tls-config is not "
                              "PEM: expected one or more -----BEGIN CERTIFICATE----- blocks",
                              inline_certs[i]);
     }
@@ -145,7 +152,8 @@ static int tls_finish(struct conf_load *ld, const struct conf_node *map, void *o
 
 static int tls_post(struct conf_load *ld, struct conf_node *map)
 {
-    static const char *const pairs[][2] = { { "ca", "ca-file" }, { "cert", "cert-file" },
+    static const char *const pairs[][2] = { { "ca", "ca-file" },
+                                            { "cert", "cert-file" },
                                             { "key", "key-file" } };
     bool cert = conf_get(map, "cert") || conf_get(map, "cert-file");
     bool key = conf_get(map, "key") || conf_get(map, "key-file");
@@ -164,8 +172,10 @@ static int tls_post(struct conf_load *ld, struct conf_node *map)
         return conf_fail(ld, conf_user_key(map, conf_get(map, "key") ? "key" : "key-file"),
                          "a client key needs cert or cert-file in tls-config");
     if (minv && maxv && net_tls_version(conf_str(maxv)) < net_tls_version(conf_str(minv)))
-        return conf_fail(ld, maxv, "max-version (%s) must not be lower than min-version (%s) "
-                         "in tls-config", conf_str(maxv), conf_str(minv));
+        return conf_fail(ld, maxv,
+                         "max-version (%s) must not be lower than min-version (%s) "
+                         "in tls-config",
+                         conf_str(maxv), conf_str(minv));
     return 0;
 }
 
@@ -233,10 +243,12 @@ static int authorization_post(struct conf_load *ld, struct conf_node *map)
                          "at most one of credentials and credentials-file may be given in "
                          "authorization");
     if (strcasecmp(type, "basic") == 0)
-        return conf_fail(ld, conf_get(map, "type"), "authorization type cannot be \"Basic\": "
+        return conf_fail(ld, conf_get(map, "type"),
+                         "authorization type cannot be \"Basic\": "
                          "use basic-auth instead");
     if (!*type || strpbrk(type, " \t\r\n:"))
-        return conf_fail(ld, conf_get(map, "type"), "authorization type must be one word, like "
+        return conf_fail(ld, conf_get(map, "type"),
+                         "authorization type must be one word, like "
                          "Bearer");
     return no_crlf(ld, map, "credentials", "authorization");
 }
@@ -267,11 +279,25 @@ const cyaml_schema_value_t net__header_entry = {
 /* Headers the client sets itself, or that belong to the connection;
  * Prometheus refuses the same list (common/config/headers.go). */
 static const char *const reserved_headers[] = {
-    "Authorization", "Host", "Content-Encoding", "Content-Length", "Content-Type", "User-Agent",
-    "Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization", "Www-Authenticate",
-    "Accept-Encoding", "X-Prometheus-Remote-Write-Version", "X-Prometheus-Remote-Read-Version",
-    "X-Prometheus-Scrape-Timeout-Seconds", "X-Amz-Date", "X-Amz-Security-Token",
-    "X-Amz-Content-Sha256", NULL,
+    "Authorization",
+    "Host",
+    "Content-Encoding",
+    "Content-Length",
+    "Content-Type",
+    "User-Agent",
+    "Connection",
+    "Keep-Alive",
+    "Proxy-Authenticate",
+    "Proxy-Authorization",
+    "Www-Authenticate",
+    "Accept-Encoding",
+    "X-Prometheus-Remote-Write-Version",
+    "X-Prometheus-Remote-Read-Version",
+    "X-Prometheus-Scrape-Timeout-Seconds",
+    "X-Amz-Date",
+    "X-Amz-Security-Token",
+    "X-Amz-Content-Sha256",
+    NULL,
 };
 
 /* An HTTP token (RFC 9110 5.1): what a header name may be. */
@@ -292,8 +318,10 @@ static int header_values_ok(struct conf_load *ld, struct conf_node *list, const 
 {
     for (size_t i = 0; i < conf_len(list); i++) {
         if (net__has_crlf(conf_str(conf_at(list, i))))
-            return conf_fail(ld, conf_at(list, i), "%s of header \"%.80s\" must not contain CR "
-                             "or LF", key, name);
+            return conf_fail(ld, conf_at(list, i),
+                             "%s of header \"%.80s\" must not contain CR "
+                             "or LF",
+                             key, name);
     }
     return 0;
 }
@@ -355,13 +383,17 @@ static int proxy_check(struct conf_load *ld, struct conf_node *map, const char *
         return conf_fail(ld, conf_user_key(map, "proxy-from-environment"),
                          "proxy-from-environment and proxy-url cannot both be given in %s", what);
     if (from_env && no)
-        return conf_fail(ld, no, "no-proxy cannot be given with proxy-from-environment in %s "
-                         "(the environment's NO_PROXY applies)", what);
+        return conf_fail(ld, no,
+                         "no-proxy cannot be given with proxy-from-environment in %s "
+                         "(the environment's NO_PROXY applies)",
+                         what);
     if (no && !url)
         return conf_fail(ld, no, "no-proxy needs proxy-url in %s", what);
     if (hdr && !url && !from_env)
-        return conf_fail(ld, hdr, "proxy-connect-header needs proxy-url or "
-                         "proxy-from-environment in %s", what);
+        return conf_fail(ld, hdr,
+                         "proxy-connect-header needs proxy-url or "
+                         "proxy-from-environment in %s",
+                         what);
     return connect_headers_ok(ld, conf_get(map, "proxy-connect-header"));
 }
 
@@ -374,8 +406,8 @@ const cyaml_schema_field_t net__oauth2_fields[] = {
     STR("token-url", struct net_oauth2_cfg, token_url),
     CYAML_FIELD_SEQUENCE_COUNT("scopes", OPT | PTR, struct net_oauth2_cfg, scopes, n_scopes,
                                &net__string_seq, 0, UNL),
-    CYAML_FIELD_SEQUENCE_COUNT("endpoint-params", OPT | PTR, struct net_oauth2_cfg,
-                               endpoint_params, n_endpoint_params, &conf_kv_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("endpoint-params", OPT | PTR, struct net_oauth2_cfg, endpoint_params,
+                               n_endpoint_params, &conf_kv_entry, 0, UNL),
     CYAML_FIELD_MAPPING("tls-config", OPT, struct net_oauth2_cfg, tls, net__tls_fields),
     NET__PROXY_CFG_FIELDS(struct net_oauth2_cfg, ),
     CYAML_FIELD_END,
@@ -424,14 +456,26 @@ const struct conf_key net_http_cfg_keys[] = {
 };
 
 const char *const net_http_cfg_key_names[] = {
-    "basic-auth", "bearer-token", "bearer-token-file", "authorization", "oauth2",
-    "http-headers", "tls-config", "proxy-url", "no-proxy", "proxy-from-environment",
-    "proxy-connect-header", "enable-http2", "follow-redirects", NULL,
+    "basic-auth",
+    "bearer-token",
+    "bearer-token-file",
+    "authorization",
+    "oauth2",
+    "http-headers",
+    "tls-config",
+    "proxy-url",
+    "no-proxy",
+    "proxy-from-environment",
+    "proxy-connect-header",
+    "enable-http2",
+    "follow-redirects",
+    NULL,
 };
 
 const struct conf_section *const net_cfg_sections[] = {
-    &net_tls_cfg_section, &net_basic_auth_cfg_section, &authorization_section, &oauth2_section,
-    &header_section, NULL,
+    &net_tls_cfg_section,   &net_basic_auth_cfg_section,
+    &authorization_section, &oauth2_section,
+    &header_section,        NULL,
 };
 
 /* Alloy writes http_headers as name -> list of secrets; Prometheus as
@@ -481,9 +525,11 @@ int net_http_cfg_check(struct conf_load *ld, struct conf_node *map, const char *
         struct conf_node *k = conf_user_key(map, auth[i]);
 
         if (k && first)
-            return conf_fail(ld, k, "at most one of basic-auth, bearer-token, "
+            return conf_fail(ld, k,
+                             "at most one of basic-auth, bearer-token, "
                              "bearer-token-file, authorization and oauth2 may be given in %s "
-                             "(\"%s\" conflicts with \"%s\")", what, auth[i], conf_str(first));
+                             "(\"%s\" conflicts with \"%s\")",
+                             what, auth[i], conf_str(first));
         if (k)
             first = k;
     }
@@ -529,8 +575,8 @@ static int tls_copy(struct net_tls_cfg *d, const struct net_tls_cfg *s)
     return dup_str(&d->ca_file, s->ca_file) | dup_str(&d->cert_file, s->cert_file) |
            dup_str(&d->key_file, s->key_file) | dup_str(&d->ca, s->ca) |
            dup_str(&d->cert, s->cert) | dup_str(&d->key, s->key) |
-           dup_str(&d->server_name, s->server_name) |
-           dup_str(&d->min_version, s->min_version) | dup_str(&d->max_version, s->max_version);
+           dup_str(&d->server_name, s->server_name) | dup_str(&d->min_version, s->min_version) |
+           dup_str(&d->max_version, s->max_version);
 }
 
 static void tls_done(struct net_tls_cfg *t)
@@ -572,9 +618,9 @@ static void params_free(struct conf_param *p, unsigned n)
     free(p);
 }
 
-#define COPY_PROXY(d, s)                                                                   \
-    (dup_str(&(d)->proxy_url, (s)->proxy_url) | dup_str(&(d)->no_proxy, (s)->no_proxy) |   \
-     params_copy(&(d)->proxy_connect_header, (s)->proxy_connect_header,                    \
+#define COPY_PROXY(d, s)                                                                 \
+    (dup_str(&(d)->proxy_url, (s)->proxy_url) | dup_str(&(d)->no_proxy, (s)->no_proxy) | \
+     params_copy(&(d)->proxy_connect_header, (s)->proxy_connect_header,                  \
                  (s)->n_proxy_connect_header))
 
 static int oauth2_copy(struct net_oauth2_cfg **dp, const struct net_oauth2_cfg *s)
@@ -595,9 +641,8 @@ static int oauth2_copy(struct net_oauth2_cfg **dp, const struct net_oauth2_cfg *
          dup_str(&d->token_url, s->token_url) |
          dup_strv(&d->scopes, (const char *const *)s->scopes, s->n_scopes) |
          tls_copy(&d->tls, &s->tls) | COPY_PROXY(d, s);
-    d->endpoint_params = s->n_endpoint_params
-                             ? calloc(s->n_endpoint_params, sizeof(*d->endpoint_params))
-                             : NULL;
+    d->endpoint_params =
+        s->n_endpoint_params ? calloc(s->n_endpoint_params, sizeof(*d->endpoint_params)) : NULL;
     if (s->n_endpoint_params && !d->endpoint_params)
         rc = -ENOMEM;
     for (unsigned i = 0; d->endpoint_params && i < s->n_endpoint_params; i++)

@@ -36,7 +36,6 @@
 #define DEFAULT_CONNECT_TIMEOUT_MS 10000
 #define DEFAULT_MAX_CONNECTS 1024
 
-
 struct sock_ctx {
     uv_poll_t poll;
     curl_socket_t fd;
@@ -54,10 +53,10 @@ struct net_request {
     struct buf body;
     size_t max_response;
     size_t received;
-    int fail; /* NET_E* decided by our write callback, 0 if none */
+    int fail;          /* NET_E* decided by our write callback, 0 if none */
     char failmsg[128]; /* its message (libcurl overwrites errbuf after us) */
-    bool completing; /* its done callback is running */
-    bool doomed;     /* the multi failed under it; completes with NET_EIO */
+    bool completing;   /* its done callback is running */
+    bool doomed;       /* the multi failed under it; completes with NET_EIO */
     bool park_pending; /* setup_easy parked it: not added to the multi */
     struct curl_slist *headers;
     struct curl_slist *connect_to;
@@ -85,7 +84,7 @@ struct net_client {
     int in_curl;      /* >0 while user code runs inside a libcurl callback */
     bool closing;
     bool close_deferred; /* net_client_close was called from inside libcurl */
-    bool fail_next;   /* test hook */
+    bool fail_next;      /* test hook */
     void (*close_cb)(void *ud);
     void *close_ud;
 };
@@ -801,10 +800,10 @@ static int setup_easy(struct net_request *r, const struct net_request_opts *o)
     const struct net_tls *tls = o->tls;
     int rc;
 
-#define SET(opt, val)                                                                              \
-    do {                                                                                           \
-        if (curl_easy_setopt(e, opt, val) != CURLE_OK)                                             \
-            return -EINVAL;                                                                        \
+#define SET(opt, val)                                  \
+    do {                                               \
+        if (curl_easy_setopt(e, opt, val) != CURLE_OK) \
+            return -EINVAL;                            \
     } while (0)
 
     SET(CURLOPT_PRIVATE, r);
@@ -1026,8 +1025,8 @@ static void resume(struct net_request *r, const char *auth_line, const char *err
         return;
     }
     if (add_header(r, auth_line) < 0 ||
-        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers) != CURLE_OK ||
-        !c->multi || curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
+        curl_easy_setopt(r->easy, CURLOPT_HTTPHEADER, r->headers) != CURLE_OK || !c->multi ||
+        curl_multi_add_handle(c->multi, r->easy) != CURLM_OK) {
         req_unlink(c, r);
         snprintf(r->errbuf, sizeof(r->errbuf), "could not start the request with its token");
         complete(r, NET_EIO, CURLE_OK);

@@ -63,11 +63,11 @@ struct net_header_cfg {
 };
 
 /** The proxy settings, also those of oauth2's own client. */
-#define NET_PROXY_CFG_MEMBERS                                                               \
-    char *proxy_url;                                                                       \
-    char *no_proxy;               /**< hosts, domains, CIDRs reached directly */           \
-    bool proxy_from_environment;  /**< HTTP(S)_PROXY, NO_PROXY (refused with proxy-url) */ \
-    struct conf_param *proxy_connect_header; /**< sent to the proxy (CONNECT) */           \
+#define NET_PROXY_CFG_MEMBERS                                                             \
+    char *proxy_url;                                                                      \
+    char *no_proxy;              /**< hosts, domains, CIDRs reached directly */           \
+    bool proxy_from_environment; /**< HTTP(S)_PROXY, NO_PROXY (refused with proxy-url) */ \
+    struct conf_param *proxy_connect_header; /**< sent to the proxy (CONNECT) */          \
     unsigned n_proxy_connect_header
 
 /** `oauth2`: the client-credentials grant. */
@@ -106,35 +106,34 @@ extern const cyaml_schema_value_t net__header_entry, net__string_seq;
 
 /** The libcyaml fields of a struct net_http_cfg embedded as member `m` of
  * `S`, to list among the owner's own fields. */
-#define NET_HTTP_CFG_FIELDS(S, m)                                                          \
-    CYAML_FIELD_MAPPING_PTR("basic-auth", CYAML_FLAG_OPTIONAL, S, m.basic_auth,           \
-                            net__basic_auth_fields),                                       \
-    CYAML_FIELD_STRING_PTR("bearer-token", CYAML_FLAG_OPTIONAL, S, m.bearer_token, 0,      \
-                           CYAML_UNLIMITED),                                               \
-    CYAML_FIELD_STRING_PTR("bearer-token-file", CYAML_FLAG_OPTIONAL, S, m.bearer_token_file, \
-                           0, CYAML_UNLIMITED),                                            \
-    CYAML_FIELD_MAPPING_PTR("authorization", CYAML_FLAG_OPTIONAL, S, m.authorization,     \
-                            net__authorization_fields),                                    \
-    CYAML_FIELD_MAPPING_PTR("oauth2", CYAML_FLAG_OPTIONAL, S, m.oauth2, net__oauth2_fields), \
-    CYAML_FIELD_SEQUENCE_COUNT("http-headers", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S, \
-                               m.http_headers, m.n_http_headers, &net__header_entry, 0,    \
-                               CYAML_UNLIMITED),                                           \
-    CYAML_FIELD_MAPPING("tls-config", CYAML_FLAG_OPTIONAL, S, m.tls, net__tls_fields),     \
-    NET__PROXY_CFG_FIELDS(S, m.),                                                          \
-    CYAML_FIELD_BOOL("enable-http2", CYAML_FLAG_OPTIONAL, S, m.enable_http2),             \
-    CYAML_FIELD_BOOL("follow-redirects", CYAML_FLAG_OPTIONAL, S, m.follow_redirects)
+#define NET_HTTP_CFG_FIELDS(S, m)                                                                \
+    CYAML_FIELD_MAPPING_PTR("basic-auth", CYAML_FLAG_OPTIONAL, S, m.basic_auth,                  \
+                            net__basic_auth_fields),                                             \
+        CYAML_FIELD_STRING_PTR("bearer-token", CYAML_FLAG_OPTIONAL, S, m.bearer_token, 0,        \
+                               CYAML_UNLIMITED),                                                 \
+        CYAML_FIELD_STRING_PTR("bearer-token-file", CYAML_FLAG_OPTIONAL, S, m.bearer_token_file, \
+                               0, CYAML_UNLIMITED),                                              \
+        CYAML_FIELD_MAPPING_PTR("authorization", CYAML_FLAG_OPTIONAL, S, m.authorization,        \
+                                net__authorization_fields),                                      \
+        CYAML_FIELD_MAPPING_PTR("oauth2", CYAML_FLAG_OPTIONAL, S, m.oauth2, net__oauth2_fields), \
+        CYAML_FIELD_SEQUENCE_COUNT("http-headers", CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S,  \
+                                   m.http_headers, m.n_http_headers, &net__header_entry, 0,      \
+                                   CYAML_UNLIMITED),                                             \
+        CYAML_FIELD_MAPPING("tls-config", CYAML_FLAG_OPTIONAL, S, m.tls, net__tls_fields),       \
+        NET__PROXY_CFG_FIELDS(S, m.),                                                            \
+        CYAML_FIELD_BOOL("enable-http2", CYAML_FLAG_OPTIONAL, S, m.enable_http2),                \
+        CYAML_FIELD_BOOL("follow-redirects", CYAML_FLAG_OPTIONAL, S, m.follow_redirects)
 
-#define NET__PROXY_CFG_FIELDS(S, p)                                                        \
-    CYAML_FIELD_STRING_PTR("proxy-url", CYAML_FLAG_OPTIONAL, S, p proxy_url, 0,            \
-                           CYAML_UNLIMITED),                                               \
-    CYAML_FIELD_STRING_PTR("no-proxy", CYAML_FLAG_OPTIONAL, S, p no_proxy, 0,              \
-                           CYAML_UNLIMITED),                                               \
-    CYAML_FIELD_BOOL("proxy-from-environment", CYAML_FLAG_OPTIONAL, S,                     \
-                     p proxy_from_environment),                                            \
-    CYAML_FIELD_SEQUENCE_COUNT("proxy-connect-header",                                     \
-                               CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S,                \
-                               p proxy_connect_header, p n_proxy_connect_header,           \
-                               &conf_param_entry, 0, CYAML_UNLIMITED)
+#define NET__PROXY_CFG_FIELDS(S, p)                                                               \
+    CYAML_FIELD_STRING_PTR("proxy-url", CYAML_FLAG_OPTIONAL, S, p proxy_url, 0, CYAML_UNLIMITED), \
+        CYAML_FIELD_STRING_PTR("no-proxy", CYAML_FLAG_OPTIONAL, S, p no_proxy, 0,                 \
+                               CYAML_UNLIMITED),                                                  \
+        CYAML_FIELD_BOOL("proxy-from-environment", CYAML_FLAG_OPTIONAL, S,                        \
+                         p proxy_from_environment),                                               \
+        CYAML_FIELD_SEQUENCE_COUNT("proxy-connect-header",                                        \
+                                   CYAML_FLAG_OPTIONAL | CYAML_FLAG_POINTER, S,                   \
+                                   p proxy_connect_header, p n_proxy_connect_header,              \
+                                   &conf_param_entry, 0, CYAML_UNLIMITED)
 
 /** Key metadata of the fields above, for the owner section's `keys`. */
 extern const struct conf_key net_http_cfg_keys[];
@@ -197,11 +196,11 @@ struct net_auth;
 /** One request. Everything is borrowed and must stay valid until the done
  * callback runs (or net_request_cancel returns). */
 struct net_request_opts {
-    const char *method;          /**< NULL: GET */
+    const char *method; /**< NULL: GET */
     const char *url;
-    const char *const *headers;  /**< "Name: value" strings */
+    const char *const *headers; /**< "Name: value" strings */
     size_t n_headers;
-    const void *body;            /**< request body (POST) */
+    const void *body; /**< request body (POST) */
     size_t body_len;
     size_t max_response;         /**< response body cap in bytes (0: 64 MiB) */
     uint64_t timeout_ms;         /**< whole-transfer timeout (0: none) */
@@ -212,7 +211,7 @@ struct net_request_opts {
     const char *password;
     const struct net_tls *tls;
     const char *proxy_url;
-    const char *no_proxy;        /**< with proxy_url: hosts reached directly (CURLOPT_NOPROXY) */
+    const char *no_proxy; /**< with proxy_url: hosts reached directly (CURLOPT_NOPROXY) */
     /** Use the environment's http_proxy, https_proxy and no_proxy (as
      * libcurl reads them) when proxy_url is NULL; false: no proxy then. */
     bool proxy_from_environment;
@@ -222,9 +221,9 @@ struct net_request_opts {
      * oauth2), or NULL. With oauth2 a request waits for the first token
      * before it goes out. */
     struct net_auth *auth;
-    bool http2;                  /**< offer HTTP/2 (ALPN over TLS); HTTP/1.1 otherwise */
-    bool accept_gzip;            /**< send Accept-Encoding: gzip and decode transparently */
-    bool follow_redirects;       /**< follow up to 10 redirects (http/https only), keeping
+    bool http2;            /**< offer HTTP/2 (ALPN over TLS); HTTP/1.1 otherwise */
+    bool accept_gzip;      /**< send Accept-Encoding: gzip and decode transparently */
+    bool follow_redirects; /**< follow up to 10 redirects (http/https only), keeping
                                       the method and body (a POST stays a POST) */
     /** Resolve the host afresh instead of through the client's DNS cache.
      * For scrapes: thousands of targets each visited once per interval

@@ -20,14 +20,14 @@
 
 struct net_secret {
     uv_loop_t *loop;
-    struct workq *q;    /* NULL: uv_queue_work on loop */
-    char *value;         /* current value, or NULL */
-    char *file;          /* NULL: inline value, never refreshed */
+    struct workq *q; /* NULL: uv_queue_work on loop */
+    char *value;     /* current value, or NULL */
+    char *file;      /* NULL: inline value, never refreshed */
     char *error;
     uint64_t refresh_ms;
-    uint64_t read_ms;    /* monotonic time of the last read started, 0: expired */
+    uint64_t read_ms; /* monotonic time of the last read started, 0: expired */
     bool reading;
-    bool orphan;         /* freed by its owner while a read was in flight */
+    bool orphan; /* freed by its owner while a read was in flight */
 };
 
 struct reread {
@@ -66,7 +66,9 @@ static void set_result(struct net_secret *s, int rc, char *text)
         return;
     }
     snprintf(msg, sizeof(msg), "reading %s: %s", s->file,
-             rc == -E2BIG ? "file too large" : rc == -ENODATA ? "file is empty" : strerror(-rc));
+             rc == -E2BIG     ? "file too large"
+             : rc == -ENODATA ? "file is empty"
+                              : strerror(-rc));
     free(s->error);
     s->error = strdup(msg);
 }

@@ -248,7 +248,7 @@ static int precount(const uint8_t *raw, size_t len, const struct pprof_limits *l
                     size_t errlen)
 {
     const uint8_t *p = raw, *end = raw + len;
-    size_t n[7] = {0};
+    size_t n[7] = { 0 };
     struct pprof__field f;
     int r;
 
@@ -277,7 +277,7 @@ static int precount(const uint8_t *raw, size_t len, const struct pprof_limits *l
 static int validate(const Perftools__Profiles__Profile *p, const struct pprof_limits *lim,
                     char *err, size_t errlen)
 {
-    struct pprof__idmap locs = {0}, funcs = {0}, maps = {0};
+    struct pprof__idmap locs = { 0 }, funcs = { 0 }, maps = { 0 };
     uint64_t *ids = NULL;
     size_t n_str = p->n_string_table, most;
     int rc = PPROF_ECORRUPT;
@@ -312,8 +312,9 @@ static int validate(const Perftools__Profiles__Profile *p, const struct pprof_li
         ids[i] = m->id;
     }
     if ((rc = pprof__idmap_init(&maps, ids, p->n_mapping, -1)) < 0) {
-        rc = rc == -ENOMEM ? rc : pprof__err(err, errlen, PPROF_ECORRUPT,
-                                             "malformed profile: mapping id 0 or repeated");
+        rc = rc == -ENOMEM ? rc
+                           : pprof__err(err, errlen, PPROF_ECORRUPT,
+                                        "malformed profile: mapping id 0 or repeated");
         goto out;
     }
     for (size_t i = 0; i < p->n_function; i++) {
@@ -325,8 +326,9 @@ static int validate(const Perftools__Profiles__Profile *p, const struct pprof_li
         ids[i] = fn->id;
     }
     if ((rc = pprof__idmap_init(&funcs, ids, p->n_function, -1)) < 0) {
-        rc = rc == -ENOMEM ? rc : pprof__err(err, errlen, PPROF_ECORRUPT,
-                                             "malformed profile: function id 0 or repeated");
+        rc = rc == -ENOMEM ? rc
+                           : pprof__err(err, errlen, PPROF_ECORRUPT,
+                                        "malformed profile: function id 0 or repeated");
         goto out;
     }
     for (size_t i = 0; i < p->n_location; i++) {
@@ -348,8 +350,9 @@ static int validate(const Perftools__Profiles__Profile *p, const struct pprof_li
         ids[i] = l->id;
     }
     if ((rc = pprof__idmap_init(&locs, ids, p->n_location, -1)) < 0) {
-        rc = rc == -ENOMEM ? rc : pprof__err(err, errlen, PPROF_ECORRUPT,
-                                             "malformed profile: location id 0 or repeated");
+        rc = rc == -ENOMEM ? rc
+                           : pprof__err(err, errlen, PPROF_ECORRUPT,
+                                        "malformed profile: location id 0 or repeated");
         goto out;
     }
     for (size_t i = 0; i < p->n_sample; i++) {
@@ -435,8 +438,7 @@ int pprof_validate(const uint8_t *in, size_t in_len, const struct pprof_limits *
 
     rc = pprof_gunzip(in, in_len, lim->max_decompressed, &raw, &raw_len);
     if (rc == PPROF_ETOOLARGE)
-        return pprof__err(err, errlen, rc,
-                          "profile too large: decompressed size > cap %zu bytes",
+        return pprof__err(err, errlen, rc, "profile too large: decompressed size > cap %zu bytes",
                           lim->max_decompressed);
     if (rc < 0)
         return pprof__err(err, errlen, rc, "%s: gunzip failed", pprof_strerror(rc));

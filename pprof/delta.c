@@ -55,9 +55,23 @@
 #define RESET_DECREASE_NUM 1
 #define RESET_DECREASE_DEN 2
 
-enum { F_SAMPLE_TYPE = 1, F_SAMPLE, F_MAPPING, F_LOCATION, F_FUNCTION, F_STRING,
-       F_DROP_FRAMES, F_KEEP_FRAMES, F_TIME, F_DURATION, F_PERIOD_TYPE, F_PERIOD,
-       F_COMMENT, F_DEFAULT_SAMPLE_TYPE, F_DOC_URL };
+enum {
+    F_SAMPLE_TYPE = 1,
+    F_SAMPLE,
+    F_MAPPING,
+    F_LOCATION,
+    F_FUNCTION,
+    F_STRING,
+    F_DROP_FRAMES,
+    F_KEEP_FRAMES,
+    F_TIME,
+    F_DURATION,
+    F_PERIOD_TYPE,
+    F_PERIOD,
+    F_COMMENT,
+    F_DEFAULT_SAMPLE_TYPE,
+    F_DOC_URL
+};
 
 struct pprof_delta {
     enum pprof_delta_kind kind;
@@ -95,16 +109,15 @@ struct loc {
 /* One sample of the current profile: entry i is sample i. A key met again
  * is summed into the entry of its first sample, whose fields are emitted. */
 struct ent {
-    uint32_t vbytes; /* bytes of the sample's value fields, tags included */
+    uint32_t vbytes;   /* bytes of the sample's value fields, tags included */
     uint32_t out_vlen; /* encode(): bytes of its output values, 0 = dropped */
     /* [voff, vend): the sample's only value field, tag included, relative
      * to the sample's content; vend = 0 when it has several (or none). */
     uint32_t voff, vend;
-    bool matched;      /* the key was in the state */
-    bool dup;          /* an earlier sample has the same key: summed into it */
-    bool fresh;        /* in_order: not met in the state's order (match_in_order()) */
+    bool matched; /* the key was in the state */
+    bool dup;     /* an earlier sample has the same key: summed into it */
+    bool fresh;   /* in_order: not met in the state's order (match_in_order()) */
 };
-
 
 /* log2 of the bits of ctx.fresh_bits. */
 #define FRESH_BITS 12
@@ -147,10 +160,10 @@ struct ctx {
      * writes them: the sample loop then needs one load per frame, no id
      * map), else by index. */
     struct loc *locs;
-    bool mark_locs;    /* encode(): loc.used is to be marked sample by sample */
+    bool mark_locs; /* encode(): loc.used is to be marked sample by sample */
     /* The label the sample scan met last: its string indices. */
     uint64_t last_label_str[3];
-    size_t loc_by_id; /* by-id mode: entries in locs, else 0 */
+    size_t loc_by_id;  /* by-id mode: entries in locs, else 0 */
     uint64_t *loc_ids; /* id of each location, by index */
     /* The function of each location's only line, by index, so that encode()
      * need not parse the lines again; LOC_FN_NONE without one,
@@ -158,28 +171,28 @@ struct ctx {
     uint32_t *loc_fn;
 
     size_t ncols;
-    int *cum_of_col; /* column -> cumulative index, COL_PLAIN or COL_DROPPED */
-    size_t ncols_out;  /* columns the output keeps */
+    int *cum_of_col;  /* column -> cumulative index, COL_PLAIN or COL_DROPPED */
+    size_t ncols_out; /* columns the output keeps */
     unsigned ncum;
     uint64_t types_fp, mapping_fp;
 
     struct ent *ents; /* one per sample, in sample order */
     size_t n_ents, matched, decreased;
-    uint64_t *keys;   /* key of each entry */
+    uint64_t *keys;            /* key of each entry */
     struct pprof__index index; /* the entries by key, unless in_order */
     bool in_order;             /* see match_in_order() */
-    uint32_t *fresh; /* in_order: the fresh entries, in sample order */
+    uint32_t *fresh;           /* in_order: the fresh entries, in sample order */
     size_t n_fresh;
     /* in_order: a bit per fresh key's top bits, so that the state walk
      * looks up few of its keys in the index (which outgrows the caches). */
     uint64_t fresh_bits[1u << (FRESH_BITS - 6)];
     size_t n_unique; /* the call's keys, at most: sizes the new state's scratch */
-    int64_t *sums;  /* n_ents x ncols */
-    int64_t *prev; /* ncum: the previous values of one key */
+    int64_t *sums;   /* n_ents x ncols */
+    int64_t *prev;   /* ncum: the previous values of one key */
 
     uint8_t *out;
     size_t out_len;
-    bool out_scratch; /* out is the thread's scratch, not malloc'd */
+    bool out_scratch;  /* out is the thread's scratch, not malloc'd */
     size_t samples_in; /* bytes of the sample records, tags included */
     /* Set by settle_sizes(), once per emitted key: the samples emitted,
      * and the bytes of their records in the output, tags included. */
@@ -230,11 +243,14 @@ static uint64_t mix64(uint64_t x)
     return x;
 }
 
+/* The parts in the order they build on each other, not sorted. */
+/* clang-format off */
 #include "pprof/delta_ids.c.h"
 #include "pprof/delta_scan.c.h"
 #include "pprof/delta_stack.c.h"
 #include "pprof/delta_index.c.h"
 #include "pprof/delta_out.c.h"
+/* clang-format on */
 
 /* ---- memory ---- */
 
@@ -318,8 +334,8 @@ static int check_need(struct ctx *c)
         return 0;
     return pprof__err(c->err, c->errlen, PPROF_EOVERBUDGET,
                       "profile needs %" PRIu64 " MiB to process (%zu samples), over its grant "
-                      "of %zu MiB", (need + (1 << 20) - 1) >> 20, c->n[F_SAMPLE],
-                      c->lim->max_memory >> 20);
+                      "of %zu MiB",
+                      (need + (1 << 20) - 1) >> 20, c->n[F_SAMPLE], c->lim->max_memory >> 20);
 }
 
 uint64_t pprof_delta_need(const struct pprof_delta *d, size_t raw)
@@ -521,7 +537,8 @@ fail:
         size_t charged = pprof__acct_charged();
         rc = pprof__err(err, errlen, PPROF_EOVERBUDGET,
                         "profile processing passed its memory grant of %zu MiB (%zu MiB "
-                        "asked for)", lim->max_memory >> 20, (charged + (1 << 20) - 1) >> 20);
+                        "asked for)",
+                        lim->max_memory >> 20, (charged + (1 << 20) - 1) >> 20);
         if (d->need < 2 * (uint64_t)lim->max_memory)
             d->need = 2 * (uint64_t)lim->max_memory;
         /* Per decompressed byte: before the gunzip finished, the size
@@ -544,8 +561,8 @@ fail:
 }
 
 int pprof_delta_process(struct pprof_delta *d, const uint8_t *in, size_t in_len,
-                        const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
-                        char *err, size_t errlen)
+                        const struct pprof_limits *lim, uint8_t **out, size_t *out_len, char *err,
+                        size_t errlen)
 {
     return pprof__delta_process_timed(d, in, in_len, lim, out, out_len, err, errlen, NULL);
 }

@@ -92,10 +92,10 @@ static inline unsigned four_ids3(const uint8_t *q, size_t left, uint32_t nid, ui
     if (!len || len > left)
         return 0;
     v = shuffle_bytes(v, _mm_load_si128((const __m128i *)(const void *)ids3_shuffle[cb]));
-    __m128i x = _mm_or_si128(
-        _mm_or_si128(_mm_and_si128(v, _mm_set1_epi32(0x7f)),
-                     _mm_and_si128(_mm_srli_epi32(v, 1), _mm_set1_epi32(0x3f80))),
-        _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi32(0x1fc000)));
+    __m128i x =
+        _mm_or_si128(_mm_or_si128(_mm_and_si128(v, _mm_set1_epi32(0x7f)),
+                                  _mm_and_si128(_mm_srli_epi32(v, 1), _mm_set1_epi32(0x3f80))),
+                     _mm_and_si128(_mm_srli_epi32(v, 2), _mm_set1_epi32(0x1fc000)));
     if (_mm_movemask_epi8(_mm_cmpgt_epi32(x, _mm_set1_epi32((int)nid - 1))))
         return 0;
     uint64_t lo = (uint64_t)_mm_cvtsi128_si64(x);

@@ -13,8 +13,9 @@ unsigned pprof__index_bits(size_t n)
 {
     unsigned bits = 4;
 
-    while (bits < 32 && (((size_t)1 << bits) < 2 * n ||
-                         (((size_t)1 << bits) < 4 * n && ((size_t)1 << bits) < INDEX_QUARTER_SLOTS)))
+    while (bits < 32 &&
+           (((size_t)1 << bits) < 2 * n ||
+            (((size_t)1 << bits) < 4 * n && ((size_t)1 << bits) < INDEX_QUARTER_SLOTS)))
         bits++;
     return bits;
 }
@@ -197,7 +198,7 @@ static uint32_t find_entry(struct ctx *c, uint64_t key, size_t *next)
     *next = i;
     b = fresh_bit(key);
     f = c->fresh_bits[b / 64] >> (b % 64) & 1 ? pprof__index_find(&c->index, c->keys, key)
-                                                : UINT32_MAX;
+                                              : UINT32_MAX;
     if (i == c->n_ents || c->keys[i] != key)
         return f; /* an old key gone, or met out of order */
     *next = i + 1;

@@ -55,9 +55,8 @@ static inline __attribute__((always_inline)) void visit_location(struct loc *l, 
 /* Applies `op` to the location of every id of a location_id field whose
  * ids the sample scan checked: eight one-byte or four two-byte ids per
  * load where they come so, as in add_locs(), else one at a time. */
-static inline __attribute__((always_inline)) void visit_locations(struct ctx *c,
-                                                                  const struct pprof__field *f,
-                                                                  enum loc_op op)
+static inline __attribute__((always_inline)) void
+visit_locations(struct ctx *c, const struct pprof__field *f, enum loc_op op)
 {
     struct loc *locs = c->locs;
     uint64_t id;
@@ -131,7 +130,7 @@ static uint8_t *copy_sample_fields(struct ctx *c, uint8_t *o, const struct span 
             c->last_label = f.data;
             c->last_label_len = f.len;
             struct pprof__field g;
-            uint64_t v[5] = {0};
+            uint64_t v[5] = { 0 };
             while (pprof__next_field(&q, qe, &g) > 0)
                 if (g.num <= 4)
                     v[g.num] = g.val;
@@ -159,7 +158,7 @@ static void mark_sample_refs(struct ctx *c, const struct span *s)
                                  memcmp(f.data, c->last_label, f.len) == 0)) {
             const uint8_t *q = f.data, *qe = f.data + f.len;
             struct pprof__field g;
-            uint64_t v[5] = {0};
+            uint64_t v[5] = { 0 };
             c->last_label = f.data;
             c->last_label_len = f.len;
             while (pprof__next_field(&q, qe, &g) > 0)
@@ -216,7 +215,7 @@ static void uncount_not_emitted(struct ctx *c)
             if (f.num == 1) {
                 visit_locations(c, &f, LOC_UNCOUNT);
             } else if (f.num == 3) {
-                uint64_t v[5] = {0};
+                uint64_t v[5] = { 0 };
                 read_scalars(f.data, f.data + f.len, 4, v, 4);
                 if (c->lbl_verdict && label_dropped(c, v[1]))
                     continue; /* never counted */
@@ -279,7 +278,7 @@ static int64_t default_type_out(const struct ctx *c)
         return c->default_sample_type;
     for (size_t i = 0; i < c->ncols; i++) {
         const struct span *s = &c->spans[F_SAMPLE_TYPE][i];
-        uint64_t v[3] = {0};
+        uint64_t v[3] = { 0 };
 
         if (c->cum_of_col[i] == COL_DROPPED)
             continue;
@@ -326,8 +325,9 @@ static int encode(struct ctx *c, int64_t prev_time)
                 mark_str(c, i);
     }
     bound = c->len - samples_in + samples_out + 11 * c->n_comments + 64 + COPY_CHUNK;
-    c->out = c->out_scratch ? pprof__scratch(PPROF__S_OUT, bound, false)
-             : pprof__acct_charge(bound) ? malloc(bound) : NULL;
+    c->out = c->out_scratch              ? pprof__scratch(PPROF__S_OUT, bound, false)
+             : pprof__acct_charge(bound) ? malloc(bound)
+                                         : NULL;
     if (!c->out)
         return -ENOMEM;
     o = c->out;

@@ -75,8 +75,8 @@ static void state_clear(struct pprof_delta *d)
 /* ---- pass 1: top-level records ---- */
 
 static const unsigned span_scratch[F_STRING + 1] = {
-    [F_SAMPLE_TYPE] = PPROF__S_SPANS_TYPE,   [F_SAMPLE] = PPROF__S_SPANS_SAMPLE,
-    [F_MAPPING] = PPROF__S_SPANS_MAPPING,    [F_LOCATION] = PPROF__S_SPANS_LOCATION,
+    [F_SAMPLE_TYPE] = PPROF__S_SPANS_TYPE,  [F_SAMPLE] = PPROF__S_SPANS_SAMPLE,
+    [F_MAPPING] = PPROF__S_SPANS_MAPPING,   [F_LOCATION] = PPROF__S_SPANS_LOCATION,
     [F_FUNCTION] = PPROF__S_SPANS_FUNCTION, [F_STRING] = PPROF__S_SPANS_STRING,
 };
 
@@ -85,11 +85,16 @@ static const unsigned span_scratch[F_STRING + 1] = {
 static size_t record_cap(const struct ctx *c, int k)
 {
     switch (k) {
-    case F_SAMPLE: return c->lim->max_samples;
-    case F_LOCATION: return c->lim->max_locations;
-    case F_FUNCTION: return c->lim->max_functions;
-    case F_STRING: return c->lim->max_strings;
-    default: return SIZE_MAX;
+    case F_SAMPLE:
+        return c->lim->max_samples;
+    case F_LOCATION:
+        return c->lim->max_locations;
+    case F_FUNCTION:
+        return c->lim->max_functions;
+    case F_STRING:
+        return c->lim->max_strings;
+    default:
+        return SIZE_MAX;
     }
 }
 
@@ -100,7 +105,7 @@ static int cap_error(struct ctx *c)
 {
     const uint8_t *p = c->raw, *end = c->raw + c->len;
     struct pprof__field f;
-    size_t n[F_STRING + 1] = {0}, comments = 0;
+    size_t n[F_STRING + 1] = { 0 }, comments = 0;
     int r;
 
     while ((r = pprof__next_field(&p, end, &f)) > 0) {
@@ -114,17 +119,17 @@ static int cap_error(struct ctx *c)
     }
     if (r < 0)
         return corrupt(c, "bad protobuf encoding");
-    static const char *const what[F_STRING + 1] = {
-        [F_SAMPLE] = "samples", [F_LOCATION] = "locations", [F_FUNCTION] = "functions",
-        [F_STRING] = "strings"};
+    static const char *const what[F_STRING + 1] = { [F_SAMPLE] = "samples",
+                                                    [F_LOCATION] = "locations",
+                                                    [F_FUNCTION] = "functions",
+                                                    [F_STRING] = "strings" };
     for (int k = F_SAMPLE; k <= F_STRING; k++)
         if (what[k] && n[k] > record_cap(c, k))
             return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
                               "profile too large: %zu %s > cap %zu", n[k], what[k],
                               record_cap(c, k));
     return pprof__err(c->err, c->errlen, PPROF_ETOOLARGE,
-                      "profile too large: %zu comments > cap %zu", comments,
-                      c->lim->max_strings);
+                      "profile too large: %zu comments > cap %zu", comments, c->lim->max_strings);
 }
 
 /* Room for one more record of kind `k`: its span table, the thread's
@@ -203,13 +208,27 @@ static int scan_top_field(struct ctx *c, const struct pprof__field *f, size_t *c
     if (f->wt != PPROF__WT_VARINT)
         return corrupt(c, "wrong wire type for a scalar field");
     switch (f->num) {
-    case F_DROP_FRAMES: c->drop_frames = (int64_t)f->val; break;
-    case F_KEEP_FRAMES: c->keep_frames = (int64_t)f->val; break;
-    case F_TIME: c->time_nanos = (int64_t)f->val; break;
-    case F_DURATION: c->duration_nanos = (int64_t)f->val; break;
-    case F_PERIOD: c->period = (int64_t)f->val; break;
-    case F_DEFAULT_SAMPLE_TYPE: c->default_sample_type = (int64_t)f->val; break;
-    case F_DOC_URL: c->doc_url = (int64_t)f->val; break;
+    case F_DROP_FRAMES:
+        c->drop_frames = (int64_t)f->val;
+        break;
+    case F_KEEP_FRAMES:
+        c->keep_frames = (int64_t)f->val;
+        break;
+    case F_TIME:
+        c->time_nanos = (int64_t)f->val;
+        break;
+    case F_DURATION:
+        c->duration_nanos = (int64_t)f->val;
+        break;
+    case F_PERIOD:
+        c->period = (int64_t)f->val;
+        break;
+    case F_DEFAULT_SAMPLE_TYPE:
+        c->default_sample_type = (int64_t)f->val;
+        break;
+    case F_DOC_URL:
+        c->doc_url = (int64_t)f->val;
+        break;
     }
     return 0;
 }
@@ -225,7 +244,7 @@ static int scan_top(struct ctx *c)
 {
     const uint8_t *p = c->raw, *end = c->raw + c->len;
     struct pprof__field f;
-    size_t room[F_STRING + 1] = {0}, comment_room = 0;
+    size_t room[F_STRING + 1] = { 0 }, comment_room = 0;
     int r, rc;
 
     if (c->len > UINT32_MAX)
@@ -276,8 +295,8 @@ static int scan_top(struct ctx *c)
         return corrupt(c, "bad protobuf encoding");
     /* Tables of kinds the profile lacks: one entry, so they are not NULL. */
     for (int k = F_SAMPLE_TYPE; k <= F_STRING; k++)
-        if (room[k] == 0 && !(c->spans[k] = pprof__scratch(span_scratch[k], sizeof(struct span),
-                                                           false)))
+        if (room[k] == 0 &&
+            !(c->spans[k] = pprof__scratch(span_scratch[k], sizeof(struct span), false)))
             return -ENOMEM;
     if (comment_room == 0 &&
         !(c->comments = pprof__scratch(PPROF__S_COMMENTS, sizeof(int64_t), false)))
@@ -321,7 +340,7 @@ static int scan_strings(struct ctx *c)
 static int value_type(struct ctx *c, const struct span *s, uint64_t *type, uint64_t *unit)
 {
     const uint8_t *p = c->raw + s->off;
-    uint64_t v[3] = {0};
+    uint64_t v[3] = { 0 };
 
     if (read_scalars(p, p + s->len, 2, v, 2) < 0 || !str_ok(c, (int64_t)v[1]) ||
         !str_ok(c, (int64_t)v[2]))
@@ -368,7 +387,8 @@ static int scan_types(struct ctx *c)
      * times the input, however many columns a hostile profile declares. */
     if (c->ncols && c->n[F_SAMPLE] > c->samples_in / c->ncols)
         return corrupt(c, "sample has fewer values than sample types");
-    c->cum_of_col = pprof__scratch(PPROF__S_COLUMNS, (c->ncols ? c->ncols : 1) * sizeof(int), false);
+    c->cum_of_col =
+        pprof__scratch(PPROF__S_COLUMNS, (c->ncols ? c->ncols : 1) * sizeof(int), false);
     if (!c->cum_of_col)
         return -ENOMEM;
     c->types_fp = 0x51ed27;
@@ -379,7 +399,8 @@ static int scan_types(struct ctx *c)
         if (!type_kept(c, type))
             c->cum_of_col[i] = COL_DROPPED;
         else
-            c->cum_of_col[i] = is_cumulative(c, c->d->kind, type, unit) ? (int)c->ncum++ : COL_PLAIN;
+            c->cum_of_col[i] =
+                is_cumulative(c, c->d->kind, type, unit) ? (int)c->ncum++ : COL_PLAIN;
         c->ncols_out += c->cum_of_col[i] != COL_DROPPED;
     }
     if (c->ncols && !c->ncols_out)
@@ -392,12 +413,12 @@ static int scan_types(struct ctx *c)
 
 /* Builds the id map of one table once its records were read (rc: how
  * that went); a zero or repeated id makes the profile malformed. */
-static int build_idmap(struct ctx *c, int rc, struct pprof__idmap *m, const uint64_t *ids,
-                       size_t n, int scratch, const char *what)
+static int build_idmap(struct ctx *c, int rc, struct pprof__idmap *m, const uint64_t *ids, size_t n,
+                       int scratch, const char *what)
 {
     if (rc == 0 && (rc = pprof__idmap_init(m, ids, n, scratch)) < 0 && rc != -ENOMEM)
-        rc = pprof__err(c->err, c->errlen, PPROF_ECORRUPT,
-                        "malformed profile: %s id 0 or repeated", what);
+        rc = pprof__err(c->err, c->errlen, PPROF_ECORRUPT, "malformed profile: %s id 0 or repeated",
+                        what);
     return rc;
 }
 
@@ -413,7 +434,7 @@ static int scan_mappings(struct ctx *c)
     for (size_t i = 0; i < n && rc == 0; i++) {
         const struct span *s = &c->spans[F_MAPPING][i];
         const uint8_t *p = c->raw + s->off;
-        uint64_t v[7] = {0}; /* by field number 1..6 */
+        uint64_t v[7] = { 0 }; /* by field number 1..6 */
 
         if (read_scalars(p, p + s->len, 10, v, 6) < 0 || !str_ok(c, (int64_t)v[5]) ||
             !str_ok(c, (int64_t)v[6])) {
@@ -424,8 +445,8 @@ static int scan_mappings(struct ctx *c)
         mark_str(c, v[6]);
         ids[i] = v[1];
         if (i == 0) /* the main binary: a restart with ASLR or a new build changes it */
-            c->mapping_fp = mix64(mix64(mix64(v[2] ^ 0x9e37) ^ v[3]) ^ v[4]) ^
-                            str_hash(c, v[5]) ^ mix64(str_hash(c, v[6]));
+            c->mapping_fp = mix64(mix64(mix64(v[2] ^ 0x9e37) ^ v[3]) ^ v[4]) ^ str_hash(c, v[5]) ^
+                            mix64(str_hash(c, v[6]));
     }
     return build_idmap(c, rc, &c->mapmap, ids, n, PPROF__S_MAPIDX, "mapping");
 }
@@ -446,11 +467,10 @@ static int scan_functions(struct ctx *c)
     for (size_t i = 0; i < n; i++) {
         const struct span *s = &c->spans[F_FUNCTION][i];
         const uint8_t *p = c->raw + s->off;
-        uint64_t v[5] = {0};
+        uint64_t v[5] = { 0 };
 
         if (read_scalars(p, p + s->len, 5, v, 4) < 0 || !str_ok(c, (int64_t)v[2]) ||
-            !str_ok(c, (int64_t)v[3]) ||
-            !str_ok(c, (int64_t)v[4])) {
+            !str_ok(c, (int64_t)v[3]) || !str_ok(c, (int64_t)v[4])) {
             rc = corrupt(c, "bad function");
             break;
         }
@@ -465,8 +485,7 @@ static int scan_functions(struct ctx *c)
 /* Checks one Line of a location and, with `key`, folds its function's
  * name and file and its line number into the location's symbolic key; with
  * `fi_out`, gives the index of its function (LOC_FN_NONE for none). */
-static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key,
-                     uint32_t *fi_out)
+static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key, uint32_t *fi_out)
 {
     const uint8_t *q = f->data, *qe = f->data + f->len;
     struct pprof__field g;
@@ -496,8 +515,8 @@ static int scan_line(struct ctx *c, const struct pprof__field *f, uint64_t *key,
     if (fi_out)
         *fi_out = fi;
     if (key)
-        *key = mix64(*key ^ str_hash(c, c->fn_name[fi])) +
-               mix64(str_hash(c, c->fn_file[fi]) ^ line);
+        *key =
+            mix64(*key ^ str_hash(c, c->fn_name[fi])) + mix64(str_hash(c, c->fn_file[fi]) ^ line);
     return 0;
 }
 

@@ -44,7 +44,7 @@ static bool label_dropped(struct ctx *c, uint64_t key)
 /* The key string of a label the sample scan checked. */
 static uint64_t label_key(const uint8_t *p, size_t len)
 {
-    uint64_t v[2] = {0};
+    uint64_t v[2] = { 0 };
 
     read_scalars(p, p + len, 1, v, 1);
     return v[1];
@@ -94,11 +94,10 @@ static inline int label_hash(struct ctx *c, const uint8_t *p, size_t len, uint64
 
 static int label_hash_slow(struct ctx *c, const uint8_t *p, size_t len, uint64_t *h)
 {
-    uint64_t v[5] = {0};
+    uint64_t v[5] = { 0 };
 
     if (read_scalars(p, p + len, 4, v, 4) < 0 || !str_ok(c, (int64_t)v[1]) ||
-        !str_ok(c, (int64_t)v[2]) ||
-        !str_ok(c, (int64_t)v[4]))
+        !str_ok(c, (int64_t)v[2]) || !str_ok(c, (int64_t)v[4]))
         return corrupt(c, "bad label");
     /* Each part moved differently (rotated, shifted), so that swapping key
      * and value does not give the same label; the number spread by an odd
@@ -162,10 +161,9 @@ static inline __attribute__((always_inline)) uint64_t four_frames(struct loc *lo
  * inlined, so that parse_sample()'s own locals do not crowd them out
  * (inlined, both spilled to the stack; docs/benchmarks.md "Delta
  * optimisation steps"). */
-static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q,
-                                                          const uint8_t *qe,
-                                                          const uint8_t *readable_end,
-                                                          size_t *depth, uint64_t *h)
+static __attribute__((noinline)) int add_locs(struct ctx *c, const uint8_t *q, const uint8_t *qe,
+                                              const uint8_t *readable_end, size_t *depth,
+                                              uint64_t *h)
 {
     struct loc *locs = c->locs;
     const size_t nid = c->loc_by_id, cap = c->lim->max_stack_depth;

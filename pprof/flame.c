@@ -28,14 +28,14 @@
 
 struct builder {
     struct pprof_flame *f;
-    struct hashmap children; /* parent << 32 | name -> node index + 1 */
+    struct hashmap children;  /* parent << 32 | name -> node index + 1 */
     struct hashmap func_name; /* function id -> name index + 1 */
     struct hashmap str_off;   /* profile string index -> offset in `data` + 1 */
     size_t *name_off;         /* name index -> offset in `data`, cap_names long */
     char *data;               /* the names' bytes, NUL-terminated one after another */
     size_t data_len, data_cap;
-    struct hashmap loc;       /* location id -> Location * */
-    struct hashmap func;      /* function id -> Function * */
+    struct hashmap loc;  /* location id -> Location * */
+    struct hashmap func; /* function id -> Function * */
     size_t max_nodes;
 };
 
@@ -229,8 +229,8 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
                       const char *sample_type, size_t max_nodes, struct pprof_flame **out,
                       char *err, size_t errlen)
 {
-    struct pprof__decoded dp = {0};
-    struct builder b = {0};
+    struct pprof__decoded dp = { 0 };
+    struct builder b = { 0 };
     const Perftools__Profiles__Profile *p;
     struct pprof_flame *f;
     uint8_t *raw = NULL;
@@ -273,8 +273,9 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
             goto done;
         }
         snprintf(f->types[i], len, "%s/%s", t, u);
-        if (sample_type ? strcmp(f->types[i], sample_type) == 0 || strcmp(t, sample_type) == 0
-                        : p->default_sample_type && p->sample_type[i]->type == p->default_sample_type)
+        if (sample_type
+                ? strcmp(f->types[i], sample_type) == 0 || strcmp(t, sample_type) == 0
+                : p->default_sample_type && p->sample_type[i]->type == p->default_sample_type)
             col = (int)i;
     }
     if (col < 0 && sample_type) {
@@ -302,7 +303,7 @@ int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limit
     }
     f->cap_names = 64;
     f->n_names = 1;
-    f->nodes[0] = (struct pprof_flame_node){0, NONE, NONE, NONE, 0, 0};
+    f->nodes[0] = (struct pprof_flame_node){ 0, NONE, NONE, NONE, 0, 0 };
     f->n_nodes = 1;
     for (size_t i = 0; col >= 0 && i < p->n_sample; i++) {
         const Perftools__Profiles__Sample *s = p->sample[i];

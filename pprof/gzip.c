@@ -264,8 +264,7 @@ int pprof_gzip_check(const uint8_t *in, size_t in_len, size_t max)
     return pprof__gunzip_scratch(in, in_len, max, &raw, &raw_len);
 }
 
-int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out,
-                       size_t *out_len)
+int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
 {
     return gzip_cached(in, in_len, level, true, out, out_len);
 }

@@ -76,8 +76,7 @@ static inline unsigned pprof__two_varints3(uint64_t w, uint64_t *a, uint64_t *b)
     if (e1 >= 24 || e2 - e1 > 24)
         return 0;
     uint64_t w2 = w >> (e1 + 1);
-    *a = ((w & 0x7f) | (w >> 1 & 0x3f80) | (w >> 2 & 0x1fc000)) &
-         ((1ULL << (e1 + 1) / 8 * 7) - 1);
+    *a = ((w & 0x7f) | (w >> 1 & 0x3f80) | (w >> 2 & 0x1fc000)) & ((1ULL << (e1 + 1) / 8 * 7) - 1);
     *b = ((w2 & 0x7f) | (w2 >> 1 & 0x3f80) | (w2 >> 2 & 0x1fc000)) &
          ((1ULL << (e2 - e1) / 8 * 7) - 1);
     return (e2 + 1) / 8;
@@ -104,8 +103,7 @@ struct pprof__field {
 
 /** Reads the next field from [*pp, end). Returns 1 with `f` filled, 0 at the
  * end of the message, -1 on malformed input (groups, field 0, truncation). */
-static inline int pprof__next_field(const uint8_t **pp, const uint8_t *end,
-                                    struct pprof__field *f)
+static inline int pprof__next_field(const uint8_t **pp, const uint8_t *end, struct pprof__field *f)
 {
     const uint8_t *p = *pp;
     uint64_t tag;
@@ -187,11 +185,11 @@ static inline uint8_t *pprof__put_varint(uint8_t *p, uint64_t v)
  * in the profile. Dense (one array slot per id) when ids are small, as Go
  * numbers them 1..n; an open-addressing table otherwise. */
 struct pprof__idmap {
-    uint32_t *dense;  /**< dense mode: index by id, UINT32_MAX when absent */
-    size_t dense_len; /**< dense mode: max id + 1 */
-    uint64_t *keys;   /**< hash mode: ids, 0 = empty slot */
-    uint32_t *vals;   /**< hash mode: indices */
-    size_t mask;      /**< hash mode: slots - 1 */
+    uint32_t *dense;    /**< dense mode: index by id, UINT32_MAX when absent */
+    size_t dense_len;   /**< dense mode: max id + 1 */
+    uint64_t *keys;     /**< hash mode: ids, 0 = empty slot */
+    uint32_t *vals;     /**< hash mode: indices */
+    size_t mask;        /**< hash mode: slots - 1 */
     bool dense_scratch; /**< dense is the thread's scratch: not freed */
 };
 
@@ -296,8 +294,8 @@ static inline uint32_t pprof__index_find(const struct pprof__index *ix, const ui
  * thread so that their pages stay mapped. One id per purpose: a call uses
  * each id for one buffer at a time. */
 enum {
-    PPROF__S_RAW,      /**< gunzipped input */
-    PPROF__S_OUT,      /**< encoded output before gzip */
+    PPROF__S_RAW, /**< gunzipped input */
+    PPROF__S_OUT, /**< encoded output before gzip */
     PPROF__S_SPANS_SAMPLE,
     PPROF__S_SPANS_LOCATION,
     PPROF__S_SPANS_STRING,
@@ -373,8 +371,7 @@ int pprof__gunzip_scratch(const uint8_t *in, size_t in_len, size_t max, const ui
 /** Gzips with the thread's cached compressor through its RAW scratch into a
  * malloc'd buffer: for a delta, whose gunzipped input is dead by then and
  * which releases the scratch past its cap. */
-int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out,
-                       size_t *out_len);
+int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
 
 /** Fills `err` with a formatted message and returns `code`. */
 int pprof__err(char *err, size_t errlen, int code, const char *fmt, ...)

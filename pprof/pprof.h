@@ -29,14 +29,14 @@
  * PPROF_ETOOLARGE and a message such as
  * "profile too large: 1000001 samples > cap 1000000". */
 struct pprof_limits {
-    size_t max_decompressed;  /**< gunzip output, bytes */
+    size_t max_decompressed; /**< gunzip output, bytes */
     size_t max_samples;
     size_t max_locations;
     size_t max_functions;
     size_t max_strings;
-    size_t max_labels;        /**< labels per sample */
-    size_t max_stack_depth;   /**< locations per sample */
-    int gzip_level;           /**< output gzip level 0..12 (0: no compression) */
+    size_t max_labels;      /**< labels per sample */
+    size_t max_stack_depth; /**< locations per sample */
+    int gzip_level;         /**< output gzip level 0..12 (0: no compression) */
     /** Bytes one pprof_delta_process() call may allocate: its grant under
      * the memory budget (0: no limit). Not a configuration key: the caller
      * sets it per job. Every buffer the call grows and every block it
@@ -52,23 +52,23 @@ void pprof_limits_default(struct pprof_limits *l);
 /** The `limits:` keys pprof owns, for a struct pprof_limits member `m` of
  * `S`, their metadata, and their check (gzip-level range), for the post
  * hook of the section that lists them. */
-#define PPROF_LIMITS_FIELDS(S, m)                                                           \
-    CYAML_FIELD_UINT("max-decompressed", CYAML_FLAG_OPTIONAL, S, m.max_decompressed),      \
-    CYAML_FIELD_UINT("max-samples", CYAML_FLAG_OPTIONAL, S, m.max_samples),                \
-    CYAML_FIELD_UINT("max-locations", CYAML_FLAG_OPTIONAL, S, m.max_locations),            \
-    CYAML_FIELD_UINT("max-functions", CYAML_FLAG_OPTIONAL, S, m.max_functions),            \
-    CYAML_FIELD_UINT("max-strings", CYAML_FLAG_OPTIONAL, S, m.max_strings),                \
-    CYAML_FIELD_UINT("max-labels", CYAML_FLAG_OPTIONAL, S, m.max_labels),                  \
-    CYAML_FIELD_UINT("max-stack-depth", CYAML_FLAG_OPTIONAL, S, m.max_stack_depth),        \
-    CYAML_FIELD_INT("gzip-level", CYAML_FLAG_OPTIONAL, S, m.gzip_level)
+#define PPROF_LIMITS_FIELDS(S, m)                                                       \
+    CYAML_FIELD_UINT("max-decompressed", CYAML_FLAG_OPTIONAL, S, m.max_decompressed),   \
+        CYAML_FIELD_UINT("max-samples", CYAML_FLAG_OPTIONAL, S, m.max_samples),         \
+        CYAML_FIELD_UINT("max-locations", CYAML_FLAG_OPTIONAL, S, m.max_locations),     \
+        CYAML_FIELD_UINT("max-functions", CYAML_FLAG_OPTIONAL, S, m.max_functions),     \
+        CYAML_FIELD_UINT("max-strings", CYAML_FLAG_OPTIONAL, S, m.max_strings),         \
+        CYAML_FIELD_UINT("max-labels", CYAML_FLAG_OPTIONAL, S, m.max_labels),           \
+        CYAML_FIELD_UINT("max-stack-depth", CYAML_FLAG_OPTIONAL, S, m.max_stack_depth), \
+        CYAML_FIELD_INT("gzip-level", CYAML_FLAG_OPTIONAL, S, m.gzip_level)
 extern const struct conf_key pprof_limits_keys[];
 int pprof_limits_check(struct conf_load *ld, struct conf_node *limits);
 
 /** Error codes (negative; -ENOMEM is also possible). */
 enum {
-    PPROF_ECORRUPT = -2000,  /**< not gzip/pprof, or malformed */
-    PPROF_ETOOLARGE = -2001, /**< a cap was exceeded */
-    PPROF_EFILTER = -2002,   /**< the filter drops every sample type */
+    PPROF_ECORRUPT = -2000,    /**< not gzip/pprof, or malformed */
+    PPROF_ETOOLARGE = -2001,   /**< a cap was exceeded */
+    PPROF_EFILTER = -2002,     /**< the filter drops every sample type */
     PPROF_EOVERBUDGET = -2003, /**< the call needs more than limits.max_memory */
 };
 
@@ -111,7 +111,6 @@ struct pprof_filter {
     uint64_t fingerprint;
 };
 
-
 /** Outcome of pprof_delta_process() when it succeeds. */
 enum pprof_delta_result {
     PPROF_DELTA_EMITTED = 0,  /**< `*out` holds the delta profile to send */
@@ -139,8 +138,8 @@ size_t pprof_delta_mem(const struct pprof_delta *d);
  * caller frees. On error returns a negative code, writes a message into
  * `err`, and poisons the state so the next profile re-seeds it. */
 int pprof_delta_process(struct pprof_delta *d, const uint8_t *in, size_t in_len,
-                        const struct pprof_limits *lim, uint8_t **out, size_t *out_len,
-                        char *err, size_t errlen);
+                        const struct pprof_limits *lim, uint8_t **out, size_t *out_len, char *err,
+                        size_t errlen);
 
 /** Gunzips `in` into a malloc'd buffer of at most `max` bytes (the gzip
  * trailer's size is only a hint). Plain (non-gzip) input is copied. Returns
@@ -192,12 +191,12 @@ int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_
 
 /** One frame of a flame graph: a function called from its parent's. */
 struct pprof_flame_node {
-    uint32_t name;          /**< index into pprof_flame.names */
-    uint32_t parent;        /**< UINT32_MAX for the root */
-    uint32_t first_child;   /**< UINT32_MAX: none */
-    uint32_t next_sibling;  /**< UINT32_MAX: none */
-    int64_t total;          /**< value of the samples through this frame */
-    int64_t self;           /**< value of the samples that end here */
+    uint32_t name;         /**< index into pprof_flame.names */
+    uint32_t parent;       /**< UINT32_MAX for the root */
+    uint32_t first_child;  /**< UINT32_MAX: none */
+    uint32_t next_sibling; /**< UINT32_MAX: none */
+    int64_t total;         /**< value of the samples through this frame */
+    int64_t self;          /**< value of the samples that end here */
 };
 
 /** A flame graph's function names are cut to this many bytes (at a
@@ -206,16 +205,16 @@ struct pprof_flame_node {
 
 /** The call tree of one sample type of a profile, root ("total") first. */
 struct pprof_flame {
-    char **types;           /**< every sample type, "type/unit" */
+    char **types; /**< every sample type, "type/unit" */
     size_t n_types;
-    int sample_type;        /**< the index the tree sums */
+    int sample_type; /**< the index the tree sums */
     struct pprof_flame_node *nodes;
     size_t n_nodes, cap_nodes;
-    char **names;           /**< function names, no more than nodes; names[0] = "total" */
+    char **names; /**< function names, no more than nodes; names[0] = "total" */
     size_t n_names, cap_names;
-    char *name_data;        /**< the names' storage (names[] point into it) */
-    size_t bytes;           /**< the heap the tree holds, all its blocks */
-    bool truncated;         /**< max_nodes reached: deeper values stay as self */
+    char *name_data; /**< the names' storage (names[] point into it) */
+    size_t bytes;    /**< the heap the tree holds, all its blocks */
+    bool truncated;  /**< max_nodes reached: deeper values stay as self */
 };
 
 /** Builds the flame graph of `in` (gzip or plain, borrowed) for the sample

@@ -45,9 +45,9 @@ struct scratch {
     int comp_level;
     struct libdeflate_decompressor *dec;
     size_t retained; /* bytes of buf[] counted in retained_total */
-    size_t grant;   /* bytes the current call may charge; 0: no limit */
-    size_t charged; /* bytes the current call has charged */
-    bool over;      /* a charge went past the grant */
+    size_t grant;    /* bytes the current call may charge; 0: no limit */
+    size_t charged;  /* bytes the current call has charged */
+    bool over;       /* a charge went past the grant */
 };
 
 static _Thread_local struct scratch *tls_scratch;

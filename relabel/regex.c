@@ -89,8 +89,8 @@ static void detect_shape(struct relabel__regex *re, const char *src, size_t len)
         is_plain_literal(src, len - 4)) {
         re->lit_len = len - 4;
         re->kind = len == 4 && src[2] == '*' ? RX_ANY_CAPTURE
-                   : src[len - 2] == '*'      ? RX_PREFIX_ANY
-                                              : RX_PREFIX_SOME;
+                   : src[len - 2] == '*'     ? RX_PREFIX_ANY
+                                             : RX_PREFIX_SOME;
         return;
     }
     if (is_plain_literal(src, len)) {
@@ -128,17 +128,16 @@ static void detect_shape(struct relabel__regex *re, const char *src, size_t len)
     }
 }
 
-
 /* ---------------------------------------------------------------------- */
 /* From Go's syntax to RE2's                                              */
 /* ---------------------------------------------------------------------- */
 
 /* The pattern handed to RE2 and how to map it back to the user's. */
 struct prep {
-    struct buf pat;      /* "^(?s:" + rewritten source + ")$" */
-    size_t *ins;         /* offsets in pat of each 'P' we inserted, ascending */
+    struct buf pat; /* "^(?s:" + rewritten source + ")$" */
+    size_t *ins;    /* offsets in pat of each 'P' we inserted, ascending */
     size_t n_ins;
-    bool first_z_is_c;   /* the first `\Z` RE2 will see was the user's `\C` */
+    bool first_z_is_c;     /* the first `\Z` RE2 will see was the user's `\C` */
     uint32_t max_captures; /* deepest nesting of capture groups */
 };
 
@@ -222,8 +221,8 @@ static int prep_scan(struct prep *p, const char *s, size_t n)
 
                 cap = j + 1 < n && s[j] == 'P' && s[j + 1] == '<';
                 if (!cap) {
-                    while (j < n && ((s[j] >= 'a' && s[j] <= 'z') ||
-                                     (s[j] >= 'A' && s[j] <= 'Z') || s[j] == '-'))
+                    while (j < n && ((s[j] >= 'a' && s[j] <= 'z') || (s[j] >= 'A' && s[j] <= 'Z') ||
+                                     s[j] == '-'))
                         j++;
                     if (j < n && s[j] == ')') {
                         take = j + 1 - i; /* (?flags): no group */
@@ -239,7 +238,7 @@ static int prep_scan(struct prep *p, const char *s, size_t n)
         } else if (c == ')' && depth > 0) {
             captures -= capture[--depth];
         }
-copy:
+    copy:
         if (rc == 0)
             rc = buf_append(&p->pat, s + i, take);
         i += take;
@@ -262,21 +261,36 @@ static size_t prep_unmap(const struct prep *p, size_t off)
 static const char *go_error_text(int code)
 {
     switch (code) {
-    case RELABEL__RE2_BAD_ESCAPE: return "invalid escape sequence";
-    case RELABEL__RE2_BAD_CHAR_CLASS: return "invalid character class";
-    case RELABEL__RE2_BAD_CHAR_RANGE: return "invalid character class range";
-    case RELABEL__RE2_MISSING_BRACKET: return "missing closing ]";
-    case RELABEL__RE2_MISSING_PAREN: return "missing closing )";
-    case RELABEL__RE2_UNEXPECTED_PAREN: return "unexpected )";
-    case RELABEL__RE2_TRAILING_BACKSLASH: return "trailing backslash at end of expression";
-    case RELABEL__RE2_REPEAT_ARGUMENT: return "missing argument to repetition operator";
-    case RELABEL__RE2_REPEAT_SIZE: return "invalid repeat count";
-    case RELABEL__RE2_REPEAT_OP: return "invalid nested repetition operator";
-    case RELABEL__RE2_BAD_PERL_OP: return "invalid or unsupported Perl syntax";
-    case RELABEL__RE2_BAD_UTF8: return "invalid UTF-8";
-    case RELABEL__RE2_BAD_NAMED_CAPTURE: return "invalid named capture";
-    case RELABEL__RE2_PATTERN_TOO_LARGE: return "expression too large";
-    default: return "regexp/syntax: internal error";
+    case RELABEL__RE2_BAD_ESCAPE:
+        return "invalid escape sequence";
+    case RELABEL__RE2_BAD_CHAR_CLASS:
+        return "invalid character class";
+    case RELABEL__RE2_BAD_CHAR_RANGE:
+        return "invalid character class range";
+    case RELABEL__RE2_MISSING_BRACKET:
+        return "missing closing ]";
+    case RELABEL__RE2_MISSING_PAREN:
+        return "missing closing )";
+    case RELABEL__RE2_UNEXPECTED_PAREN:
+        return "unexpected )";
+    case RELABEL__RE2_TRAILING_BACKSLASH:
+        return "trailing backslash at end of expression";
+    case RELABEL__RE2_REPEAT_ARGUMENT:
+        return "missing argument to repetition operator";
+    case RELABEL__RE2_REPEAT_SIZE:
+        return "invalid repeat count";
+    case RELABEL__RE2_REPEAT_OP:
+        return "invalid nested repetition operator";
+    case RELABEL__RE2_BAD_PERL_OP:
+        return "invalid or unsupported Perl syntax";
+    case RELABEL__RE2_BAD_UTF8:
+        return "invalid UTF-8";
+    case RELABEL__RE2_BAD_NAMED_CAPTURE:
+        return "invalid named capture";
+    case RELABEL__RE2_PATTERN_TOO_LARGE:
+        return "expression too large";
+    default:
+        return "regexp/syntax: internal error";
     }
 }
 
@@ -285,7 +299,7 @@ static const char *go_error_text(int code)
  * *bad if its counts are out of Go's range, and returns true. */
 static bool trailing_repeat(const char *arg, size_t len, size_t *start, size_t *end, bool *bad)
 {
-    long v[2] = {-1, -1};
+    long v[2] = { -1, -1 };
     int k = 0;
     size_t i;
 
@@ -315,8 +329,8 @@ static bool trailing_repeat(const char *arg, size_t len, size_t *start, size_t *
 
 /* Writes Go's message for RE2's error `code` on `arg`, a piece of the
  * rewritten pattern, shown as the same piece of the user's `orig`. */
-static int go_error(const struct prep *p, const char *orig, size_t olen, int code,
-                    const char *arg, char *err, size_t errlen)
+static int go_error(const struct prep *p, const char *orig, size_t olen, int code, const char *arg,
+                    char *err, size_t errlen)
 {
     const char *piece = arg, *shown;
     size_t plen = strlen(arg), shown_len, start, end;
@@ -377,7 +391,7 @@ void relabel__regex_free(struct relabel__regex *re)
 static int engine_compile(struct relabel__regex *re, const char *src, size_t len, char *err,
                           size_t errlen)
 {
-    struct prep p = {0};
+    struct prep p = { 0 };
     struct buf orig;
     char *arg = NULL;
     int rc;
@@ -385,9 +399,8 @@ static int engine_compile(struct relabel__regex *re, const char *src, size_t len
     buf_init(&p.pat, 2 * (size_t)RELABEL__MAX_REGEX_LEN + 16);
     buf_init(&orig, (size_t)RELABEL__MAX_REGEX_LEN + 16);
     if (buf_puts(&orig, "^(?s:") < 0 || buf_append(&orig, src, len) < 0 ||
-        buf_puts(&orig, ")$") < 0 || buf_puts(&p.pat, "^(?s:") < 0 ||
-        prep_scan(&p, src, len) < 0 || buf_puts(&p.pat, ")$") < 0 ||
-        !(arg = malloc(p.pat.len + 1))) {
+        buf_puts(&orig, ")$") < 0 || buf_puts(&p.pat, "^(?s:") < 0 || prep_scan(&p, src, len) < 0 ||
+        buf_puts(&p.pat, ")$") < 0 || !(arg = malloc(p.pat.len + 1))) {
         rc = -ENOMEM;
         goto out;
     }
@@ -439,8 +452,8 @@ int relabel__regex_compile(const char *src, size_t len, struct relabel__regex **
         if (rc < 0)
             goto fail;
     } else {
-        re->ngroups = re->kind == RX_ANY_CAPTURE || re->kind == RX_PREFIX_ANY ||
-                      re->kind == RX_PREFIX_SOME;
+        re->ngroups =
+            re->kind == RX_ANY_CAPTURE || re->kind == RX_PREFIX_ANY || re->kind == RX_PREFIX_SOME;
         re->lit = strndup(src, re->lit_len);
         if (!re->lit) {
             rc = -ENOMEM;
@@ -507,7 +520,6 @@ static int fast_search(const struct relabel__regex *re, const char *s, size_t le
     }
     return 1;
 }
-
 
 /* Go reads each invalid byte as U+FFFD; RE2 cannot match it at all. Match a
  * copy where each bad byte is U+FFFD (3 bytes), then map offsets back to the

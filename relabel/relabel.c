@@ -29,9 +29,9 @@
 #include <strings.h>
 #include <wctype.h>
 
-#include "relabel/relabel.h"
-#include "relabel/internal.h"
 #include "common/utf8.h"
+#include "relabel/internal.h"
+#include "relabel/relabel.h"
 
 enum action {
     A_REPLACE,
@@ -243,14 +243,29 @@ static void go_quote(const char *s, char *out, size_t outlen)
             const char *esc = NULL;
 
             switch (c) {
-            case '\a': esc = "\\a"; break;
-            case '\b': esc = "\\b"; break;
-            case '\f': esc = "\\f"; break;
-            case '\n': esc = "\\n"; break;
-            case '\r': esc = "\\r"; break;
-            case '\t': esc = "\\t"; break;
-            case '\v': esc = "\\v"; break;
-            default: break;
+            case '\a':
+                esc = "\\a";
+                break;
+            case '\b':
+                esc = "\\b";
+                break;
+            case '\f':
+                esc = "\\f";
+                break;
+            case '\n':
+                esc = "\\n";
+                break;
+            case '\r':
+                esc = "\\r";
+                break;
+            case '\t':
+                esc = "\\t";
+                break;
+            case '\v':
+                esc = "\\v";
+                break;
+            default:
+                break;
             }
             if (esc)
                 o += (size_t)snprintf(out + o, outlen - o, "%s", esc);
@@ -555,7 +570,7 @@ static int b_record(struct builder *b, struct kvlist *list, const char *name, si
 static int b_del(struct builder *b, const char *name, size_t nlen)
 {
     long i = kv_find(&b->add, name, nlen);
-    struct kv kv = {0};
+    struct kv kv = { 0 };
 
     if (i >= 0) {
         memmove(&b->add.v[i], &b->add.v[i + 1], (b->add.n - (size_t)i - 1) * sizeof(struct kv));
@@ -593,7 +608,7 @@ static int b_snapshot(const struct builder *b, struct kvlist *out)
     out->n = 0;
     for (size_t i = 0; i < b->base->n; i++) {
         const struct label *l = &b->base->v[i];
-        struct kv kv = {l->name, l->value, label_name_len(l), label_value_len(l)};
+        struct kv kv = { l->name, l->value, label_name_len(l), label_value_len(l) };
         int rc;
 
         if (b->shadow[i])
@@ -717,8 +732,7 @@ static int replace_all(const struct tmpl *t, const struct relabel__regex *re, co
             uint32_t r;
             bool invalid;
 
-            width = utf8_decode(src + search, len - search, &r,
-                                    &invalid);
+            width = utf8_decode(src + search, len - search, &r, &invalid);
         } else {
             width = 0;
         }
@@ -871,8 +885,7 @@ static int validate(const struct relabel_cfg *c, const struct rule *r, const cha
     if (act == A_HASHMOD && !relabel_valid_label_name(target, strlen(target), r->scheme))
         return fail(err, errlen, "%s is invalid 'target_label' for %s action", q, a);
     if ((act == A_KEEPEQUAL || act == A_DROPEQUAL) &&
-        (!r->regex_default || c->modulus != 0 || strcmp(sep, ";") != 0 ||
-         strcmp(repl, "$1") != 0))
+        (!r->regex_default || c->modulus != 0 || strcmp(sep, ";") != 0 || strcmp(repl, "$1") != 0))
         return fail(err, errlen,
                     "%s action requires only 'source_labels' and `target_label`, and no other "
                     "fields",
@@ -947,7 +960,7 @@ static int compile_rule(const struct relabel_cfg *c, enum relabel_scheme inherit
                     "unknown relabel config name validation method specified, must be either "
                     "'', 'legacy' or 'utf8', got %s",
                     c->name_validation_scheme);
-    r->scheme = sch != RELABEL_SCHEME_UNSET ? (enum relabel_scheme)sch
+    r->scheme = sch != RELABEL_SCHEME_UNSET         ? (enum relabel_scheme)sch
                 : inherited != RELABEL_SCHEME_UNSET ? inherited
                                                     : RELABEL_SCHEME_UTF8;
     if ((rc = validate(c, r, target, repl, sep, src_given, err, errlen)) < 0)
@@ -1029,8 +1042,8 @@ static int hashmod(const char *val, size_t len, uint64_t modulus, char *out, siz
 /* Runs one rule. Returns 1 keep, 0 drop, or a negative error. */
 static int apply_rule(const struct rule *r, struct builder *b, size_t *ov)
 {
-    struct sbuf val = {b->a, NULL, 0, 0};
-    struct kvlist snap = {0};
+    struct sbuf val = { b->a, NULL, 0, 0 };
+    struct kvlist snap = { 0 };
     const char *tv;
     int rc = 0;
 
@@ -1068,12 +1081,11 @@ static int apply_rule(const struct rule *r, struct builder *b, size_t *ov)
         return eq == (r->action == A_KEEPEQUAL);
     }
     case A_REPLACE: {
-        struct sbuf t = {b->a, NULL, 0, 0}, res = {b->a, NULL, 0, 0};
+        struct sbuf t = { b->a, NULL, 0, 0 }, res = { b->a, NULL, 0, 0 };
 
         if (val.len == 0 && r->regex_default && !r->target.has_dollar && !r->repl.has_dollar)
-            return b_set(b, r->target.text, r->target.len, r->repl.text, r->repl.len) < 0
-                       ? -ENOMEM
-                       : 1;
+            return b_set(b, r->target.text, r->target.len, r->repl.text, r->repl.len) < 0 ? -ENOMEM
+                                                                                          : 1;
         rc = relabel__regex_search(r->re, val.p, val.len, 0, ov);
         if (rc <= 0)
             return rc < 0 ? rc : 1;
@@ -1088,7 +1100,7 @@ static int apply_rule(const struct rule *r, struct builder *b, size_t *ov)
     }
     case A_LOWERCASE:
     case A_UPPERCASE: {
-        struct sbuf res = {b->a, NULL, 0, 0};
+        struct sbuf res = { b->a, NULL, 0, 0 };
 
         if ((rc = change_case(val.p, val.len, r->action == A_UPPERCASE, &res)) < 0)
             return rc;
@@ -1115,7 +1127,7 @@ static int apply_rule(const struct rule *r, struct builder *b, size_t *ov)
             if (rc < 0)
                 return rc;
             if (r->action == A_LABELMAP) {
-                struct sbuf res = {b->a, NULL, 0, 0};
+                struct sbuf res = { b->a, NULL, 0, 0 };
 
                 if (!rc)
                     continue;
@@ -1138,8 +1150,8 @@ static int apply_rule(const struct rule *r, struct builder *b, size_t *ov)
 int relabel_apply(const struct relabel_rules *rs, struct labels *ls)
 {
     char inl[4096] __attribute__((aligned(16)));
-    struct arena a = {inl, 0, sizeof(inl), NULL};
-    struct builder b = {ls, {0}, {0}, &a, NULL};
+    struct arena a = { inl, 0, sizeof(inl), NULL };
+    struct builder b = { ls, { 0 }, { 0 }, &a, NULL };
     size_t ovs[2 * 16], *ov = ovs;
     int rc = 1;
 

@@ -30,13 +30,13 @@ enum relabel_scheme {
 struct relabel_cfg {
     char **source_labels;
     unsigned n_source_labels;
-    char *separator;      /**< NULL: ";" */
-    char *regex;          /**< NULL and !regex_null: "(.*)" (the default object) */
-    bool regex_null;      /**< `regex:` given as null: the empty regex */
+    char *separator; /**< NULL: ";" */
+    char *regex;     /**< NULL and !regex_null: "(.*)" (the default object) */
+    bool regex_null; /**< `regex:` given as null: the empty regex */
     uint64_t modulus;
-    char *target_label;   /**< NULL: "" */
-    char *replacement;    /**< NULL: "$1" */
-    char *action;         /**< NULL: "replace"; compared case-insensitively */
+    char *target_label;           /**< NULL: "" */
+    char *replacement;            /**< NULL: "$1" */
+    char *action;                 /**< NULL: "replace"; compared case-insensitively */
     char *name_validation_scheme; /**< NULL: inherit; "utf8" or "legacy" */
 };
 

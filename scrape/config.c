@@ -39,15 +39,14 @@ static const struct builtin {
       NULL },
     { "memory", "/debug/pprof/allocs", SCRAPE_KIND_CUMULATIVE_MEMORY, true, false, "memory",
       "/debug/pprof/delta_heap" },
-    { "goroutine", "/debug/pprof/goroutine", SCRAPE_KIND_GAUGE, true, false, "goroutine",
-      NULL },
+    { "goroutine", "/debug/pprof/goroutine", SCRAPE_KIND_GAUGE, true, false, "goroutine", NULL },
     { "mutex", "/debug/pprof/mutex", SCRAPE_KIND_CUMULATIVE_CONTENTION, true, false, "mutex",
       "/debug/pprof/delta_mutex" },
     { "block", "/debug/pprof/block", SCRAPE_KIND_CUMULATIVE_CONTENTION, true, false, "block",
       "/debug/pprof/delta_block" },
     { "fgprof", "/debug/fgprof", SCRAPE_KIND_DURATION, false, true, "fgprof", NULL },
-    { "godeltaprof_memory", "/debug/pprof/delta_heap", SCRAPE_KIND_DELTA, false, false,
-      "memory", NULL },
+    { "godeltaprof_memory", "/debug/pprof/delta_heap", SCRAPE_KIND_DELTA, false, false, "memory",
+      NULL },
     { "godeltaprof_mutex", "/debug/pprof/delta_mutex", SCRAPE_KIND_DELTA, false, false, "mutex",
       NULL },
     { "godeltaprof_block", "/debug/pprof/delta_block", SCRAPE_KIND_DELTA, false, false, "block",
@@ -194,7 +193,7 @@ static struct conf_node *profile_node(struct conf_load *ld, const struct rprof *
  * job is built: here only the node knows its position). */
 static int check_filters(struct conf_load *ld, struct conf_node *e, const char *name)
 {
-    static const char *const keys[] = {"sample-types", "sample-labels"};
+    static const char *const keys[] = { "sample-types", "sample-labels" };
 
     for (size_t k = 0; k < 2; k++) {
         struct conf_node *f = conf_get(e, keys[k]), *keep, *drop;
@@ -237,8 +236,12 @@ static int resolve_profiles(struct conf_load *ld, struct conf_node *sc)
     for (size_t i = 0; i < N_BUILTIN; i++) {
         const struct builtin *b = &builtins[i];
 
-        rp[i] = (struct rprof){ .name = b->name, .path = b->path, .send = b->send,
-                                .kind = b->kind, .enabled = b->on, .delta = b->delta };
+        rp[i] = (struct rprof){ .name = b->name,
+                                .path = b->path,
+                                .send = b->send,
+                                .kind = b->kind,
+                                .enabled = b->on,
+                                .delta = b->delta };
     }
     for (size_t i = 0; i < nd; i++) {
         struct conf_node *e = conf_at(decl, i), *v;
@@ -251,18 +254,23 @@ static int resolve_profiles(struct conf_load *ld, struct conf_node *sc)
                 r = &rp[j];
         }
         if (r && r->declared)
-            return conf_fail(ld, e, "profile \"%s\" declared twice (as \"%s\" and \"%s\")",
-                             r->name, conf_str(conf_get(r->decl, ".name")), name);
+            return conf_fail(ld, e, "profile \"%s\" declared twice (as \"%s\" and \"%s\")", r->name,
+                             conf_str(conf_get(r->decl, ".name")), name);
         if (!r) {
             if (!valid_profile_name(name))
-                return conf_fail(ld, e, "custom profile name \"%.80s\" must match "
-                                 "[a-zA-Z_][a-zA-Z0-9_]*", name);
+                return conf_fail(ld, e,
+                                 "custom profile name \"%.80s\" must match "
+                                 "[a-zA-Z_][a-zA-Z0-9_]*",
+                                 name);
             if (!conf_get(e, "path"))
-                return conf_fail(ld, e, "profile \"%.80s\" is not a built-in type and needs a "
-                                 "path", name);
+                return conf_fail(ld, e,
+                                 "profile \"%.80s\" is not a built-in type and needs a "
+                                 "path",
+                                 name);
             r = &rp[np++];
-            *r = (struct rprof){ .name = name, .send = name, .kind = SCRAPE_KIND_CUSTOM,
-                                 .enabled = true };
+            *r = (struct rprof){
+                .name = name, .send = name, .kind = SCRAPE_KIND_CUSTOM, .enabled = true
+            };
         }
         r->declared = true;
         r->decl = e;
@@ -295,9 +303,11 @@ static int resolve_profiles(struct conf_load *ld, struct conf_node *sc)
             for (j = 0; j < np && strcmp(rp[j].name, canon ? canon : name) != 0; j++)
                 ;
             if (j == np)
-                return conf_fail(ld, conf_at(ep, i), "unknown profile type \"%.80s\" in "
+                return conf_fail(ld, conf_at(ep, i),
+                                 "unknown profile type \"%.80s\" in "
                                  "enabled-profiles (not a built-in type and not declared under "
-                                 "profiles)", name);
+                                 "profiles)",
+                                 name);
             if (!rp[j].enabled_set)
                 rp[j].enabled = true;
         }
@@ -365,8 +375,7 @@ static const struct conf_section sampling_section = {
 };
 
 static const cyaml_schema_field_t job_fields[] = {
-    CYAML_FIELD_STRING_PTR("job-name", CYAML_FLAG_DEFAULT, struct scrape_job_cfg, job_name, 0,
-                           UNL),
+    CYAML_FIELD_STRING_PTR("job-name", CYAML_FLAG_DEFAULT, struct scrape_job_cfg, job_name, 0, UNL),
     CYAML_FIELD_UINT("scrape-interval", OPT, struct scrape_job_cfg, interval_ms),
     CYAML_FIELD_UINT("scrape-timeout", OPT, struct scrape_job_cfg, timeout_ms),
     STR("scheme", struct scrape_job_cfg, scheme),
@@ -376,8 +385,8 @@ static const cyaml_schema_field_t job_fields[] = {
     CYAML_FIELD_BOOL("use-delta-profiles", OPT, struct scrape_job_cfg, use_delta_profiles),
     CYAML_FIELD_IGNORE("enabled-profiles", OPT),
     CYAML_FIELD_IGNORE("delta-profiling-duration", OPT),
-    CYAML_FIELD_SEQUENCE_COUNT("profiles", OPT | PTR, struct scrape_job_cfg, profiles,
-                               n_profiles, &profile_entry, 0, UNL),
+    CYAML_FIELD_SEQUENCE_COUNT("profiles", OPT | PTR, struct scrape_job_cfg, profiles, n_profiles,
+                               &profile_entry, 0, UNL),
     DISC_SD_CFG_FIELDS(struct scrape_job_cfg, sd),
     CYAML_FIELD_SEQUENCE_COUNT("relabel-configs", OPT | PTR, struct scrape_job_cfg, relabel,
                                n_relabel, &relabel_cfg_entry, 0, UNL),
@@ -439,7 +448,8 @@ static int check_durations(struct conf_load *ld, struct conf_node *job, uint64_t
 
     duration_format(interval, iv, sizeof(iv));
     if (dpd && (conf_uint(dpd) < 1000 || conf_uint(dpd) % 1000))
-        return conf_fail(ld, dpd, "delta-profiling-duration must be a whole number of seconds, "
+        return conf_fail(ld, dpd,
+                         "delta-profiling-duration must be a whole number of seconds, "
                          "at least 1s");
     for (size_t i = 0; i < conf_len(profiles); i++) {
         struct conf_node *p = conf_at(profiles, i), *at = NULL;
@@ -461,7 +471,8 @@ static int check_durations(struct conf_load *ld, struct conf_node *job, uint64_t
             secs = interval / 1000 > 1 ? interval / 1000 - 1 : 1;
         }
         if (secs < 1 || secs * 1000 + 1000 > interval)
-            return conf_fail(ld, at, "%s lasts %" PRIu64 "s, which must be at least 1s and at "
+            return conf_fail(ld, at,
+                             "%s lasts %" PRIu64 "s, which must be at least 1s and at "
                              "least 1s below scrape-interval (%s)",
                              conf_str(conf_get(p, ".name")), secs, iv);
     }
@@ -513,8 +524,10 @@ static int job_post(struct conf_load *ld, struct conf_node *n)
          * previous one running is skipped and counted. */
         duration_format(conf_uint(to), a, sizeof(a));
         duration_format(interval, b, sizeof(b));
-        conf_warn(ld, to, "scrape-timeout (%s) is greater than scrape-interval (%s): a scrape "
-                  "still running at the next tick makes that tick skip", a, b);
+        conf_warn(ld, to,
+                  "scrape-timeout (%s) is greater than scrape-interval (%s): a scrape "
+                  "still running at the next tick makes that tick skip",
+                  a, b);
     }
     if (net_http_cfg_check(ld, n, "scrape config") < 0 || resolve_profiles(ld, n) < 0 ||
         check_durations(ld, n, interval) < 0 || apply_delta_duration(ld, n) < 0)
@@ -527,8 +540,7 @@ static int job_post(struct conf_load *ld, struct conf_node *n)
  * (found by compiling the rules one by one, on failure only). */
 static int compile_rules(struct conf_load *ld, const struct conf_node *n, const char *key,
                          const char *what, const struct scrape_job_cfg *job,
-                         const struct relabel_cfg *cfgs, unsigned count,
-                         struct relabel_rules **out)
+                         const struct relabel_cfg *cfgs, unsigned count, struct relabel_rules **out)
 {
     struct conf_node *rules = conf_get(n, key);
     char msg[512];
@@ -553,7 +565,7 @@ static int compile_rules(struct conf_load *ld, const struct conf_node *n, const 
 static void warn_profile_labels(struct conf_load *ld, const struct conf_node *n,
                                 const struct scrape_job_cfg *job)
 {
-    static const char *const profile_only[] = {"__name__", "__delta__"};
+    static const char *const profile_only[] = { "__name__", "__delta__" };
     struct conf_node *rules = conf_get(n, "relabel-configs");
 
     for (size_t k = 0; k < sizeof(profile_only) / sizeof(profile_only[0]); k++) {
@@ -569,7 +581,8 @@ static void warn_profile_labels(struct conf_load *ld, const struct conf_node *n,
                 conf_warn(ld, conf_at(rules, j),
                           "relabel config %u of job \"%s\" reads %s, which targets do not "
                           "have: rules over the labels profiles are sent with go in "
-                          "profile-relabel-configs", j + 1, job->job_name, profile_only[k]);
+                          "profile-relabel-configs",
+                          j + 1, job->job_name, profile_only[k]);
                 break;
             }
         }
@@ -594,8 +607,8 @@ static int build_filters(struct conf_load *ld, const struct conf_node *n,
     for (unsigned i = 0; i < job->n_profiles; i++) {
         struct scrape_profile_cfg *prof = &job->profiles[i];
         const struct scrape_name_list_cfg *t = &prof->sample_types;
-        const char *re = prof->sample_labels.keep ? prof->sample_labels.keep
-                                                  : prof->sample_labels.drop;
+        const char *re =
+            prof->sample_labels.keep ? prof->sample_labels.keep : prof->sample_labels.drop;
         struct pprof_filter *f;
         char msg[300];
 
@@ -611,12 +624,11 @@ static int build_filters(struct conf_load *ld, const struct conf_node *n,
                                               (uint64_t)f->types_keep << 1 |
                                                   (uint64_t)(prof->sample_labels.keep != NULL));
         for (size_t k = 0; k < f->n_types; k++)
-            f->fingerprint = XXH3_64bits_withSeed(f->types[k], strlen(f->types[k]) + 1,
-                                                  f->fingerprint);
+            f->fingerprint =
+                XXH3_64bits_withSeed(f->types[k], strlen(f->types[k]) + 1, f->fingerprint);
         if (re) {
             if (relabel_regex_new(re, &prof->label_regex, msg, sizeof(msg)) < 0)
-                return conf_fail(ld, n, "sample-labels of profile \"%.80s\": %s", prof->name,
-                                 msg);
+                return conf_fail(ld, n, "sample-labels of profile \"%.80s\": %s", prof->name, msg);
             f->label_keep = label_kept;
             f->label_ud = prof;
         }
@@ -653,8 +665,7 @@ static int job_finish(struct conf_load *ld, const struct conf_node *n, void *obj
     if ((rc = compile_rules(ld, n, "relabel-configs", "relabel config", job, job->relabel,
                             job->n_relabel, &job->rules)) < 0 ||
         (rc = compile_rules(ld, n, "profile-relabel-configs", "profile relabel config", job,
-                            job->profile_relabel, job->n_profile_relabel,
-                            &job->profile_rules)) < 0)
+                            job->profile_relabel, job->n_profile_relabel, &job->profile_rules)) < 0)
         return rc;
     warn_profile_labels(ld, n, job);
     return 0;

@@ -171,8 +171,7 @@ static void entry_build(struct scrape_manager *m, struct scrape_job *job, struct
 /* Drops the references `e`'s targets held; pairs left with none stop. A
  * results array built only in part holds zeroed results past the part,
  * which hold nothing. */
-static void entry_release(struct scrape_manager *m, struct scrape_job *job,
-                          struct source_entry *e)
+static void entry_release(struct scrape_manager *m, struct scrape_job *job, struct source_entry *e)
 {
     if (!e->results)
         return;
@@ -280,8 +279,7 @@ static struct scrape_job *job_new(struct scrape_manager *m, struct conf_doc *doc
     job->limits = *s->pprof;
     if (!m->dry_run && (h->bearer_token || h->bearer_token_file))
         job->bearer = net_secret_new(m->loop, m->work, h->bearer_token, h->bearer_token_file, 0);
-    if (!m->dry_run && h->basic_auth &&
-        (h->basic_auth->password || h->basic_auth->password_file))
+    if (!m->dry_run && h->basic_auth && (h->basic_auth->password || h->basic_auth->password_file))
         job->password = net_secret_new(m->loop, m->work, h->basic_auth->password,
                                        h->basic_auth->password_file, 0);
     if (!m->dry_run && !(job->auth = net_auth_new(m->loop, m->work, h))) {
@@ -297,8 +295,7 @@ static bool job_unchanged(const struct scrape_manager *m, const struct scrape_jo
                           const struct scrape_job_cfg *sc)
 {
     return !m->dry_run && (sc->signature[0] || sc->signature[1]) &&
-           old->sc->signature[0] == sc->signature[0] &&
-           old->sc->signature[1] == sc->signature[1];
+           old->sc->signature[0] == sc->signature[0] && old->sc->signature[1] == sc->signature[1];
 }
 
 /* The profile type of `sc` that stands for `prof` of `was`'s settings: the
@@ -465,8 +462,8 @@ static void rebuild_job(struct scrape_manager *m, struct scrape_job *job)
         }
     }
     for (size_t i = 0; i < n; i++) {
-        struct source_entry *ne = olds[i] ? hashmap_get(&job->sources,
-                                                        source_key(olds[i]->source)) : NULL;
+        struct source_entry *ne =
+            olds[i] ? hashmap_get(&job->sources, source_key(olds[i]->source)) : NULL;
 
         /* The same discovered sets in the same order: result k of the new
          * build is target k of the old one. */
@@ -565,8 +562,7 @@ static void job_reselect(struct scrape_manager *m, struct scrape_job *job)
     rebuild_job(m, job);
 }
 
-void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
-                                  size_t *elsewhere)
+void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned, size_t *elsewhere)
 {
     *owned = *elsewhere = 0;
     for (const struct scrape_job *j = m->jobs; j; j = j->next) {
@@ -595,8 +591,8 @@ void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
 
 struct pending_build {
     struct scrape_job *job;
-    uint64_t key;                   /* source_key(e->source) */
-    struct source_entry *e;         /* results allocated, built up to `done` */
+    uint64_t key;           /* source_key(e->source) */
+    struct source_entry *e; /* results allocated, built up to `done` */
     size_t done;
     struct pending_build *prev, *next; /* the manager's FIFO */
 };
@@ -832,8 +828,7 @@ static void size_clients(struct scrape_manager *m)
 {
     for (int i = 0; i < SCRAPE_CLIENTS; i++) {
         if (m->clients[i])
-            net_client_set_max_connects(m->clients[i],
-                                        m->client_pairs[i] + SCRAPE_SPARE_CONNECTS);
+            net_client_set_max_connects(m->clients[i], m->client_pairs[i] + SCRAPE_SPARE_CONNECTS);
     }
 }
 
@@ -911,8 +906,8 @@ static uint64_t wall_ns(void)
     return clock_wall_ns();
 }
 
-int scrape_manager_new(const struct scrape_manager_opts *o, struct scrape_manager **out,
-                       char *err, size_t errlen)
+int scrape_manager_new(const struct scrape_manager_opts *o, struct scrape_manager **out, char *err,
+                       size_t errlen)
 {
     struct scrape_manager *m = calloc(1, sizeof(*m));
     int rc;
@@ -1007,4 +1002,3 @@ void scrape_manager_close(struct scrape_manager *m, void (*cb)(void *ud), void *
     }
     client_closed(m);
 }
-

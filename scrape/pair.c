@@ -22,11 +22,16 @@
 #include "scrape/internal.h"
 
 const char *const scrape__fail_names[FAIL_N] = {
-    [FAIL_CONNECT] = "connect",     [FAIL_TIMEOUT] = "timeout",
-    [FAIL_TOO_LARGE] = "too_large", [FAIL_HTTP_STATUS] = "http_status",
-    [FAIL_EMPTY] = "empty",         [FAIL_NOT_PPROF] = "not_pprof",
-    [FAIL_IO] = "io",               [FAIL_DECODE] = "decode",
-    [FAIL_BACKLOG] = "backlog",     [FAIL_OVER_BUDGET] = "over_budget",
+    [FAIL_CONNECT] = "connect",
+    [FAIL_TIMEOUT] = "timeout",
+    [FAIL_TOO_LARGE] = "too_large",
+    [FAIL_HTTP_STATUS] = "http_status",
+    [FAIL_EMPTY] = "empty",
+    [FAIL_NOT_PPROF] = "not_pprof",
+    [FAIL_IO] = "io",
+    [FAIL_DECODE] = "decode",
+    [FAIL_BACKLOG] = "backlog",
+    [FAIL_OVER_BUDGET] = "over_budget",
 };
 
 static bool is_cumulative(const struct scrape_profile_cfg *prof)
@@ -65,8 +70,7 @@ static void set_error(struct scrape_pair *p, enum scrape_fail why, const char *m
         p->stats->failures[why]++;
     free(p->last_error);
     p->last_error = strdup(msg);
-    if (!p->m->on_error || !log_ratelimit_allow(&p->log_rl, clock_mono_ms(), 1, 60000,
-                                                &suppressed))
+    if (!p->m->on_error || !log_ratelimit_allow(&p->log_rl, clock_mono_ms(), 1, 60000, &suppressed))
         return;
     e = (struct scrape_error){ .job = p->job->name,
                                .instance = labels_get(&p->tp.labels, "instance"),
@@ -104,8 +108,8 @@ struct delta_job {
     size_t out_len;
     int rc;
     int64_t start_ns, end_ns;
-    bool passthrough;      /* check the gzip only; send `in` as it came */
-    struct conf_doc *doc;  /* keeps the profile type's filter alive */
+    bool passthrough;     /* check the gzip only; send `in` as it came */
+    struct conf_doc *doc; /* keeps the profile type's filter alive */
     char err[256];
 };
 
@@ -119,8 +123,7 @@ static void delta_work(void *arg)
         if (j->in_len >= 2 && j->in[0] == 0x1f && j->in[1] == 0x8b) {
             j->rc = pprof_gzip_check(j->in, j->in_len, j->limits.max_decompressed);
             if (j->rc < 0)
-                snprintf(j->err, sizeof(j->err), "invalid gzip body: %s",
-                         pprof_strerror(j->rc));
+                snprintf(j->err, sizeof(j->err), "invalid gzip body: %s", pprof_strerror(j->rc));
         }
         if (j->rc == 0) {
             j->out = j->in;
@@ -129,8 +132,8 @@ static void delta_work(void *arg)
         }
         return;
     }
-    j->rc = pprof_delta_process(j->pair->delta, j->in, j->in_len, &j->limits, &j->out,
-                                &j->out_len, j->err, sizeof(j->err));
+    j->rc = pprof_delta_process(j->pair->delta, j->in, j->in_len, &j->limits, &j->out, &j->out_len,
+                                j->err, sizeof(j->err));
     free(j->in);
     j->in = NULL;
 }
@@ -153,9 +156,10 @@ static void delta_after(void *arg, int status)
         char msg[300];
 
         snprintf(msg, sizeof(msg), "%s", j->err[0] ? j->err : pprof_strerror(j->rc));
-        set_error(p, j->rc == PPROF_ETOOLARGE     ? FAIL_TOO_LARGE
-                     : j->rc == PPROF_EOVERBUDGET ? FAIL_OVER_BUDGET
-                                                  : FAIL_DECODE,
+        set_error(p,
+                  j->rc == PPROF_ETOOLARGE     ? FAIL_TOO_LARGE
+                  : j->rc == PPROF_EOVERBUDGET ? FAIL_OVER_BUDGET
+                                               : FAIL_DECODE,
                   msg);
     } else if (j->rc == PPROF_DELTA_BASELINE) {
         p->stats->delta_baselines++;
@@ -181,8 +185,8 @@ static bool looks_like_text(const char *ct, const char *body, size_t len)
 
     if (ct && (strncmp(ct, "text/html", 9) == 0 || strncmp(ct, "application/json", 16) == 0))
         return true;
-    while (i < len && i < 64 && (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' ||
-                                 body[i] == '\t'))
+    while (i < len && i < 64 &&
+           (body[i] == ' ' || body[i] == '\n' || body[i] == '\r' || body[i] == '\t'))
         i++;
     if (i < len && (body[i] == '<' || body[i] == '{' || body[i] == '['))
         return true;
@@ -232,16 +236,16 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
             why = FAIL_TIMEOUT;
         else if (resp->result == NET_ETOOLARGE)
             why = FAIL_TOO_LARGE;
-        snprintf(msg, sizeof(msg), "%s%s%s", net_strerror(resp->result),
-                 resp->error ? ": " : "", resp->error ? resp->error : "");
+        snprintf(msg, sizeof(msg), "%s%s%s", net_strerror(resp->result), resp->error ? ": " : "",
+                 resp->error ? resp->error : "");
         set_error(p, why, msg);
         return;
     }
     if (resp->status < 200 || resp->status > 299) {
         size_t n = resp->body.len < 120 ? resp->body.len : 120;
 
-        snprintf(msg, sizeof(msg), "server returned HTTP status %ld: %.*s", resp->status,
-                 (int)n, resp->body.data ? resp->body.data : "");
+        snprintf(msg, sizeof(msg), "server returned HTTP status %ld: %.*s", resp->status, (int)n,
+                 resp->body.data ? resp->body.data : "");
         set_error(p, FAIL_HTTP_STATUS, msg);
         return;
     }
@@ -306,9 +310,10 @@ static void scrape_done(struct net_request *req, struct net_response *resp, void
         if (r < 0) {
             free(j->in);
             free(j);
-            snprintf(msg, sizeof(msg), "%s", r == PPROF_ETOOLARGE
-                     ? "decompressed size announced over max-decompressed"
-                     : "gzip trailer not plausible: truncated or corrupt stream");
+            snprintf(msg, sizeof(msg), "%s",
+                     r == PPROF_ETOOLARGE
+                         ? "decompressed size announced over max-decompressed"
+                         : "gzip trailer not plausible: truncated or corrupt stream");
             set_error(p, r == PPROF_ETOOLARGE ? FAIL_TOO_LARGE : FAIL_DECODE, msg);
             return;
         }

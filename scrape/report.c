@@ -45,7 +45,6 @@ void scrape_manager_print(const struct scrape_manager *m, const char *job, bool 
     buf_puts(out, first ? "]\n" : "\n]\n");
 }
 
-
 static json_object *jstr(const char *s)
 {
     return scrape__json_string(s, s ? strlen(s) : 0);
@@ -78,7 +77,7 @@ struct scrape_targets_iter {
     const struct scrape_manager *m;
     char *only_job;
     enum iter_phase phase;
-    size_t job_idx;        /* ordinal in m->jobs */
+    size_t job_idx;              /* ordinal in m->jobs */
     const struct scrape_job *at; /* the job at ordinal at_idx when m->jobs_gen was at_gen */
     size_t at_idx;
     uint64_t at_gen;
@@ -110,7 +109,7 @@ static int visit_target(const struct scrape_manager *m, const struct scrape_job 
                         void *ud)
 {
     struct target_result *r = &e->results[i];
-    struct scrape_target_view t = {0};
+    struct scrape_target_view t = { 0 };
     struct labels disc = LABELS_INIT;
     char why[300] = "";
     int rc = 0;
@@ -188,15 +187,13 @@ static int json_view(const struct scrape_target_view *v, void *ud)
         if (v->owner)
             json_object_object_add(t, "owner", jstr(v->owner));
         json_object_object_add(t, "profileType", jstr(v->profile_type));
-        json_object_object_add(t, "lastError",
-                               jstr(v->last_error ? v->last_error : ""));
+        json_object_object_add(t, "lastError", jstr(v->last_error ? v->last_error : ""));
         ns_to_rfc3339(v->last_scrape_ns, ts, sizeof(ts));
         json_object_object_add(t, "lastScrape", jstr(ts));
         json_object_object_add(t, "lastScrapeDuration",
                                json_object_new_double((double)v->last_duration_us / 1e6));
         json_object_object_add(t, "health", jstr(scrape_target_health(v)));
-        json_object_object_add(t, "scrapeInterval",
-                               json_object_new_int64((int64_t)v->interval_ms));
+        json_object_object_add(t, "scrapeInterval", json_object_new_int64((int64_t)v->interval_ms));
     }
     rc = put_elem(jo->out, t, jo->first);
     if (rc < 0)
@@ -262,8 +259,7 @@ static int iter_next_job(struct scrape_targets_iter *it)
 
 /* Visits targets of the current phase until `fn` returns 1 (enough for this
  * part); `*over` when the phase is done. */
-static int iter_targets(struct scrape_targets_iter *it, scrape_target_fn fn, void *ud,
-                        bool *over)
+static int iter_targets(struct scrape_targets_iter *it, scrape_target_fn fn, void *ud, bool *over)
 {
     bool active = it->phase == IT_ACTIVE;
     const struct scrape_job *job;
@@ -334,8 +330,7 @@ int scrape_targets_iter_visit(struct scrape_targets_iter *it, bool dropped, scra
     return over ? 0 : 1;
 }
 
-struct scrape_targets_iter *scrape_targets_iter_new(const struct scrape_manager *m,
-                                                    const char *job)
+struct scrape_targets_iter *scrape_targets_iter_new(const struct scrape_manager *m, const char *job)
 {
     struct scrape_targets_iter *it = calloc(1, sizeof(*it));
 
@@ -363,7 +358,7 @@ int scrape_targets_iter_next(struct scrape_targets_iter *it, struct buf *out, si
             break;
         case IT_ACTIVE:
         case IT_DROPPED: {
-            struct json_out jo = {out, &it->first, chunk};
+            struct json_out jo = { out, &it->first, chunk };
 
             rc = iter_targets(it, json_view, &jo, &over);
             if (rc < 0 || !over)
@@ -429,8 +424,8 @@ void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out
     uint64_t k;
     void *v;
 
-    buf_printf(out, "%-20s %-12s %-6s %-24s %-10s %s\n", "JOB", "TYPE", "HEALTH",
-               "LAST SCRAPE", "DURATION", "URL / ERROR");
+    buf_printf(out, "%-20s %-12s %-6s %-24s %-10s %s\n", "JOB", "TYPE", "HEALTH", "LAST SCRAPE",
+               "DURATION", "URL / ERROR");
     while (hashmap_next(&m->pairs, &pos, &k, &v)) {
         const struct scrape_pair *p = v;
         char ts[64];
@@ -440,8 +435,10 @@ void scrape_manager_targets_text(const struct scrape_manager *m, struct buf *out
         buf_puts(out, " ");
         text_field(out, p->tp.profile->name, 12);
         buf_printf(out, " %-6s %-24s %-10.3f ",
-                   !p->last_scrape_ns ? "?" : p->last_error ? "down" : "up", ts,
-                   (double)p->last_duration_us / 1e6);
+                   !p->last_scrape_ns ? "?"
+                   : p->last_error    ? "down"
+                                      : "up",
+                   ts, (double)p->last_duration_us / 1e6);
         text_field(out, p->tp.url, 0);
         if (p->last_error) {
             buf_puts(out, "  ");
@@ -461,8 +458,7 @@ uint64_t scrape__name_key(const char *a, const char *b)
 /* Found through an index, since every pair of a reload asks: a walk of the
  * list made a reload of thousands of jobs quadratic. The list stays, in
  * creation order, for the metrics. */
-struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job,
-                                       const char *type)
+struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job, const char *type)
 {
     uint64_t key = scrape__name_key(job, type);
     struct scrape_stats *s = hashmap_get(&m->stats_by_name, key);
@@ -500,15 +496,13 @@ struct scrape_stats *scrape__stats_for(struct scrape_manager *m, const char *job
  * so a cursor into it stays valid and never meets an entry twice), the
  * manager's own figures, and one series per job (the jobs list is replaced
  * by a reload: a cursor into it is good only while m->jobs_gen stands). */
-#define U64(name, help, field)                                                                     \
-    PROM_FAMILY_U64(name, "counter", help, struct scrape_stats, field)
+#define U64(name, help, field) PROM_FAMILY_U64(name, "counter", help, struct scrape_stats, field)
 
 static const struct prom_family stats_families[] = {
     U64("proflet_scrapes_total", "Scrapes completed, by job and profile type.", scrapes),
     U64("proflet_scrape_body_bytes_total", "Bytes of scraped profile bodies.", body_bytes),
     U64("proflet_scrape_skipped_ticks_total",
-        "Ticks skipped because the previous scrape of the pair was still running.",
-        skipped_ticks),
+        "Ticks skipped because the previous scrape of the pair was still running.", skipped_ticks),
     U64("proflet_profiles_produced_total", "Profiles handed to the forwarder.", profiles_out),
     U64("proflet_delta_baselines_total",
         "First profiles of a pair kept as the delta baseline and not sent.", delta_baselines),
@@ -531,8 +525,7 @@ struct global_figures {
 
 static const char *const directions[] = { "gained", "lost" };
 
-#define U64(name, type, help, field)                                                               \
-    PROM_FAMILY_U64(name, type, help, struct global_figures, field)
+#define U64(name, type, help, field) PROM_FAMILY_U64(name, type, help, struct global_figures, field)
 
 static const struct prom_family global_families[] = {
     PROM_FAMILY_HIST("proflet_scrape_start_lateness_seconds",
@@ -565,8 +558,7 @@ static const char *const pair_drop_reasons[] = { "drop", "no_name" };
 
 static const struct prom_family job_families[] = {
     U64("proflet_scrape_dropped_targets", "gauge",
-        "Targets the relabel rules dropped (the API lists keep-dropped-targets of them).",
-        dropped),
+        "Targets the relabel rules dropped (the API lists keep-dropped-targets of them).", dropped),
     U64("proflet_scrape_sampled_out_targets", "gauge",
         "Targets target-sampling leaves out (listed as dropped).", sampled_out),
     U64("proflet_scrape_target_limit_exceeded", "gauge",
@@ -671,7 +663,7 @@ int scrape_manager_metrics_next(const struct scrape_manager *m, struct scrape_me
 
 void scrape_manager_metrics(const struct scrape_manager *m, struct buf *b)
 {
-    struct scrape_metrics_cursor c = {0};
+    struct scrape_metrics_cursor c = { 0 };
 
     while (scrape_manager_metrics_next(m, &c, b, SIZE_MAX) > 0)
         ;

@@ -17,31 +17,31 @@
 #include "common/workq.h"
 #include "conf/conf.h"
 #include "discovery/discovery.h"
-#include "pprof/pprof.h"
 #include "net/net.h"
+#include "pprof/pprof.h"
 #include "relabel/relabel.h"
 
 /* --------------------------------------------------------- configuration */
 
 /** How a profile type is treated (docs/config.md "Profile types"). */
 enum scrape_kind {
-    SCRAPE_KIND_DURATION,   /**< process_cpu, fgprof: `seconds` param, sent as is */
-    SCRAPE_KIND_GAUGE,      /**< goroutine: sent as is */
+    SCRAPE_KIND_DURATION,              /**< process_cpu, fgprof: `seconds` param, sent as is */
+    SCRAPE_KIND_GAUGE,                 /**< goroutine: sent as is */
     SCRAPE_KIND_CUMULATIVE_MEMORY,     /**< memory: delta of alloc_* */
     SCRAPE_KIND_CUMULATIVE_CONTENTION, /**< mutex, block: delta of contentions, delay */
-    SCRAPE_KIND_DELTA,      /**< godeltaprof_*: already a delta, sent as is */
-    SCRAPE_KIND_CUSTOM,     /**< user-declared: sent as is unless delta: true */
+    SCRAPE_KIND_DELTA,                 /**< godeltaprof_*: already a delta, sent as is */
+    SCRAPE_KIND_CUSTOM,                /**< user-declared: sent as is unless delta: true */
 };
 
 /** One resolved profile type of a job: built-ins merged with the
  * `profiles:` overrides and `enabled-profiles`. */
 struct scrape_profile_cfg {
-    char *name;          /**< canonical name (process_cpu, memory, ..., or custom) */
-    char *path;          /**< URL path, e.g. /debug/pprof/allocs */
+    char *name; /**< canonical name (process_cpu, memory, ..., or custom) */
+    char *path; /**< URL path, e.g. /debug/pprof/allocs */
     enum scrape_kind kind;
     bool enabled;
-    bool delta;          /**< duration profile: add `seconds` (true for cpu/fgprof) */
-    char *send_name;     /**< `__name__` sent: memory for godeltaprof_memory, etc. */
+    bool delta;      /**< duration profile: add `seconds` (true for cpu/fgprof) */
+    char *send_name; /**< `__name__` sent: memory for godeltaprof_memory, etc. */
     struct conf_param *params;
     unsigned n_params;
     /** sample-types: the sample types (by name) to keep, or to drop. */
@@ -75,10 +75,10 @@ struct scrape_sampling_cfg {
 
 struct scrape_job_cfg {
     char *job_name;
-    uint64_t interval_ms;  /**< default 15s */
-    uint64_t timeout_ms;   /**< default min(10s, interval) */
-    char *scheme;          /**< http | https, default http */
-    char *path_prefix;     /**< default "" */
+    uint64_t interval_ms; /**< default 15s */
+    uint64_t timeout_ms;  /**< default min(10s, interval) */
+    char *scheme;         /**< http | https, default http */
+    char *path_prefix;    /**< default "" */
     struct conf_param *params;
     unsigned n_params;
     bool use_delta_profiles;
@@ -89,10 +89,10 @@ struct scrape_job_cfg {
     unsigned n_relabel;
     enum relabel_scheme name_validation; /**< inherited from the top level when unset */
     struct net_http_cfg http;
-    uint64_t body_size_limit; /**< scraped body cap, bytes; 0: limits.max-body-bytes */
+    uint64_t body_size_limit;      /**< scraped body cap, bytes; 0: limits.max-body-bytes */
     unsigned keep_dropped_targets; /**< dropped targets /api/v1/targets lists (all are
                                         counted); 0: all (Prometheus' keep_dropped_targets) */
-    unsigned target_limit;  /**< more targets than this after relabeling and sampling:
+    unsigned target_limit;         /**< more targets than this after relabeling and sampling:
                                  none is scraped (Prometheus' target_limit); 0: none */
     struct scrape_sampling_cfg sampling;
     /** profile-relabel-configs: rules over the labels a profile is sent
@@ -150,7 +150,7 @@ typedef void (*scrape_profile_cb)(const struct labels *labels, uint8_t *data, si
  * counts the ones not reported since); strings borrowed for the call. */
 struct scrape_error {
     const char *job, *instance, *type, *url;
-    const char *reason;   /**< connect, timeout, too_large, http_status, ... */
+    const char *reason; /**< connect, timeout, too_large, http_status, ... */
     const char *message;
     unsigned suppressed;
 };
@@ -177,19 +177,19 @@ struct scrape_transport {
 typedef bool (*scrape_owner_cb)(uint64_t id, const char **owner, void *ud);
 
 struct scrape_manager_opts {
-    uv_loop_t *loop;            /**< the manager's loop; every callback runs on it */
-    struct workq *work;         /**< CPU work (gunzip checks, deltas) */
+    uv_loop_t *loop;    /**< the manager's loop; every callback runs on it */
+    struct workq *work; /**< CPU work (gunzip checks, deltas) */
     /** `proflet targets`: build targets only; no pair, timer or request. */
     bool dry_run;
     /** Prometheus' per-instance offset seed (scrape_offset_seed()). */
     uint64_t offset_seed;
     scrape_profile_cb on_profile;
-    scrape_error_cb on_error;   /**< may be NULL */
+    scrape_error_cb on_error; /**< may be NULL */
     /** May be NULL. A pair stopped (its target left, or no longer has
      * that profile type): no profile comes with these labels (borrowed
      * for the call) until a pair has them again. */
     void (*on_pair_gone)(const struct labels *labels, void *ud);
-    void *ud;                   /**< for the callbacks */
+    void *ud; /**< for the callbacks */
     /** NULL: scrape through libcurl. Borrowed for the manager's life. */
     const struct scrape_transport *transport;
     /** NULL: the real wall clock (nanoseconds since the epoch). */
@@ -212,8 +212,8 @@ struct scrape_manager;
  * for scrape_manager_close()), or a negative code with the reason in `err`
  * (the libcurl client's, or "out of memory") and NULL in `*out`; the
  * handles it had opened then close on the loop's next run. */
-int scrape_manager_new(const struct scrape_manager_opts *o, struct scrape_manager **out,
-                       char *err, size_t errlen);
+int scrape_manager_new(const struct scrape_manager_opts *o, struct scrape_manager **out, char *err,
+                       size_t errlen);
 /** Makes the jobs match `jobs[0..n)` (inside `doc`, which the manager
  * references while anything uses it) and rebuilds every known target
  * under them. Pairs whose labels and URL did not change keep their timers
@@ -230,8 +230,7 @@ void scrape_manager_sync(const char *job, const struct disc_group *groups, size_
 void scrape_manager_refilter(struct scrape_manager *m);
 /** Targets with pairs here (`*owned`) and targets the owner filter gave to
  * someone else (`*elsewhere`), over every job. */
-void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned,
-                                  size_t *elsewhere);
+void scrape_manager_target_counts(const struct scrape_manager *m, size_t *owned, size_t *elsewhere);
 /** Stops every timer and cancels queued CPU work: no scrape starts after
  * this; requests and jobs in flight finish. */
 void scrape_manager_stop(struct scrape_manager *m);
@@ -272,7 +271,7 @@ struct scrape_target_view {
     const char *drop_reason;         /**< NULL for an active view */
     const char *owner;               /**< clustering: the owner, or NULL */
     uint64_t last_scrape_ns, last_duration_us, interval_ms;
-    uint64_t pair_key;               /**< the pair, to find its latest profile */
+    uint64_t pair_key; /**< the pair, to find its latest profile */
 };
 /** Returns 0 to go on, 1 when this part has enough, or a negative code. */
 typedef int (*scrape_target_fn)(const struct scrape_target_view *t, void *ud);

@@ -288,7 +288,7 @@ static int query_escape(struct buf *b, const char *s)
         } else if (c == ' ') {
             rc = buf_append(b, "+", 1);
         } else {
-            char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
 
             rc = buf_append(b, e, 3);
         }
@@ -398,7 +398,7 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
     const char *scheme = labels_get(tl, "__scheme__");
     const char *addr = labels_get(tl, "__address__");
     const char *spy = labels_get(tl, "__spy_name__");
-    struct query q = {NULL, 0};
+    struct query q = { NULL, 0 };
     struct labels hashed = LABELS_INIT;
     struct buf url, pathbuf, s;
     int rc = 0;
@@ -477,8 +477,8 @@ static int build_pair(const struct scrape_job_cfg *sc, const struct scrape_profi
     /* labels sent with the profile */
     for (size_t i = 0; i < tl->n && rc == 0; i++)
         if (strncmp(tl->v[i].name, "__", 2) != 0)
-            rc = labels_setn(&pair->labels, tl->v[i].name, label_name_len(&tl->v[i]), tl->v[i].value,
-                             label_value_len(&tl->v[i]));
+            rc = labels_setn(&pair->labels, tl->v[i].name, label_name_len(&tl->v[i]),
+                             tl->v[i].value, label_value_len(&tl->v[i]));
     if (rc == 0 && !labels_get(&pair->labels, "service_name"))
         rc = labels_set(&pair->labels, "service_name", service_name);
     if (rc == 0)
@@ -719,8 +719,8 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
     }
     if ((rc = finish_labels(out)) < 0)
         goto fail;
-    if (!out->error && parse_duration_label(out, "__scrape_interval__", "scrape interval",
-                                            &interval_ms) < 0)
+    if (!out->error &&
+        parse_duration_label(out, "__scrape_interval__", "scrape interval", &interval_ms) < 0)
         rc = -ENOMEM;
     if (!out->error && rc == 0 &&
         parse_duration_label(out, "__scrape_timeout__", "scrape timeout", &timeout_ms) < 0)
@@ -747,8 +747,10 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
             out->n_pairs = 0;
             free(service_name);
             if (rc == -EDOM)
-                return set_error(out, "%s: seconds must be a whole number from 1 to one second "
-                                 "below the scrape interval (%s)", sc->profiles[i].name,
+                return set_error(out,
+                                 "%s: seconds must be a whole number from 1 to one second "
+                                 "below the scrape interval (%s)",
+                                 sc->profiles[i].name,
                                  labels_get(&out->labels, "__scrape_interval__"));
             return set_error(out, "scrape URL longer than %d bytes", MAX_URL);
         }
@@ -769,8 +771,8 @@ int target_build(const struct scrape_job_cfg *sc, const struct labels *discovere
     }
     if (out->n_pairs < sc->n_profiles) {
         /* room was made for every profile type; keep what was built */
-        struct target_pair *v = out->n_pairs ? realloc(out->pairs, out->n_pairs * sizeof(*v))
-                                              : NULL;
+        struct target_pair *v =
+            out->n_pairs ? realloc(out->pairs, out->n_pairs * sizeof(*v)) : NULL;
 
         if (v || !out->n_pairs) {
             if (!out->n_pairs)
@@ -852,8 +854,8 @@ int target_result_json(const struct target_result *r, bool show_dropped, struct 
     if (!o)
         return -ENOMEM;
     json_object_object_add(o, "discoveredLabels", scrape__labels_json(&r->discovered));
-    json_object_object_add(o, "labels", r->dropped ? json_object_new_object()
-                                                   : scrape__labels_json(&r->labels));
+    json_object_object_add(o, "labels",
+                           r->dropped ? json_object_new_object() : scrape__labels_json(&r->labels));
     if (r->dropped)
         json_object_object_add(o, "dropped", json_object_new_boolean(1));
     if (r->owner)

@@ -39,8 +39,8 @@ static inline void cfg_free(struct cfg *c)
     }
 }
 
-static inline int cfg_load_string(const char *yaml, size_t len, const char *name,
-                                  struct cfg **out, char *err, size_t errlen)
+static inline int cfg_load_string(const char *yaml, size_t len, const char *name, struct cfg **out,
+                                  char *err, size_t errlen)
 {
     struct conf_doc *doc = NULL;
     int rc = agent_config_load_string(yaml, len, name, CONF_EXPAND_ENV, &doc, err, errlen);

@@ -30,8 +30,15 @@ static const char test_ca_pem[] =
 
 static char fixture_dir[] = "/tmp/proflet-cfg-tls-XXXXXX";
 static const char *const fixture_names[] = {
-    "ca.pem", "cert.pem", "key.pem", "notpem.pem", "kubeconfig", "kubeconfig-broken",
-    "kubeconfig-nocontext", "kubeconfig-noca", "kubeconfig-badb64",
+    "ca.pem",
+    "cert.pem",
+    "key.pem",
+    "notpem.pem",
+    "kubeconfig",
+    "kubeconfig-broken",
+    "kubeconfig-nocontext",
+    "kubeconfig-noca",
+    "kubeconfig-badb64",
 };
 
 static void fixtures_remove(void)
@@ -63,10 +70,10 @@ static void fixture_put(const char *name, const char *text)
 static const char *fixtures(void)
 {
 /* A kubeconfig whose cluster's CA is `ca`. */
-#define KUBECONFIG(ca)                                                                     \
-    "apiVersion: v1\nkind: Config\ncurrent-context: c\n"                                   \
-    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"                              \
-    "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443', " ca "}}]\n"          \
+#define KUBECONFIG(ca)                                                             \
+    "apiVersion: v1\nkind: Config\ncurrent-context: c\n"                           \
+    "contexts: [{name: c, context: {cluster: k, user: u}}]\n"                      \
+    "clusters: [{name: k, cluster: {server: 'https://127.0.0.1:6443', " ca "}}]\n" \
     "users: [{name: u, user: {tokenFile: /nonexistent/token}}]\n"
     if (getenv("T"))
         return fixture_dir;
@@ -300,8 +307,7 @@ TEST(listen_address_checked_at_load)
     ERR_STARTS("server: {listen-address: ''}\n", "t.yaml:1:26: bad listen address \"\"");
     ERR_STARTS("server: {listen-address: '999.1.1.1:99'}\n", "t.yaml:1:26: bad listen address");
     ERR_STARTS("server: {listen-address: '127.0.0.1:99999'}\n", "t.yaml:1:26: bad listen address");
-    ERR_STARTS("server: {listen-address: 'example.com:4100'}\n",
-               "t.yaml:1:26: bad listen address");
+    ERR_STARTS("server: {listen-address: 'example.com:4100'}\n", "t.yaml:1:26: bad listen address");
     ERR_STARTS("server: {header-timeout: 0s}\n", "t.yaml:1:");
     c = LOAD_OK("server: {listen-address: '[::1]:0', header-timeout: 3s}\n");
     ASSERT_STR_EQ(c->listen_address, "[::1]:0");
@@ -590,11 +596,12 @@ static const struct scrape_profile_cfg *profile_named(const struct cfg *c, const
 
 TEST(profile_filters)
 {
-    struct cfg *c = LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
-                            "      memory:\n        sample-types: {drop: [alloc_objects, alloc_space]}\n"
-                            "      process_cpu:\n        sample-labels: {drop: 'span_id|trace_id'}\n"
-                            "      mutex:\n        sample-types: {keep: [delay]}\n"
-                            "        sample-labels: {keep: 'handler'}\n");
+    struct cfg *c =
+        LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
+                "      memory:\n        sample-types: {drop: [alloc_objects, alloc_space]}\n"
+                "      process_cpu:\n        sample-labels: {drop: 'span_id|trace_id'}\n"
+                "      mutex:\n        sample-types: {keep: [delay]}\n"
+                "        sample-labels: {keep: 'handler'}\n");
     const struct scrape_profile_cfg *mem = profile_named(c, "memory");
     const struct scrape_profile_cfg *cpu = profile_named(c, "process_cpu");
     const struct scrape_profile_cfg *mtx = profile_named(c, "mutex");
@@ -619,11 +626,12 @@ TEST(profile_filters)
     {
         /* A reload builds the same filters again: same fingerprints, so
          * the delta state stays; another regex or mode is another filter. */
-        struct cfg *c2 = LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
-                                 "      memory:\n        sample-types: {drop: [alloc_objects, alloc_space]}\n"
-                                 "      process_cpu:\n        sample-labels: {drop: 'span_id'}\n"
-                                 "      mutex:\n        sample-types: {drop: [delay]}\n"
-                                 "        sample-labels: {keep: 'handler'}\n");
+        struct cfg *c2 =
+            LOAD_OK("scrape-configs:\n  - job-name: a\n    profiles:\n"
+                    "      memory:\n        sample-types: {drop: [alloc_objects, alloc_space]}\n"
+                    "      process_cpu:\n        sample-labels: {drop: 'span_id'}\n"
+                    "      mutex:\n        sample-types: {drop: [delay]}\n"
+                    "        sample-labels: {keep: 'handler'}\n");
 
         ASSERT_U64_EQ(profile_named(c2, "memory")->filter->fingerprint, mem->filter->fingerprint);
         ASSERT(profile_named(c2, "process_cpu")->filter->fingerprint != cpu->filter->fingerprint);
@@ -673,8 +681,7 @@ TEST(scrape_timeout_rules)
 
     /* Alloy's documentation prints 15s / 18s and Alloy accepts it: a
      * warning, not an error. */
-    ASSERT_EQ(agent_config_load_string(over, strlen(over), "t.yaml", 0, &doc, err, sizeof(err)),
-              0);
+    ASSERT_EQ(agent_config_load_string(over, strlen(over), "t.yaml", 0, &doc, err, sizeof(err)), 0);
     ASSERT_U64_EQ(agent_config(doc)->scrape[0].timeout_ms, 18000);
     ASSERT_STR_EQ(conf_doc_warning(doc, 0),
                   "t.yaml:4:21: scrape-timeout (18s) is greater than scrape-interval (15s): a "
@@ -724,8 +731,7 @@ TEST(duration_profile_seconds)
     ASSERT_STR_EQ(c->scrape[0].params[0].values[0], "10");
     ASSERT_STR_EQ(prof(&c->scrape[0], "fgprof")->params[0].values[0], "3");
     cfg_free(c);
-    ERR_IS("scrape-configs:\n  - job-name: \"\"\n",
-           "t.yaml:2:15: job-name cannot be empty");
+    ERR_IS("scrape-configs:\n  - job-name: \"\"\n", "t.yaml:2:15: job-name cannot be empty");
 }
 
 TEST(duplicate_job_name)
@@ -927,31 +933,32 @@ TEST(conflicting_auth)
  * configured, with Prometheus' snake_case spellings. */
 TEST(http_client_settings)
 {
-    struct cfg *c = (fixtures(), LOAD_OK(
-        "scrape-configs:\n"
-        "  - job-name: a\n"
-        "    static-configs: [{targets: [h:6060]}]\n"
-        "    authorization: {credentials-file: /cred}\n"
-        "    http_headers:\n"
-        "      X-One: {values: [a, b], secrets: [s], files: [/f]}\n"
-        "      X-Two: {values: [c]}\n"
-        "    proxy_url: http://127.0.0.1:3128\n"
-        "    no_proxy: 127.0.0.2,localhost\n"
-        "    proxy_connect_header: {Proxy-Authorization: [Basic eDp5]}\n"
-        "    tls_config: {ca: \"${TEST_CA_PEM}\", cert: \"${TEST_CA_PEM}\", key: PEMKEY,\n"
-        "                 min_version: TLS12,\n"
-        "                 max_version: TLS13}\n"
-        "remote-write:\n"
-        "  - url: https://127.0.0.1:4040\n"
-        "    oauth2:\n"
-        "      client_id: id\n"
-        "      client_secret_file: /secret\n"
-        "      token_url: http://127.0.0.1:9/token\n"
-        "      scopes: [a, b]\n"
-        "      endpoint_params: {audience: x}\n"
-        "      tls_config: {insecure_skip_verify: true}\n"
-        "      proxy_from_environment: true\n"
-        "    proxy-from-environment: true\n"));
+    struct cfg *c =
+        (fixtures(),
+         LOAD_OK("scrape-configs:\n"
+                 "  - job-name: a\n"
+                 "    static-configs: [{targets: [h:6060]}]\n"
+                 "    authorization: {credentials-file: /cred}\n"
+                 "    http_headers:\n"
+                 "      X-One: {values: [a, b], secrets: [s], files: [/f]}\n"
+                 "      X-Two: {values: [c]}\n"
+                 "    proxy_url: http://127.0.0.1:3128\n"
+                 "    no_proxy: 127.0.0.2,localhost\n"
+                 "    proxy_connect_header: {Proxy-Authorization: [Basic eDp5]}\n"
+                 "    tls_config: {ca: \"${TEST_CA_PEM}\", cert: \"${TEST_CA_PEM}\", key: PEMKEY,\n"
+                 "                 min_version: TLS12,\n"
+                 "                 max_version: TLS13}\n"
+                 "remote-write:\n"
+                 "  - url: https://127.0.0.1:4040\n"
+                 "    oauth2:\n"
+                 "      client_id: id\n"
+                 "      client_secret_file: /secret\n"
+                 "      token_url: http://127.0.0.1:9/token\n"
+                 "      scopes: [a, b]\n"
+                 "      endpoint_params: {audience: x}\n"
+                 "      tls_config: {insecure_skip_verify: true}\n"
+                 "      proxy_from_environment: true\n"
+                 "    proxy-from-environment: true\n"));
     const struct net_http_cfg *h = &c->scrape[0].http, *r = &c->remote[0].http;
     struct net_http_cfg copy;
 
@@ -1019,7 +1026,8 @@ TEST(http_client_settings)
             ASSERT_STR_EQ(e->values[0], "d");
         }
     }
-    ERR_IS(JOB0 "    http-headers: {Host: [x]}\n", "t.yaml:3:20: setting header \"Host\" is not allowed");
+    ERR_IS(JOB0 "    http-headers: {Host: [x]}\n",
+           "t.yaml:3:20: setting header \"Host\" is not allowed");
 }
 
 TEST(http_client_settings_refused)
@@ -1103,17 +1111,18 @@ TEST(http_client_settings_refused)
 
 TEST(kubernetes_sd)
 {
-    struct cfg *c = (fixtures(), LOAD_OK("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
-                            "      - role: pod\n"
-                            "        namespaces: {own-namespace: true, names: [a, b]}\n"
-                            "        selectors: [{role: pod, field: spec.nodeName=n1}, "
-                            "{role: node, label: x=y}]\n"
-                            "        attach-metadata: {node: true, namespace: true}\n"
-                            "      - api-server: https://k8s:6443\n"
-                            "        bearer-token-file: /t\n"
-                            "        tls-config: {ca-file: \"${T}/ca.pem\"}\n"
-                            "      - kubeconfig_file: ${T}/kubeconfig\n"
-                            "        service-account-dir: /sa\n"));
+    struct cfg *c =
+        (fixtures(), LOAD_OK("scrape-configs:\n  - job-name: k\n    kubernetes-sd-configs:\n"
+                             "      - role: pod\n"
+                             "        namespaces: {own-namespace: true, names: [a, b]}\n"
+                             "        selectors: [{role: pod, field: spec.nodeName=n1}, "
+                             "{role: node, label: x=y}]\n"
+                             "        attach-metadata: {node: true, namespace: true}\n"
+                             "      - api-server: https://k8s:6443\n"
+                             "        bearer-token-file: /t\n"
+                             "        tls-config: {ca-file: \"${T}/ca.pem\"}\n"
+                             "      - kubeconfig_file: ${T}/kubeconfig\n"
+                             "        service-account-dir: /sa\n"));
     const struct scrape_job_cfg *s = &c->scrape[0];
     const struct disc_k8s_cfg *k = &s->sd.k8s_sd[0];
 
@@ -1177,7 +1186,8 @@ TEST(kubernetes_sd_errors)
     ERR_IS(K8S "      - selectors: [{label: a=b}]\n",
            "t.yaml:4:21: missing required key \"role\" in selector");
     /* Selectors are parsed as the API server parses them, at load. */
-    cfg_free(LOAD_OK(K8S "      - selectors:\n"
+    cfg_free(LOAD_OK(K8S
+                     "      - selectors:\n"
                      "          - {role: pod, label: 'app in (a, b),tier!=x,!canary,"
                      "app.kubernetes.io/name=web,n>5', field: 'spec.nodeName=n,status.phase!=X'}\n"
                      "          - {role: node, label: 'topology.kubernetes.io/zone', "
@@ -1220,12 +1230,17 @@ TEST(tls_files_checked_at_load)
                "                 key-file: \"${T}/key.pem\"}\n",
            "t.yaml:3:42: cert-file \"/nonexistent/c.pem\" in tls-config cannot be read: No such "
            "file or directory");
-    snprintf(want, sizeof(want), "t.yaml:4:18: key-file \"%s\" in tls-config cannot be read: "
-             "Is a directory", fixtures());
-    ERR_IS(JOB "    tls-config: {cert-file: \"${T}/cert.pem\",\n                 key-file: \"${T}\"}\n",
+    snprintf(want, sizeof(want),
+             "t.yaml:4:18: key-file \"%s\" in tls-config cannot be read: "
+             "Is a directory",
+             fixtures());
+    ERR_IS(JOB
+           "    tls-config: {cert-file: \"${T}/cert.pem\",\n                 key-file: \"${T}\"}\n",
            want);
-    snprintf(want, sizeof(want), "t.yaml:3:18: ca-file \"%s\" in tls-config holds no PEM "
-             "certificate", fixture("notpem.pem"));
+    snprintf(want, sizeof(want),
+             "t.yaml:3:18: ca-file \"%s\" in tls-config holds no PEM "
+             "certificate",
+             fixture("notpem.pem"));
     ERR_IS(JOB "    tls-config: {ca-file: \"${T}/notpem.pem\"}\n", want);
     /* oauth2's own client and the Kubernetes API connection. */
     ERR_IS(JOB "    oauth2:\n      client-id: i\n      token-url: https://127.0.0.1/t\n"
@@ -1246,7 +1261,9 @@ TEST(tls_files_checked_at_load)
            "CERTIFICATE----- blocks");
     /* What exists loads, relative paths included (the process's directory,
      * as libcurl opens them). */
-    snprintf(yaml, sizeof(yaml), JOB "    tls-config: {ca-file: \"${T}/ca.pem\", cert-file: "
+    snprintf(yaml, sizeof(yaml),
+             JOB
+             "    tls-config: {ca-file: \"${T}/ca.pem\", cert-file: "
              "\"${T}/cert.pem\", key-file: \"${T}/key.pem\"}\n    oauth2:\n      client-id: i\n"
              "      token-url: https://127.0.0.1/t\n      tls-config: {ca: \"${TEST_CA_PEM}\"}\n");
     c = LOAD_OK(yaml);
@@ -1258,7 +1275,8 @@ TEST(tls_files_checked_at_load)
     ERR_STARTS(JOB "    tls-config: {ca-file: ca.pem}\n", "t.yaml:3:18: ca-file \"ca.pem\"");
     /* Secret files are re-read at run time and may appear after start
      * (net/secret.c): they are not required at load. */
-    cfg_free(LOAD_OK(JOB "    basic-auth: {username: u, password-file: /nonexistent/p}\n"
+    cfg_free(LOAD_OK(JOB
+                     "    basic-auth: {username: u, password-file: /nonexistent/p}\n"
                      "    http-headers: {X-A: {files: [/nonexistent/h]}}\n"
                      "  - job-name: b\n    bearer-token-file: /nonexistent/t\n"
                      "  - job-name: c\n    authorization: {credentials-file: /nonexistent/c}\n"
@@ -1283,11 +1301,15 @@ TEST(kubeconfig_checked_at_load)
     snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: current-context (unset) not found",
              fixture("kubeconfig-nocontext"));
     ERR_IS(K8S "      - kubeconfig-file: ${T}/kubeconfig-nocontext\n", want);
-    snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: certificate-authority %s cannot "
-             "be read: No such file or directory", fixture("kubeconfig-noca"), fixture("no.pem"));
+    snprintf(want, sizeof(want),
+             "t.yaml:4:9: kubeconfig %s: certificate-authority %s cannot "
+             "be read: No such file or directory",
+             fixture("kubeconfig-noca"), fixture("no.pem"));
     ERR_IS(K8S "      - kubeconfig-file: ${T}/kubeconfig-noca\n", want);
-    snprintf(want, sizeof(want), "t.yaml:4:9: kubeconfig %s: certificate-authority-data is not "
-             "base64", fixture("kubeconfig-badb64"));
+    snprintf(want, sizeof(want),
+             "t.yaml:4:9: kubeconfig %s: certificate-authority-data is not "
+             "base64",
+             fixture("kubeconfig-badb64"));
     ERR_IS(K8S "      - kubeconfig-file: ${T}/kubeconfig-badb64\n", want);
     /* Clustering's kubernetes block is the same section. */
     ERR_IS("clustering:\n  enabled: true\n  kubernetes:\n"
@@ -1299,7 +1321,7 @@ TEST(kubeconfig_checked_at_load)
     unsetenv("KUBERNETES_SERVICE_HOST");
     unsetenv("KUBERNETES_SERVICE_PORT");
     cfg_free(LOAD_OK(K8S "      - kubeconfig-file: ${T}/kubeconfig\n      - role: pod\n"
-                     "        namespaces: {own-namespace: true}\n"));
+                         "        namespaces: {own-namespace: true}\n"));
 #undef K8S
 }
 

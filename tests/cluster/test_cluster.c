@@ -136,8 +136,8 @@ TEST(a_peer_that_joins_takes_about_one_nth)
  * it owned, and each replica (a permutation of the list) agrees. */
 TEST(property_over_many_memberships)
 {
-    static const char *const pool[] = { "r0", "r1", "r2", "r3", "r4", "r5", "r6", "r7",
-                                        "r8", "r9", "r10", "r11" };
+    static const char *const pool[] = { "r0", "r1", "r2", "r3", "r4",  "r5",
+                                        "r6", "r7", "r8", "r9", "r10", "r11" };
     uint64_t s = 99;
 
     for (int round = 0; round < 200; round++) {
@@ -225,7 +225,7 @@ TEST(static_membership_on_a_loop)
         ASSERT_TRUE(who == NULL);
     }
     ASSERT_EQ(cluster_apply(c, &cfg, &g, err, sizeof(err)), 0);
-    ASSERT_EQ(changes, 0); /* announced from the loop, not from inside the call */
+    ASSERT_EQ(changes, 0);          /* announced from the loop, not from inside the call */
     ASSERT_FALSE(cluster_ready(c)); /* ready once announced */
     RUN_UNTIL(&loop, changes >= 1, 5000);
     ASSERT_TRUE(cluster_ready(c));

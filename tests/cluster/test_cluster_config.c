@@ -41,8 +41,8 @@ TEST(off_by_default)
 TEST(static_peers)
 {
     char err[512];
-    struct conf_doc *doc = load("clustering:\n  enabled: true\n  self: b\n  peers: [a, b]\n", err,
-                                sizeof(err));
+    struct conf_doc *doc =
+        load("clustering:\n  enabled: true\n  self: b\n  peers: [a, b]\n", err, sizeof(err));
     const struct cluster_cfg *c;
 
     ASSERT_TRUE(doc != NULL);

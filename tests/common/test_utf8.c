@@ -61,8 +61,9 @@ TEST(utf8_decode_like_go)
 
 TEST(utf8_encode_like_go)
 {
-    static const uint32_t runes[] = {0, 0x7f, 0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000,
-                                     0x10ffff};
+    static const uint32_t runes[] = {
+        0, 0x7f, 0x80, 0x7ff, 0x800, 0xfffd, 0xffff, 0x10000, 0x10ffff
+    };
     char out[UTF8_MAX_LEN];
 
     for (size_t i = 0; i < sizeof(runes) / sizeof(runes[0]); i++) {
@@ -93,14 +94,16 @@ TEST(utf8_valid_and_invalid_count)
     ASSERT_FALSE(utf8_valid("ok\xe2\x82", 4));
     ASSERT_EQ(utf8_invalid_count("", 0), 0);
     ASSERT_EQ(utf8_invalid_count("h\xc3\xa9", 3), 0);
-    ASSERT_EQ(utf8_invalid_count("a\xff" "b\xe2\x82", 5), 3);
+    ASSERT_EQ(utf8_invalid_count("a\xff"
+                                 "b\xe2\x82",
+                                 5),
+              3);
     ASSERT_EQ(utf8_invalid_count("\xed\xa0\x80\xef\xbf\xbd", 6), 3);
 }
 
-
 /* What an appender makes of `s` (length n), NUL-terminated in `out`. */
-static const char *appended(int (*fn)(struct buf *, const char *, size_t), const char *s,
-                            size_t n, struct buf *out)
+static const char *appended(int (*fn)(struct buf *, const char *, size_t), const char *s, size_t n,
+                            struct buf *out)
 {
     buf_reset(out);
     ASSERT_EQ(fn(out, s, n), 0);
@@ -131,7 +134,8 @@ TEST(utf8_append_valid_replaces_each_invalid_byte)
 /* Text for people: one line, no terminal escape, valid UTF-8. */
 TEST(utf8_append_visible_shows_control_characters)
 {
-    static const char evil[] = "up\n\x1b[2J\r\tx\x7f\xc2\x9b" "1m\xff\xc3\xa9";
+    static const char evil[] = "up\n\x1b[2J\r\tx\x7f\xc2\x9b"
+                               "1m\xff\xc3\xa9";
     struct buf b;
     const char *out;
 

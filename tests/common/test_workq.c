@@ -59,9 +59,9 @@ static void reset(int together)
 /* A queue on `loop`, or the test fails with the constructor's message. */
 static struct workq *new_queue(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog)
 {
-    const struct workq_opts o = {
-        .loop = loop, .max_inflight = max_inflight, .max_backlog = max_backlog
-    };
+    const struct workq_opts o = { .loop = loop,
+                                  .max_inflight = max_inflight,
+                                  .max_backlog = max_backlog };
     struct workq *q;
     char err[128] = "";
     int rc = workq_new(&o, &q, err, sizeof(err));
@@ -155,7 +155,7 @@ static void costly_job(void *arg)
 
 TEST(workq_budget_bounds_running_costs)
 {
-    static const int costs[] = {60, 60, 30, 10};
+    static const int costs[] = { 60, 60, 30, 10 };
     struct workq_stats st;
     struct workq *q;
     uv_loop_t loop;
@@ -167,7 +167,8 @@ TEST(workq_budget_bounds_running_costs)
     workq_set_budget(q, 100);
     for (int i = 0; i < 4; i++)
         ASSERT_EQ(workq_submit_cost(q, WORKQ_SKIPPABLE, costs[i], costly_job, after,
-                                    (void *)(intptr_t)costs[i]), 0);
+                                    (void *)(intptr_t)costs[i]),
+                  0);
     /* The second 60 does not fit beside the first: it waits, and the
      * cheaper jobs behind it wait too (no overtaking). */
     workq_get_stats(q, &st);

@@ -28,8 +28,7 @@ TEST(wrong_types)
     ERR_IS("scrape-configs: foo\n", "t.yaml:1:17: expected a list, got \"foo\"");
     ERR_IS("scrape-configs:\n  - job-name: a\n    static-configs: [{targets: {a: b}}]\n",
            "t.yaml:3:32: expected a list, got a mapping");
-    ERR_IS("scrape-configs:\n  - job-name: [a]\n",
-           "t.yaml:2:15: expected a string, got a list");
+    ERR_IS("scrape-configs:\n  - job-name: [a]\n", "t.yaml:2:15: expected a string, got a list");
     ERR_IS("server: 4100\n", "t.yaml:1:9: expected a mapping, got \"4100\"");
     ERR_IS("scrape-configs:\n  - job-name: a\n    use-delta-profiles: maybe\n",
            "t.yaml:3:25: expected true or false, got \"maybe\"");
@@ -144,8 +143,7 @@ TEST(env_expansion)
     ERR_IS("log-level: ${PROFLET_T_NODE\n",
            "t.yaml:1:12: malformed \"${...}\" in value \"${PROFLET_T_NODE\": expected ${NAME} or "
            "${NAME:-default}");
-    ERR_IS("log-level: ${X:-abc\n",
-           "t.yaml:1:12: unterminated \"${\" in value \"${X:-abc\"");
+    ERR_IS("log-level: ${X:-abc\n", "t.yaml:1:12: unterminated \"${\" in value \"${X:-abc\"");
     /* A value that expands to something invalid is reported where it was written. */
     ERR_IS("scrape-configs:\n  - job-name: a\n    scrape-interval: ${PROFLET_T_NODE}\n",
            "t.yaml:3:22: expected a duration like 15s, got \"node-7\"");
@@ -168,8 +166,7 @@ TEST(env_expansion_is_opt_in)
     char err[512];
 
     setenv("PROFLET_T_NODE", "node-7", 1);
-    ASSERT_EQ(agent_config_load_string(yaml, strlen(yaml), "t.yaml", 0, &doc, err, sizeof(err)),
-              0);
+    ASSERT_EQ(agent_config_load_string(yaml, strlen(yaml), "t.yaml", 0, &doc, err, sizeof(err)), 0);
     c = agent_config(doc);
     ASSERT_STR_EQ(c->external_labels[0].value, "${PROFLET_T_NODE}");
     ASSERT_STR_EQ(c->external_labels[1].value, "cost $$5 and $1");
@@ -179,9 +176,8 @@ TEST(env_expansion_is_opt_in)
     ASSERT_NULL(conf_doc_warning(doc, 1));
     conf_doc_unref(doc);
     /* no `${`: nothing to note */
-    ASSERT_EQ(agent_config_load_string("log-level: info\n", 16, "t.yaml", 0, &doc, err,
-                                       sizeof(err)),
-              0);
+    ASSERT_EQ(
+        agent_config_load_string("log-level: info\n", 16, "t.yaml", 0, &doc, err, sizeof(err)), 0);
     ASSERT_NULL(conf_doc_warning(doc, 0));
     conf_doc_unref(doc);
 }

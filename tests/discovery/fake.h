@@ -21,7 +21,7 @@ struct fake {
 
 /* The server of the running test (a copy: the test's struct fake may be
  * gone): stopped if a failed assertion skipped fake_stop(), and at exit. */
-static struct test_peer fake_current = {.pid = -1};
+static struct test_peer fake_current = { .pid = -1 };
 
 static inline void fake_stop_current(void)
 {

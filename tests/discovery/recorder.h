@@ -10,8 +10,8 @@
 
 #include "common/workq.h"
 #include "discovery/discovery.h"
-#include "tests/harness/test.h"
 #include "test_loop.h"
+#include "tests/harness/test.h"
 
 /* The discovery settings of a few jobs, built by hand in the shape the
  * configuration file gives them. */
@@ -26,8 +26,7 @@ struct tcfg {
 };
 
 /* disc_manager_apply() of every job of `c` (NULL: none). */
-static inline int tcfg_apply(struct disc_manager *m, const struct tcfg *c, char *err,
-                             size_t errlen)
+static inline int tcfg_apply(struct disc_manager *m, const struct tcfg *c, char *err, size_t errlen)
 {
     struct disc_job jobs[16];
     unsigned n = c ? c->n_scrape : 0;
@@ -88,9 +87,9 @@ struct rec_src {
 struct rec {
     struct rec_src *s;
     size_t n;
-    unsigned rounds;        /* update callbacks */
-    unsigned groups;        /* groups delivered in total */
-    uint64_t last_ms;       /* uv_now of the last callback */
+    unsigned rounds;  /* update callbacks */
+    unsigned groups;  /* groups delivered in total */
+    uint64_t last_ms; /* uv_now of the last callback */
     uv_loop_t *loop;
     struct disc_manager *m; /* for re-entrancy checks */
     int apply_rc;           /* result of an apply attempted from the callback */

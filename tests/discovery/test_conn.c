@@ -46,7 +46,7 @@ static void put(const char *path, const char *s)
 TEST(kubeconfig_current_context)
 {
     char dir[] = "/tmp/disc-kc-XXXXXX", kc[256], tf[256], err[256], ca[256];
-    struct disc_k8s_cfg sd = {0};
+    struct disc_k8s_cfg sd = { 0 };
     struct k8s_conn c;
     uv_loop_t loop;
     struct workq *q;
@@ -116,7 +116,7 @@ TEST(kubeconfig_current_context)
 TEST(in_cluster_and_token_rereading)
 {
     char dir[] = "/tmp/disc-sa-XXXXXX", p[256], err[256];
-    struct disc_k8s_cfg sd = {0};
+    struct disc_k8s_cfg sd = { 0 };
     struct k8s_conn c;
     uv_loop_t loop;
     struct workq *q;

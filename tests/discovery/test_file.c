@@ -44,9 +44,9 @@ TEST(parse_json_and_yaml)
 TEST(parse_errors)
 {
     const char *bad[] = {
-        "[{\"targets\": [\"a\"]", /* truncated */
-        "{\"targets\": []}",      /* not a list */
-        "[{\"targets\": [1]}]",   /* target not a string */
+        "[{\"targets\": [\"a\"]",                         /* truncated */
+        "{\"targets\": []}",                              /* not a list */
+        "[{\"targets\": [1]}]",                           /* target not a string */
         "[{\"targets\": [], \"labels\": {\"\": \"v\"}}]", /* empty label name */
         "[{\"targets\": [], \"extra\": 1}]",              /* unknown field */
         "[] []",                                          /* trailing data */
@@ -57,16 +57,14 @@ TEST(parse_errors)
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         err[0] = '\0';
-        ASSERT_LT(disc__file_parse(bad[i], strlen(bad[i]), false, "f.json", &g, &n, err,
-                                   sizeof(err)),
-                  0);
+        ASSERT_LT(
+            disc__file_parse(bad[i], strlen(bad[i]), false, "f.json", &g, &n, err, sizeof(err)), 0);
         ASSERT_NULL(g);
         ASSERT_GT(strlen(err), 0);
     }
     ASSERT_LT(disc__file_parse("- a: [\n", 7, true, "f.yml", &g, &n, err, sizeof(err)), 0);
     ASSERT_NOT_NULL(strstr(err, "line"));
-    ASSERT_LT(disc__file_parse("a: &x 1\nb: *x\n", 14, true, "f.yml", &g, &n, err, sizeof(err)),
-              0);
+    ASSERT_LT(disc__file_parse("a: &x 1\nb: *x\n", 14, true, "f.yml", &g, &n, err, sizeof(err)), 0);
 }
 
 /* A NUL in a label name, value or target would cut the C string that carries
@@ -80,18 +78,18 @@ TEST(parse_refuses_nul)
         bool yaml;
         const char *where;
     } bad[] = {
-        {"[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"\\u0000nul\"}}]", 0, false,
-         "line 1 column 40"},
-        {"[{\"targets\": [\"a:1\"],\n  \"labels\": {\"v\": \"x\\u0000\"}}]", 0, false,
-         "line 2 column 21"},
-        {"[{\"targets\": [\"a:1\"], \"labels\": {\"k\\u0000x\": \"v\"}}]", 0, false,
-         "line 1 column 36"},
-        {"[{\"targets\": [\"a:1\\u0000\"]}]", 0, false, "line 1 column 19"},
-        {"[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"a\0b\"}}]", 46, false,
-         "line 1 column 41"},
-        {"- targets: ['a:1']\n  labels:\n    v: \"\\0nul\"\n", 0, true, "line 3 column 8"},
-        {"- targets: [\"a:1\\0\"]\n", 0, true, "line 1 column 13"},
-        {"- targets: ['a:1']\n  labels:\n    \"k\\0\": v\n", 0, true, "line 3 column 5"},
+        { "[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"\\u0000nul\"}}]", 0, false,
+          "line 1 column 40" },
+        { "[{\"targets\": [\"a:1\"],\n  \"labels\": {\"v\": \"x\\u0000\"}}]", 0, false,
+          "line 2 column 21" },
+        { "[{\"targets\": [\"a:1\"], \"labels\": {\"k\\u0000x\": \"v\"}}]", 0, false,
+          "line 1 column 36" },
+        { "[{\"targets\": [\"a:1\\u0000\"]}]", 0, false, "line 1 column 19" },
+        { "[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"a\0b\"}}]", 46, false,
+          "line 1 column 41" },
+        { "- targets: ['a:1']\n  labels:\n    v: \"\\0nul\"\n", 0, true, "line 3 column 8" },
+        { "- targets: [\"a:1\\0\"]\n", 0, true, "line 1 column 13" },
+        { "- targets: ['a:1']\n  labels:\n    \"k\\0\": v\n", 0, true, "line 3 column 5" },
     };
     struct disc__file_group *g;
     size_t n;
@@ -111,7 +109,8 @@ TEST(parse_refuses_nul)
 
     /* An escaped backslash before "u0000" is text, not a NUL; nor is a
      * single-quoted YAML "\0". */
-    const char *js = "[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"\\\\u0000\", \"w\": \"\\\"\\\\\"}}]";
+    const char *js =
+        "[{\"targets\": [\"a:1\"], \"labels\": {\"v\": \"\\\\u0000\", \"w\": \"\\\"\\\\\"}}]";
     ASSERT_EQ(disc__file_parse(js, strlen(js), false, "f", &g, &n, err, sizeof(err)), 0);
     ASSERT_EQ(n, 1);
     ASSERT_STR_EQ(labels_get(&g[0].targets[0], "v"), "\\u0000");
@@ -148,10 +147,10 @@ static void on_err(const char *job, const char *prov, const char *msg, void *ud)
 TEST(provider_watches_files)
 {
     uv_loop_t loop;
-    struct rec r = {0};
-    struct tcfg c = {0};
-    struct tjob sc = {0};
-    struct disc_file_cfg fsd = {0};
+    struct rec r = { 0 };
+    struct tcfg c = { 0 };
+    struct tjob sc = { 0 };
+    struct disc_file_cfg fsd = { 0 };
     struct disc_manager *m;
     char dir[] = "/tmp/disc-file-XXXXXX", glob1[256], a[256], b[256], src[300], err[256];
     char *files[1];

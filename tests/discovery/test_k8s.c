@@ -43,9 +43,9 @@ static void env_init(struct env *e, const char *scenario, const char *x1, const 
     memset(e, 0, sizeof(*e));
     fake_start(&e->f, scenario, x1, x2);
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &e->loop }, &e->http, err,
-                             sizeof(err)),
-              0);
+    ASSERT_EQ(
+        net_client_new(&(struct net_client_opts){ .loop = &e->loop }, &e->http, err, sizeof(err)),
+        0);
     e->r.loop = &e->loop;
     e->m = rec_manager_new((struct disc_manager_opts){ .loop = &e->loop,
                                                        .http = e->http,
@@ -171,7 +171,8 @@ static double metric(struct env *e, const char *series)
     return v;
 }
 
-#define ERRS(kind) "proflet_discovery_errors_total{job=\"" JOB "\",provider=\"kubernetes\",kind=\"" kind "\"}"
+#define ERRS(kind) \
+    "proflet_discovery_errors_total{job=\"" JOB "\",provider=\"kubernetes\",kind=\"" kind "\"}"
 #define SERIES(name) name "{job=\"" JOB "\",provider=\"kubernetes\"}"
 
 static void wait_watching(struct env *e, int n_watches)
@@ -479,8 +480,8 @@ TEST(token_401_until_file_changes)
 TEST(namespaces_and_selectors)
 {
     struct env e;
-    char *names[] = {"shop", "default"};
-    struct disc_k8s_selector_cfg sel[] = {{"pod", "app=web", "spec.nodeName=node-a"}};
+    char *names[] = { "shop", "default" };
+    struct disc_k8s_selector_cfg sel[] = { { "pod", "app=web", "spec.nodeName=node-a" } };
     json_object *reqs;
     int with_sel = 0, watch_sel = 0;
 
@@ -576,7 +577,7 @@ TEST(reapply_same_keeps_provider_and_change_restarts)
     ASSERT_EQ(count_requests(&e, false), 1);
     /* A selector changes: the provider restarts and re-lists. */
     {
-        struct disc_k8s_selector_cfg sel[] = {{"pod", "app=db", NULL}};
+        struct disc_k8s_selector_cfg sel[] = { { "pod", "app=db", NULL } };
 
         e.sd.selectors = sel;
         e.sd.n_selectors = 1;

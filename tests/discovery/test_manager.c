@@ -7,9 +7,9 @@
 
 #include "tests/discovery/recorder.h"
 
-static struct conf_kv kv_env[] = {{"env", "dev"}, {"__address__", "label-loses"}};
-static char *tg0[] = {"10.0.0.1:6060", "10.0.0.2:6060"};
-static char *tg1[] = {"localhost:7070"};
+static struct conf_kv kv_env[] = { { "env", "dev" }, { "__address__", "label-loses" } };
+static char *tg0[] = { "10.0.0.1:6060", "10.0.0.2:6060" };
+static char *tg1[] = { "localhost:7070" };
 
 static void make_cfg(struct tcfg *c, struct tjob *sc, struct disc_static_cfg *st, unsigned n_st,
                      const char *job)
@@ -39,7 +39,7 @@ static void base_statics(struct disc_static_cfg st[2])
 TEST(static_groups_and_labels)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc;
     struct disc_static_cfg st[2];
@@ -118,7 +118,7 @@ TEST(static_groups_and_labels)
 TEST(two_jobs_separate_callbacks)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc[2];
     struct disc_static_cfg st[2];
@@ -160,7 +160,7 @@ TEST(two_jobs_separate_callbacks)
 TEST(coalescing_delay)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc;
     struct disc_static_cfg st[2];
@@ -202,7 +202,7 @@ TEST(coalescing_delay)
 TEST(apply_from_callback_is_refused)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc;
     struct disc_static_cfg st[2];
@@ -229,7 +229,7 @@ TEST(apply_from_callback_is_refused)
 TEST(ready_with_no_providers_and_close_with_pending)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc;
     struct disc_static_cfg st[2];
@@ -255,7 +255,7 @@ TEST(ready_with_no_providers_and_close_with_pending)
 TEST(metrics_pass_promtool)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc;
     struct disc_static_cfg st[2];
@@ -296,12 +296,12 @@ TEST(metrics_pass_promtool)
 TEST(failed_apply_changes_nothing)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob jobs[2];
     struct disc_static_cfg st[2], st2[1];
-    struct disc_k8s_cfg k8s = {0};
-    static char *other[] = {"127.0.0.9:1"};
+    struct disc_k8s_cfg k8s = { 0 };
+    static char *other[] = { "127.0.0.9:1" };
     struct disc_manager *m;
     char err[256];
 

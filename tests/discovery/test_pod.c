@@ -31,15 +31,15 @@ static void check_labels(const char *file, size_t i, const struct labels *got, j
         if (!g || strcmp(g, json_object_get_string(v)) != 0) {
             char *s = labels_to_string(got);
 
-            test__fail(__FILE__, __LINE__, "%s target %zu: %s: want \"%s\" got \"%s\" in %s",
-                       file, i, k, json_object_get_string(v), g ? g : "(absent)", s);
+            test__fail(__FILE__, __LINE__, "%s target %zu: %s: want \"%s\" got \"%s\" in %s", file,
+                       i, k, json_object_get_string(v), g ? g : "(absent)", s);
         }
     }
     if (n != got->n) {
         char *s = labels_to_string(got);
 
-        test__fail(__FILE__, __LINE__, "%s target %zu: %zu labels, want %zu: %s", file, i,
-                   got->n, n, s);
+        test__fail(__FILE__, __LINE__, "%s target %zu: %zu labels, want %zu: %s", file, i, got->n,
+                   n, s);
     }
 }
 
@@ -114,14 +114,16 @@ TEST(sanitize_invalid_utf8)
         size_t n;
         const char *out;
     } cases[] = {
-        {"app.kubernetes.io/name", 22, "app_kubernetes_io_name"},
-        {"\xc3\xa9", 2, "_"},              /* é: one rune, one underscore */
-        {"a\xff" "b", 3, "a_b"},           /* invalid byte */
-        {"\xe2\x82", 2, "__"},             /* truncated 3-byte sequence: two bytes */
-        {"\xed\xa0\x80", 3, "___"},        /* surrogate: invalid, byte by byte */
-        {"\xc0\xaf", 2, "__"},             /* overlong */
-        {"\xf0\x9f\x98\x80x", 5, "_x"},    /* 4-byte rune */
-        {"", 0, ""},
+        { "app.kubernetes.io/name", 22, "app_kubernetes_io_name" },
+        { "\xc3\xa9", 2, "_" }, /* é: one rune, one underscore */
+        { "a\xff"
+          "b",
+          3, "a_b" },                     /* invalid byte */
+        { "\xe2\x82", 2, "__" },          /* truncated 3-byte sequence: two bytes */
+        { "\xed\xa0\x80", 3, "___" },     /* surrogate: invalid, byte by byte */
+        { "\xc0\xaf", 2, "__" },          /* overlong */
+        { "\xf0\x9f\x98\x80x", 5, "_x" }, /* 4-byte rune */
+        { "", 0, "" },
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -152,11 +154,11 @@ TEST(pod_not_an_object)
  * labels of a scrape job's targets stay Prometheus' own. */
 TEST(pod_being_deleted_is_marked_only_when_asked)
 {
-    json_object *o = json_tokener_parse(
-        "{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\", \"uid\": \"u\","
-        " \"deletionTimestamp\": \"2026-11-27T03:00:00Z\"},"
-        " \"spec\": {\"containers\": [{\"name\": \"c\"}]},"
-        " \"status\": {\"podIP\": \"127.0.0.9\", \"phase\": \"Running\"}}");
+    json_object *o =
+        json_tokener_parse("{\"metadata\": {\"name\": \"p\", \"namespace\": \"ns\", \"uid\": \"u\","
+                           " \"deletionTimestamp\": \"2026-11-27T03:00:00Z\"},"
+                           " \"spec\": {\"containers\": [{\"name\": \"c\"}]},"
+                           " \"status\": {\"podIP\": \"127.0.0.9\", \"phase\": \"Running\"}}");
     struct labels *t = NULL;
     size_t n = 0;
     char src[64];
@@ -175,8 +177,10 @@ TEST(pod_being_deleted_is_marked_only_when_asked)
         free(t);
         t = NULL;
     }
-    json_object_object_add(o, "metadata", json_tokener_parse(
-        "{\"name\": \"p\", \"namespace\": \"ns\", \"deletionTimestamp\": null}"));
+    json_object_object_add(
+        o, "metadata",
+        json_tokener_parse(
+            "{\"name\": \"p\", \"namespace\": \"ns\", \"deletionTimestamp\": null}"));
     ASSERT_EQ(disc__k8s_pod_targets(o, NULL, false, NULL, true, src, sizeof(src), &t, &n), 0);
     ASSERT_EQ(n, 1);
     ASSERT_NULL(labels_get(&t[0], DISC_K8S_TERMINATING_LABEL)); /* null: not being deleted */

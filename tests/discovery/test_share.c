@@ -34,9 +34,9 @@ static void env_init(struct env *e)
     memset(e, 0, sizeof(*e));
     fake_start(&e->f, "basic.json", NULL, NULL);
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &e->loop }, &e->http, err,
-                             sizeof(err)),
-              0);
+    ASSERT_EQ(
+        net_client_new(&(struct net_client_opts){ .loop = &e->loop }, &e->http, err, sizeof(err)),
+        0);
     e->r.loop = &e->loop;
     e->m = rec_manager_new((struct disc_manager_opts){
         .loop = &e->loop, .http = e->http, .on_update = rec_cb, .update_ud = &e->r });
@@ -235,7 +235,7 @@ TEST(identical_k8s_configs_share_one_list_and_watch)
 TEST(different_settings_get_their_own_provider)
 {
     struct env e;
-    struct disc_k8s_selector_cfg sel[] = {{"pod", "app=db", NULL}};
+    struct disc_k8s_selector_cfg sel[] = { { "pod", "app=db", NULL } };
 
     env_init(&e);
     e.sd[1].selectors = sel;
@@ -284,7 +284,7 @@ TEST(identical_pieces_of_one_job_share_too)
 TEST(file_sd_shared_between_jobs)
 {
     uv_loop_t loop;
-    struct rec r = {0};
+    struct rec r = { 0 };
     struct tcfg c;
     struct tjob sc[2];
     struct disc_file_cfg fsd[2];

@@ -27,15 +27,15 @@
 
 #include "common/workq.h"
 #include "forward/forward.h"
-#include "tcfg.h"
 #include "net/net.h"
+#include "tcfg.h"
 
 #define MAX_EP 4
 
 static struct tcfg cfg;
 static struct cfg_remote eps[MAX_EP];
-static struct conf_kv ext_label = {(char *)"env", (char *)"test"};
-static struct conf_kv headers[2] = {{(char *)"X-Test-Header", (char *)"yes"}};
+static struct conf_kv ext_label = { (char *)"env", (char *)"test" };
+static struct conf_kv headers[2] = { { (char *)"X-Test-Header", (char *)"yes" } };
 static unsigned n_eps;
 static uv_loop_t loop;
 static struct net_client *http;
@@ -223,8 +223,8 @@ static int parse_ep(char *spec, struct cfg_remote *r)
             r->url = eq + 1;
         else if (!strcmp(tok, "protocol"))
             r->protocol = !strcmp(eq + 1, "ingest") ? CFG_PROTO_INGEST
-                          : !strcmp(eq + 1, "dir") ? CFG_PROTO_DIR
-                                                   : CFG_PROTO_PUSH;
+                          : !strcmp(eq + 1, "dir")  ? CFG_PROTO_DIR
+                                                    : CFG_PROTO_PUSH;
         else if (!strcmp(tok, "tenant"))
             r->tenant_id = eq + 1;
         else
@@ -243,7 +243,7 @@ static int parse_ep(char *spec, struct cfg_remote *r)
 int main(int argc, char **argv)
 {
     char err[512];
-    struct net_basic_auth_cfg auth = {(char *)"user", (char *)"secret", NULL};
+    struct net_basic_auth_cfg auth = { (char *)"user", (char *)"secret", NULL };
     unsigned max_retries = 0, batch = 0, inflight = 0, queue = 0;
     uint64_t min_b = 100, max_b = 2000, tmo = 3000, wait_ms = 200;
     bool gzip = false, use_auth = false, follow = false, retry_429 = true;
@@ -342,8 +342,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "workq_new: %s\n", err);
         return 2;
     }
-    if (fwd_new(&(struct fwd_opts){ .loop = &loop, .http = http, .work = work, .on_error = on_error },
-                &fwd, err, sizeof(err)) < 0) {
+    if (fwd_new(
+            &(struct fwd_opts){ .loop = &loop, .http = http, .work = work, .on_error = on_error },
+            &fwd, err, sizeof(err)) < 0) {
         fprintf(stderr, "fwd_new: %s\n", err);
         return 2;
     }
@@ -357,7 +358,8 @@ int main(int argc, char **argv)
     uv_signal_start(&sigterm, on_signal, SIGTERM);
     start_ms = uv_now(&loop);
     if (count > 0)
-        uv_timer_start(&submit_timer, on_submit, 0, (uint64_t)(1000.0 / rate) ? (uint64_t)(1000.0 / rate) : 1);
+        uv_timer_start(&submit_timer, on_submit, 0,
+                       (uint64_t)(1000.0 / rate) ? (uint64_t)(1000.0 / rate) : 1);
     else
         done_submitting_ms = start_ms;
     uv_timer_start(&check_timer, on_check, 250, 250);

@@ -13,8 +13,8 @@
 
 #include "common/workq.h"
 #include "forward/forward.h"
-#include "tcfg.h"
 #include "forward/internal.h"
+#include "tcfg.h"
 #include "test.h"
 
 static char tmpdir[256];
@@ -191,7 +191,8 @@ TEST(dir_writes_exact_bytes_and_labels)
 
     buf_init(&m, 1 << 20);
     fwd_metrics(f, &m);
-    ASSERT(strstr(m.data, "proflet_remote_sent_profiles_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
+    ASSERT(
+        strstr(m.data, "proflet_remote_sent_profiles_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
     ASSERT(strstr(m.data, "# TYPE proflet_remote_sent_profiles_total counter"));
     buf_done(&m);
     fwd_profile_unref(p);
@@ -319,11 +320,11 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
     struct workq *wq;
     struct tcfg c;
     struct cfg_remote r[2];
-    struct relabel_cfg drop = {0};
-    char *src[] = {(char *)"cluster", (char *)"__name__"};
-    struct conf_kv global[] = {{(char *)"cluster", (char *)"prod"},
-                               {(char *)"region", (char *)"eu"}};
-    struct conf_kv own[] = {{(char *)"region", (char *)"us"}};
+    struct relabel_cfg drop = { 0 };
+    char *src[] = { (char *)"cluster", (char *)"__name__" };
+    struct conf_kv global[] = { { (char *)"cluster", (char *)"prod" },
+                                { (char *)"region", (char *)"eu" } };
+    struct conf_kv own[] = { { (char *)"region", (char *)"us" } };
     char url[300], url2[300], err[256], sub[512], names[8][128], path[1024], val[64];
     struct fwd *f;
     struct fwd_profile *p;
@@ -345,9 +346,8 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
     drop.n_source_labels = 2;
     drop.regex = (char *)"prod;memory";
     drop.action = (char *)"drop";
-    ASSERT_EQ(relabel_rules_new(&drop, 1, RELABEL_SCHEME_UNSET, &r[0].write_rules, err,
-                                sizeof(err)),
-              0);
+    ASSERT_EQ(
+        relabel_rules_new(&drop, 1, RELABEL_SCHEME_UNSET, &r[0].write_rules, err, sizeof(err)), 0);
     c.external_labels = global;
     c.n_external_labels = 2;
     r[0].external_labels = own;
@@ -466,7 +466,8 @@ TEST(dir_cancelled_write_is_done_later)
     ASSERT_EQ(count_files(sub, ".pb.gz", names, 4), 1);
     buf_init(&m, 1 << 20);
     fwd_metrics(f, &m);
-    ASSERT(strstr(m.data, "proflet_remote_sent_profiles_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
+    ASSERT(
+        strstr(m.data, "proflet_remote_sent_profiles_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
     ASSERT(strstr(m.data, "proflet_remote_requests_total{endpoint=\"local\",kind=\"dir\"} 1\n"));
     ASSERT(strstr(m.data, "proflet_remote_dropped_profiles_total{endpoint=\"local\",kind=\"dir\","
                           "reason=\"io_error\"} 0\n"));

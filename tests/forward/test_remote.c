@@ -55,10 +55,10 @@ struct sreq {
     char connect_timeout[32]; /* Connect-Timeout-Ms */
     char sha256[65];          /* of the body, hex */
     size_t body_len;
-    int status;               /* what the receiver answered, 0 if nothing */
-    char ids[MAX_IDS][37];    /* push: the sample ids, in request order */
+    int status;            /* what the receiver answered, 0 if nothing */
+    char ids[MAX_IDS][37]; /* push: the sample ids, in request order */
     size_t n_ids;
-    bool decoded;             /* push: the body is a PushRequest */
+    bool decoded; /* push: the body is a PushRequest */
 };
 
 /* What the receiver saw since the test's reset. */
@@ -93,7 +93,7 @@ static void rx_reset(void)
 {
     if (rx.pid <= 0) {
         const char *script = getenv("RECEIVER");
-        const char *argv[] = {"/usr/bin/python3", script, NULL};
+        const char *argv[] = { "/usr/bin/python3", script, NULL };
         json_object *o, *v;
 
         ASSERT_NOT_NULL(script);
@@ -122,7 +122,8 @@ static void copy_str(char *dst, size_t cap, json_object *o, const char *key)
 static void copy_header(char *dst, size_t cap, json_object *headers, const char *name)
 {
     dst[0] = '\0';
-    json_object_object_foreach(headers, k, v) {
+    json_object_object_foreach(headers, k, v)
+    {
         if (strcasecmp(k, name) == 0)
             snprintf(dst, cap, "%s", json_object_get_string(v));
     }
@@ -160,8 +161,7 @@ static void seen_get(struct seen *s)
             copy_header(r->content_type, sizeof(r->content_type), h, "Content-Type");
             copy_header(r->connect_version, sizeof(r->connect_version), h,
                         "Connect-Protocol-Version");
-            copy_header(r->connect_timeout, sizeof(r->connect_timeout), h,
-                        "Connect-Timeout-Ms");
+            copy_header(r->connect_timeout, sizeof(r->connect_timeout), h, "Connect-Timeout-Ms");
         }
         if (json_object_object_get_ex(o, "ids", &v)) {
             r->decoded = true;
@@ -217,13 +217,13 @@ static void rig_start(struct rig *g)
     ASSERT_EQ(uv_loop_init(&g->loop), 0);
     rx_reset();
     snprintf(g->url, sizeof(g->url), "http://127.0.0.1:%d", rx_port);
-    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &g->loop }, &g->http, err,
-                             sizeof(err)),
-              0);
-    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &g->loop, .max_inflight = 4,
-                                              .max_backlog = 64 },
-                        &g->wq, err, sizeof(err)),
-              0);
+    ASSERT_EQ(
+        net_client_new(&(struct net_client_opts){ .loop = &g->loop }, &g->http, err, sizeof(err)),
+        0);
+    ASSERT_EQ(
+        workq_new(&(struct workq_opts){ .loop = &g->loop, .max_inflight = 4, .max_backlog = 64 },
+                  &g->wq, err, sizeof(err)),
+        0);
     ASSERT_EQ(fwd_new(&(struct fwd_opts){ .loop = &g->loop, .http = g->http, .work = g->wq },
                       &g->fwd, err, sizeof(err)),
               0);
@@ -254,7 +254,7 @@ static void apply(struct rig *g, struct cfg_remote *eps, unsigned n)
     static struct tcfg c;
     char err[256] = "";
 
-    c = (struct tcfg){.remote = eps, .n_remote = n};
+    c = (struct tcfg){ .remote = eps, .n_remote = n };
 
     int r = tcfg_apply(g->fwd, &c, err, sizeof(err));
 
@@ -324,7 +324,7 @@ static void view_cb(const struct fwd_endpoint_view *e, void *ud)
 
 static struct epview view(struct rig *g, const char *name)
 {
-    struct epview v = {.name = name};
+    struct epview v = { .name = name };
 
     fwd_endpoints_visit(g->fwd, view_cb, &v);
     ASSERT(v.found);
@@ -365,7 +365,7 @@ TEST(partial_failure_resends_only_named_series)
     struct rig g;
     struct cfg_remote ep;
     struct fwd_profile *p[6];
-    const char *names[6] = {"a", "b", "c", "d", "e", "f"};
+    const char *names[6] = { "a", "b", "c", "d", "e", "f" };
     struct epview v;
     char faults[256];
 
@@ -377,8 +377,10 @@ TEST(partial_failure_resends_only_named_series)
     /* The receiver refuses the second series of the first batch once (503,
      * retryable) and that of the second batch for good (400), naming each
      * by sample id in a Connect error, as Pyroscope words them. */
-    snprintf(faults, sizeof(faults), "{\"fail_ids\": {\"%s\": 503, \"%s\": 400}, "
-             "\"fail_ids_times\": 1}", p[1]->id, p[4]->id);
+    snprintf(faults, sizeof(faults),
+             "{\"fail_ids\": {\"%s\": 503, \"%s\": 400}, "
+             "\"fail_ids_times\": 1}",
+             p[1]->id, p[4]->id);
     free(rx_ctl("POST", "/faults", faults));
 
     /* One full batch of three series; the receiver refuses the second. */
@@ -514,7 +516,7 @@ static void blocker_run(void *arg)
 {
     (void)arg;
     for (int i = 0; i < 10000 && !atomic_load(&blocker_release); i++)
-        nanosleep(&(struct timespec){.tv_nsec = 1000000}, NULL);
+        nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 }
 
 static void blocker_after(void *arg, int status)

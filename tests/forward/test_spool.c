@@ -102,9 +102,8 @@ static void seg_build(struct seg_bytes *sb, bool v1)
         size_t rl, l1;
 
         sb->p[i] = mk(i);
-        ASSERT_EQ(fwd__rec_encode(sb->p[i], clock_wall_ms() + (uint64_t)i, (uint32_t)i, 1, &rec,
-                                  &rl),
-                  0);
+        ASSERT_EQ(
+            fwd__rec_encode(sb->p[i], clock_wall_ms() + (uint64_t)i, (uint32_t)i, 1, &rec, &rl), 0);
         if (v1) {
             v1_record(rec, rl, &r1, &l1);
             free(rec);
@@ -151,8 +150,8 @@ static struct fwd__seg_scan scan_bytes(const uint8_t *b, size_t len, uint32_t de
 {
     char path[] = "/tmp/fwd-spool-XXXXXX";
     int fd = mkstemp(path);
-    struct fwd__seg_scan sc = {0};
-    struct fwd__seg_load l = {0};
+    struct fwd__seg_scan sc = { 0 };
+    struct fwd__seg_load l = { 0 };
 
     ASSERT(fd >= 0);
     ASSERT_EQ(write(fd, b, len), (ssize_t)len);
@@ -306,16 +305,16 @@ TEST(refused_append_is_rolled_back)
     char path[] = "/tmp/fwd-append-XXXXXX";
     int fd = mkstemp(path);
     struct fwd__pend pend[NREC];
-    struct fwd__seg_append a = {0};
-    struct fwd__seg_scan sc = {0};
+    struct fwd__seg_append a = { 0 };
+    struct fwd__seg_scan sc = { 0 };
     struct rlimit old, lim;
-    int64_t res[NREC] = {0};
+    int64_t res[NREC] = { 0 };
     size_t written = 0;
 
     ASSERT(fd >= 0);
     close(fd);
     for (int i = 0; i < NREC; i++)
-        pend[i] = (struct fwd__pend){mk(i), 0, 100 + (uint64_t)i};
+        pend[i] = (struct fwd__pend){ mk(i), 0, 100 + (uint64_t)i };
     snprintf(a.path, sizeof(a.path), "%s", path);
     a.create = true;
     a.pend = pend;
@@ -335,7 +334,7 @@ TEST(refused_append_is_rolled_back)
         written++;
     ASSERT(written > 0 && written < NREC);
     for (size_t i = written; i < NREC; i++)
-        ASSERT_EQ(res[i], 0); /* left for a retry */
+        ASSERT_EQ(res[i], 0);              /* left for a retry */
     ASSERT_U64_EQ(file_size(path), a.end); /* no torn bytes */
     /* The retry appends the rest where the first job stopped. */
     a.create = false;
@@ -388,7 +387,7 @@ static void on_changed(void *ud)
     ((struct loop_env *)ud)->changed = true;
 }
 
-static const struct fwd__spool_ops_cb env_cb = {on_loaded, on_changed};
+static const struct fwd__spool_ops_cb env_cb = { on_loaded, on_changed };
 
 static void on_closed(void *ud)
 {
@@ -407,13 +406,12 @@ static void env_open(struct loop_env *e, char *dir)
 
     memset(e, 0, sizeof(*e));
     ASSERT_EQ(uv_loop_init(&e->loop), 0);
-    ASSERT_EQ(workq_new(&(struct workq_opts){ .loop = &e->loop, .max_inflight = 4,
-                                              .max_backlog = 64 },
-                        &e->wq, err, sizeof(err)),
-              0);
-    ASSERT_EQ(fwd_new(&(struct fwd_opts){ .loop = &e->loop, .work = e->wq }, &e->f, err,
-                      sizeof(err)),
-              0);
+    ASSERT_EQ(
+        workq_new(&(struct workq_opts){ .loop = &e->loop, .max_inflight = 4, .max_backlog = 64 },
+                  &e->wq, err, sizeof(err)),
+        0);
+    ASSERT_EQ(
+        fwd_new(&(struct fwd_opts){ .loop = &e->loop, .work = e->wq }, &e->f, err, sizeof(err)), 0);
     e->ep.f = e->f;
     e->ep.loop = &e->loop;
     e->ep.name = "ep";
@@ -495,7 +493,7 @@ TEST(old_format_spool_is_replayed_from_its_cursor)
     env_close(&e);
     seg_free(&sb);
     {
-        struct fwd__seg_scan sc = {0};
+        struct fwd__seg_scan sc = { 0 };
 
         ASSERT_EQ(fwd__seg_scan_file(seg, &sc), 1);
         ASSERT_EQ(sc.version, 2);

@@ -68,19 +68,20 @@ TEST(labels_validated_against_server_limits)
     ASSERT_EQ(fwd__labels_validate(&ls, err, sizeof(err)), -EINVAL);
     labels_done(&ls);
     ASSERT(fwd__utf8_valid("h\xc3\xa9", 3));
-    ASSERT(!fwd__utf8_valid("\xc0\xaf", 2)); /* overlong */
+    ASSERT(!fwd__utf8_valid("\xc0\xaf", 2));     /* overlong */
     ASSERT(!fwd__utf8_valid("\xed\xa0\x80", 3)); /* surrogate */
 }
 
 TEST(push_request_round_trips)
 {
-    struct fwd_profile *p[2] = {mk("a", 100, 1), mk("b", 50, 2)};
-    struct conf_kv ext[2] = {{(char *)"cluster", (char *)"c1"}, {(char *)"env", (char *)"prod"}};
+    struct fwd_profile *p[2] = { mk("a", 100, 1), mk("b", 50, 2) };
+    struct conf_kv ext[2] = { { (char *)"cluster", (char *)"c1" },
+                              { (char *)"env", (char *)"prod" } };
     uint8_t *body;
     size_t len;
     Push__V1__PushRequest *req;
-    struct labels merged[2] = {LABELS_INIT, LABELS_INIT};
-    const struct labels *ls[2] = {&merged[0], &merged[1]};
+    struct labels merged[2] = { LABELS_INIT, LABELS_INIT };
+    const struct labels *ls[2] = { &merged[0], &merged[1] };
 
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(fwd__labels_merge(&merged[i], &p[i]->labels, ext, 2), 0);
@@ -129,9 +130,9 @@ TEST(urls)
 
 TEST(classify_outcomes)
 {
-    const char *ids[3] = {"11111111-1111-4111-8111-111111111111",
-                          "22222222-2222-4222-8222-222222222222",
-                          "33333333-3333-4333-8333-333333333333"};
+    const char *ids[3] = { "11111111-1111-4111-8111-111111111111",
+                           "22222222-2222-4222-8222-222222222222",
+                           "33333333-3333-4333-8333-333333333333" };
     uint8_t st[3];
     char msg[256];
     const char *partial = "{\"code\":\"unavailable\",\"message\":\"series 1 (id "
@@ -153,22 +154,18 @@ TEST(classify_outcomes)
     ASSERT_EQ(st[0], FWD_P_OK);
     ASSERT_EQ(st[1], FWD_P_RETRY);
     ASSERT_EQ(st[2], FWD_P_OK);
-    ASSERT_EQ(fwd__classify(0, 400, bad, strlen(bad), ids, 3, st, msg, sizeof(msg)),
-              FWD_V_PARTIAL);
+    ASSERT_EQ(fwd__classify(0, 400, bad, strlen(bad), ids, 3, st, msg, sizeof(msg)), FWD_V_PARTIAL);
     ASSERT_EQ(st[2], FWD_P_DROP);
     ASSERT_EQ(st[0], FWD_P_OK);
     ASSERT_EQ(fwd__classify(0, 429, big, strlen(big), ids, 3, st, msg, sizeof(msg)),
               FWD_V_TOO_LARGE);
-    ASSERT_EQ(fwd__classify(0, 429, rl, strlen(rl), ids, 3, st, msg, sizeof(msg)),
-              FWD_V_RETRY);
+    ASSERT_EQ(fwd__classify(0, 429, rl, strlen(rl), ids, 3, st, msg, sizeof(msg)), FWD_V_RETRY);
     ASSERT_EQ(fwd__classify(0, 408, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_RETRY);
-    ASSERT_EQ(fwd__classify(0, 503, "<html>", 6, ids, 3, st, msg, sizeof(msg)),
-              FWD_V_UNREACHED);
+    ASSERT_EQ(fwd__classify(0, 503, "<html>", 6, ids, 3, st, msg, sizeof(msg)), FWD_V_UNREACHED);
     ASSERT_EQ(fwd__classify(0, 504, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_AMBIGUOUS);
-    ASSERT_EQ(fwd__classify(0, 500, rl, strlen(rl), ids, 3, st, msg, sizeof(msg)),
-              FWD_V_AMBIGUOUS);
-    ASSERT_EQ(fwd__classify(0, 400, "{\"code\":\"invalid_argument\",\"message\":\"x\"}", 42,
-                            ids, 3, st, msg, sizeof(msg)),
+    ASSERT_EQ(fwd__classify(0, 500, rl, strlen(rl), ids, 3, st, msg, sizeof(msg)), FWD_V_AMBIGUOUS);
+    ASSERT_EQ(fwd__classify(0, 400, "{\"code\":\"invalid_argument\",\"message\":\"x\"}", 42, ids, 3,
+                            st, msg, sizeof(msg)),
               FWD_V_SPLIT);
     /* 401/404/501: the endpoint is wrong, not a profile: drop all, no retry */
     ASSERT_EQ(fwd__classify(0, 401, "", 0, ids, 3, st, msg, sizeof(msg)), FWD_V_PARTIAL);

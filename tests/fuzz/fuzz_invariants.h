@@ -11,12 +11,12 @@
 
 #include "common/labels.h"
 
-#define FUZZ_ASSERT(c)                                                             \
-    do {                                                                           \
-        if (!(c)) {                                                                \
+#define FUZZ_ASSERT(c)                                                                \
+    do {                                                                              \
+        if (!(c)) {                                                                   \
             fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #c); \
-            abort();                                                               \
-        }                                                                          \
+            abort();                                                                  \
+        }                                                                             \
     } while (0)
 
 /* common/labels.h's promise: sorted by name in byte order, names unique and

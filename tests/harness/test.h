@@ -25,29 +25,28 @@ int test_main(int argc, char **argv);
 /** Path of a data file: $TEST_DATA_DIR/name, or tests/data/name. Static buffer. */
 const char *test_data_path(const char *name);
 
-#define TEST(name)                                                                 \
-    static void test_##name(void);                                                 \
-    __attribute__((constructor)) static void test_reg_##name(void)                 \
-    {                                                                              \
-        test__register(#name, test_##name);                                        \
-    }                                                                              \
+#define TEST(name)                                                 \
+    static void test_##name(void);                                 \
+    __attribute__((constructor)) static void test_reg_##name(void) \
+    {                                                              \
+        test__register(#name, test_##name);                        \
+    }                                                              \
     static void test_##name(void)
 
-#define ASSERT(cond)                                                               \
-    do {                                                                           \
-        if (!(cond))                                                               \
-            test__fail(__FILE__, __LINE__, "assertion failed: %s", #cond);         \
+#define ASSERT(cond)                                                       \
+    do {                                                                   \
+        if (!(cond))                                                       \
+            test__fail(__FILE__, __LINE__, "assertion failed: %s", #cond); \
     } while (0)
 
 #define ASSERT_TRUE(c) ASSERT(c)
 #define ASSERT_FALSE(c) ASSERT(!(c))
 
-#define ASSERT_INT_OP(a, op, b)                                                    \
-    do {                                                                           \
-        long long a_ = (long long)(a), b_ = (long long)(b);                        \
-        if (!(a_ op b_))                                                           \
-            test__fail(__FILE__, __LINE__, "%s %s %s: %lld vs %lld", #a, #op, #b,  \
-                       a_, b_);                                                    \
+#define ASSERT_INT_OP(a, op, b)                                                            \
+    do {                                                                                   \
+        long long a_ = (long long)(a), b_ = (long long)(b);                                \
+        if (!(a_ op b_))                                                                   \
+            test__fail(__FILE__, __LINE__, "%s %s %s: %lld vs %lld", #a, #op, #b, a_, b_); \
     } while (0)
 
 #define ASSERT_EQ(a, b) ASSERT_INT_OP(a, ==, b)
@@ -57,20 +56,19 @@ const char *test_data_path(const char *name);
 #define ASSERT_GT(a, b) ASSERT_INT_OP(a, >, b)
 #define ASSERT_GE(a, b) ASSERT_INT_OP(a, >=, b)
 
-#define ASSERT_U64_EQ(a, b)                                                        \
-    do {                                                                           \
-        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                           \
-        if (a_ != b_)                                                              \
-            test__fail(__FILE__, __LINE__, "%s == %s: %" PRIu64 " vs %" PRIu64, #a, \
-                       #b, a_, b_);                                                \
+#define ASSERT_U64_EQ(a, b)                                                                      \
+    do {                                                                                         \
+        uint64_t a_ = (uint64_t)(a), b_ = (uint64_t)(b);                                         \
+        if (a_ != b_)                                                                            \
+            test__fail(__FILE__, __LINE__, "%s == %s: %" PRIu64 " vs %" PRIu64, #a, #b, a_, b_); \
     } while (0)
 
-#define ASSERT_STR_EQ(a, b)                                                        \
-    do {                                                                           \
-        const char *a_ = (a), *b_ = (b);                                           \
-        if (!a_ || !b_ || strcmp(a_, b_) != 0)                                     \
-            test__fail(__FILE__, __LINE__, "%s == %s: \"%s\" vs \"%s\"", #a, #b,   \
-                       a_ ? a_ : "(null)", b_ ? b_ : "(null)");                    \
+#define ASSERT_STR_EQ(a, b)                                                      \
+    do {                                                                         \
+        const char *a_ = (a), *b_ = (b);                                         \
+        if (!a_ || !b_ || strcmp(a_, b_) != 0)                                   \
+            test__fail(__FILE__, __LINE__, "%s == %s: \"%s\" vs \"%s\"", #a, #b, \
+                       a_ ? a_ : "(null)", b_ ? b_ : "(null)");                  \
     } while (0)
 
 #define ASSERT_NULL(p) ASSERT((p) == NULL)

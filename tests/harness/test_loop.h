@@ -62,7 +62,7 @@ static inline bool test_run_turn(struct test_run *r)
     if ((uint64_t)wait * 1000000ull > r->deadline - now)
         wait = (int)((r->deadline - now + 999999) / 1000000);
     if (wait > 0) {
-        struct pollfd p = {.fd = uv_backend_fd(r->loop), .events = POLLIN};
+        struct pollfd p = { .fd = uv_backend_fd(r->loop), .events = POLLIN };
 
         (void)poll(&p, 1, wait);
     }
@@ -71,9 +71,8 @@ static inline bool test_run_turn(struct test_run *r)
     return true;
 }
 
-__attribute__((noreturn)) static inline void test_run_fail(const struct test_run *r,
-                                                          const char *file, int line,
-                                                          const char *cond)
+__attribute__((noreturn)) static inline void
+test_run_fail(const struct test_run *r, const char *file, int line, const char *cond)
 {
     if (r->turns >= r->max_turns)
         test__fail(file, line, "still not true after %u loop turns: %s", r->turns, cond);
@@ -82,23 +81,23 @@ __attribute__((noreturn)) static inline void test_run_fail(const struct test_run
 }
 
 /* RUN_UNTIL with the text and the place a failure names given. */
-#define TEST_RUN_UNTIL_AT(file, line, loop, cond, what, ms, turns)                 \
-    do {                                                                           \
-        struct test_run run_;                                                      \
-        test_run_start(&run_, (loop), (ms), (turns));                              \
-        while (!(cond)) {                                                          \
-            if (!test_run_turn(&run_))                                             \
-                test_run_fail(&run_, (file), (line), (what));                      \
-        }                                                                          \
+#define TEST_RUN_UNTIL_AT(file, line, loop, cond, what, ms, turns) \
+    do {                                                           \
+        struct test_run run_;                                      \
+        test_run_start(&run_, (loop), (ms), (turns));              \
+        while (!(cond)) {                                          \
+            if (!test_run_turn(&run_))                             \
+                test_run_fail(&run_, (file), (line), (what));      \
+        }                                                          \
     } while (0)
 
 /* Runs `loop` until `cond` holds; fails the test when `ms` of wall time or
  * `turns` turns pass first. `cond` is evaluated before every turn. */
-#define RUN_UNTIL_TURNS(loop, cond, ms, turns)                                     \
+#define RUN_UNTIL_TURNS(loop, cond, ms, turns) \
     TEST_RUN_UNTIL_AT(__FILE__, __LINE__, loop, cond, #cond, ms, turns)
 
 /* The same, bounded by TEST_LOOP_MAX_TURNS turns. */
-#define RUN_UNTIL(loop, cond, ms)                                                  \
+#define RUN_UNTIL(loop, cond, ms) \
     TEST_RUN_UNTIL_AT(__FILE__, __LINE__, loop, cond, #cond, ms, TEST_LOOP_MAX_TURNS)
 
 /* Runs `loop` for `ms` of wall time, whatever happens. */
@@ -123,8 +122,7 @@ static inline void run_turns(uv_loop_t *loop, unsigned n)
 
 /* Runs `loop` until nothing is alive (every close callback done), failing
  * the test past `ms`; then returns uv_loop_close(). */
-#define finish_loop(loop, ms)                                                      \
-    test_finish_loop_at(__FILE__, __LINE__, (loop), (ms))
+#define finish_loop(loop, ms) test_finish_loop_at(__FILE__, __LINE__, (loop), (ms))
 
 static inline int test_finish_loop_at(const char *file, int line, uv_loop_t *loop, uint64_t ms)
 {

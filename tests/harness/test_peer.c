@@ -45,8 +45,7 @@ int test_peer_start(struct test_peer *p, const char *const *argv)
     p->pid = fork();
     if (p->pid == 0) {
         /* The child: only async-signal-safe calls until exec. */
-        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent ||
-            dup2(pipefd[1], 1) < 0)
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent || dup2(pipefd[1], 1) < 0)
             _exit(127);
         execve(argv[0], (char *const *)argv, environ);
         _exit(127);
@@ -57,7 +56,7 @@ int test_peer_start(struct test_peer *p, const char *const *argv)
         return -1;
     }
     while (got < sizeof(p->line) - 1 && !memchr(p->line, '\n', got)) {
-        struct pollfd pfd = {.fd = pipefd[0], .events = POLLIN};
+        struct pollfd pfd = { .fd = pipefd[0], .events = POLLIN };
         uint64_t now = now_ms();
         ssize_t r;
 
@@ -100,15 +99,14 @@ void test_peer_stop(struct test_peer *p)
     p->pid = -1;
 }
 
-char *test_peer_http(int port, const char *method, const char *path, const char *body,
-                     int *status)
+char *test_peer_http(int port, const char *method, const char *path, const char *body, int *status)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), n;
     char req[8192];
     size_t len = 0, cap = 1 << 16;
     char *resp = malloc(cap + 1), *at, *out;
-    struct timeval tv = {10, 0};
+    struct timeval tv = { 10, 0 };
 
     *status = 0;
     if (fd < 0 || !resp)

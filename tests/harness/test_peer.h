@@ -27,7 +27,6 @@ void test_peer_stop(struct test_peer *p);
 /** A blocking HTTP/1.0 request to 127.0.0.1:`port` (10 s receive timeout),
  * `body` sent as JSON when not NULL. Returns the response body (caller
  * frees) and the status in `*status` (0 if there was no answer). */
-char *test_peer_http(int port, const char *method, const char *path, const char *body,
-                     int *status);
+char *test_peer_http(int port, const char *method, const char *path, const char *body, int *status);
 
 #endif

@@ -20,8 +20,8 @@
 #include "httpd/internal.h"
 #include "net/net.h"
 #include "net_test.h"
-#include "test_loop.h"
 #include "test.h"
+#include "test_loop.h"
 
 /* ------------------------------------------------------ server side */
 
@@ -37,9 +37,9 @@ struct hstate {
     int streams_freed; /* stream states freed */
     /* /parked: a stream whose part comes from "pool work", here a timer */
     uv_timer_t park_timer;
-    void *parked;      /* the parked stream's state (compared, never read) */
-    int parked_calls;  /* calls of its stream function */
-    int park_ms;       /* when the timer resumes it; 0: never */
+    void *parked;     /* the parked stream's state (compared, never read) */
+    int parked_calls; /* calls of its stream function */
+    int park_ms;      /* when the timer resumes it; 0: never */
 };
 
 /* A streamed answer: `left` parts of 10 KiB, each "part N" padded. */
@@ -153,8 +153,7 @@ static void handler(const struct httpd_request *req, struct httpd_response *resp
         resp->content_type = "application/octet-stream";
         buf_append(&resp->body, req->body, req->body_len);
     } else {
-        buf_printf(&resp->body, "%s %s %s %zu", req->method, req->path, req->query,
-                   req->body_len);
+        buf_printf(&resp->body, "%s %s %s %zu", req->method, req->path, req->query, req->body_len);
     }
 }
 
@@ -249,8 +248,8 @@ struct conn {
 static struct conn *c_open(int port)
 {
     struct conn *c = calloc(1, sizeof(*c));
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    struct timeval tv = {.tv_sec = 5};
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
+    struct timeval tv = { .tv_sec = 5 };
     int one = 1;
 
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -408,7 +407,7 @@ TEST(get_decodes_path_and_splits_query)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_get_decoded, &x);
@@ -448,7 +447,7 @@ TEST(keep_alive_and_pipelining)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_keepalive_pipeline, &x);
@@ -483,7 +482,7 @@ TEST(head_sends_length_but_no_body)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_head, &x);
@@ -520,7 +519,7 @@ static void expect_reject(const char *req, size_t len, int status)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct reject rj = {.req = req, .req_len = len};
+    struct reject rj = { .req = req, .req_len = len };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_reject, &rj);
@@ -552,8 +551,7 @@ TEST(oversized_header_is_431)
 
 TEST(oversized_body_is_413)
 {
-    static const char declared[] =
-        "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n";
+    static const char declared[] = "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 2000000\r\n\r\n";
     struct buf b;
 
     expect_reject(declared, sizeof(declared) - 1, 413);
@@ -602,7 +600,7 @@ TEST(body_at_the_cap_is_accepted)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_body_at_cap, &x);
@@ -646,7 +644,7 @@ TEST(connection_close_and_http10)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_close_variants, &x);
@@ -680,7 +678,7 @@ TEST(half_closed_client_still_gets_answers)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_half_close, &x);
@@ -707,8 +705,7 @@ static void job_many(struct job *j)
     for (int i = 0; i < 100; i++) {
         struct resp r;
 
-        if (c_response(c[i], &r, false) == 0 && r.status == 200 &&
-            strcmp(r.body, "GET /m  0") == 0)
+        if (c_response(c[i], &r, false) == 0 && r.status == 200 && strcmp(r.body, "GET /m  0") == 0)
             ok++;
         free(r.body);
         c_close(c[i]);
@@ -720,7 +717,7 @@ TEST(many_concurrent_connections)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_many, &x);
@@ -768,7 +765,7 @@ TEST(connection_cap)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_conn_cap, &x);
@@ -793,9 +790,9 @@ TEST(header_timeout_closes_slow_heads)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
-    int port = server_up_opts(&loop, &h, "127.0.0.1:0",
-                              &(struct httpd_opts){ .header_timeout_ms = 300 });
+    struct rec x = { 0 };
+    int port =
+        server_up_opts(&loop, &h, "127.0.0.1:0", &(struct httpd_opts){ .header_timeout_ms = 300 });
 
     run_job(&loop, port, job_idle, &x);
     ASSERT(x.eof);
@@ -832,7 +829,7 @@ TEST(expect_100_continue)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_expect, &x);
@@ -859,8 +856,8 @@ static void job_backpressure(struct job *j)
         char tag[16];
 
         snprintf(tag, sizeof(tag), "%d:", i);
-        if (c_response(c, &r, false) == 0 && r.status == 200 &&
-            r.body_len >= 3 * 1024 * 1024 && strncmp(r.body, tag, strlen(tag)) == 0)
+        if (c_response(c, &r, false) == 0 && r.status == 200 && r.body_len >= 3 * 1024 * 1024 &&
+            strncmp(r.body, tag, strlen(tag)) == 0)
             x->n++;
         free(r.body);
     }
@@ -871,7 +868,7 @@ TEST(pipelined_large_answers_in_order)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_backpressure, &x);
@@ -894,7 +891,7 @@ TEST(handler_may_close_the_server)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_quit, &x);
@@ -931,15 +928,15 @@ TEST(net_client_against_httpd)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct e2e e = {0};
+    struct e2e e = { 0 };
     char err[128], u[128];
     int port = server_up(&loop, &h, "127.0.0.1:0");
     struct net_client *c = NULL;
-    struct net_request_opts o = {.method = "POST", .url = u, .body = "pprof!", .body_len = 6};
+    struct net_request_opts o = { .method = "POST", .url = u, .body = "pprof!", .body_len = 6 };
     int closed = 0;
 
-    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &loop, .max_connects = 4 }, &c,
-                             err, sizeof(err)),
+    ASSERT_EQ(net_client_new(&(struct net_client_opts){ .loop = &loop, .max_connects = 4 }, &c, err,
+                             sizeof(err)),
               0);
     snprintf(u, sizeof(u), "http://127.0.0.1:%d/echo", port);
     for (int i = 0; i < 20; i++)
@@ -972,8 +969,8 @@ TEST(listen_addresses)
         char addr[64];
 
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = addr, .handler = handler },
-                            &s2, err, sizeof(err)),
+        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = addr, .handler = handler }, &s2,
+                            err, sizeof(err)),
                   UV_EADDRINUSE);
         ASSERT_NULL(s2);
         ASSERT_NOT_NULL(strstr(err, "address already in use"));
@@ -983,20 +980,19 @@ TEST(listen_addresses)
     /* Refused before anything is created. */
     ASSERT_EQ(uv_loop_init(&loop), 0);
     for (size_t i = 0; i < 4; i++) {
-        static const char *const bad[] = { "nocolon", "1.2.3.4:70000", "example.com:80",
-                                           "::1:80" };
+        static const char *const bad[] = { "nocolon", "1.2.3.4:70000", "example.com:80", "::1:80" };
 
         err[0] = '\0';
-        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = bad[i], .handler = handler },
-                            &s2, err, sizeof(err)),
+        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = bad[i], .handler = handler }, &s2,
+                            err, sizeof(err)),
                   -EINVAL);
         ASSERT_NULL(s2);
         ASSERT_NOT_NULL(strstr(err, bad[i]));
     }
     /* Every refusal says why. */
-    ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = "127.0.0.1:0" }, &s2, err,
-                        sizeof(err)),
-              -EINVAL);
+    ASSERT_EQ(
+        httpd_new(&loop, &(struct httpd_opts){ .addr = "127.0.0.1:0" }, &s2, err, sizeof(err)),
+        -EINVAL);
     ASSERT_NOT_NULL(strstr(err, "handler"));
     ASSERT_EQ(httpd_new(&loop, NULL, &s2, err, sizeof(err)), -EINVAL);
     ASSERT_NOT_NULL(strstr(err, "options"));
@@ -1107,7 +1103,7 @@ TEST(streamed_answers_are_chunked_and_in_order)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     run_job(&loop, port, job_stream, &x);
@@ -1146,7 +1142,7 @@ TEST(parked_stream_waits_for_resume)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
     uv_timer_init(&loop, &h.park_timer);
@@ -1188,9 +1184,9 @@ TEST(parked_stream_ends_at_the_idle_timeout)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
-    int port = server_up_opts(&loop, &h, "127.0.0.1:0",
-                              &(struct httpd_opts){ .idle_timeout_ms = 300 });
+    struct rec x = { 0 };
+    int port =
+        server_up_opts(&loop, &h, "127.0.0.1:0", &(struct httpd_opts){ .idle_timeout_ms = 300 });
 
     uv_timer_init(&loop, &h.park_timer);
     h.park_timer.data = &h;
@@ -1208,7 +1204,7 @@ TEST(parked_stream_ends_at_the_idle_timeout)
 /* A client that asks much and never reads. */
 static int small_rcvbuf_conn(int port)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
     int fd = socket(AF_INET, SOCK_STREAM, 0), small = 4096;
 
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -1251,7 +1247,7 @@ TEST(client_that_never_reads_gets_bounded_output)
 {
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     uv_timer_t t;
     int port = server_up(&loop, &h, "127.0.0.1:0");
 
@@ -1279,18 +1275,19 @@ TEST(cross_origin_state_changes_are_403)
         const char *req;
         bool cross;
     } cases[] = {
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\n\r\n", false},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://a:1\r\n\r\n", false},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: https://A:1\r\n\r\n", false},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://b:1\r\n\r\n", true},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://a:2\r\n\r\n", true},
-        {"PUT /r HTTP/1.1\r\nHost: a:1\r\nOrigin: null\r\n\r\n", true},
-        {"DELETE /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: cross-site\r\n\r\n", true},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: same-site\r\n\r\n", true},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: same-origin\r\n\r\n", false},
-        {"POST /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: none\r\n\r\n", false},
-        {"GET /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://b:1\r\nSec-Fetch-Site: cross-site\r\n\r\n",
-         false},
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\n\r\n", false },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://a:1\r\n\r\n", false },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: https://A:1\r\n\r\n", false },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://b:1\r\n\r\n", true },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://a:2\r\n\r\n", true },
+        { "PUT /r HTTP/1.1\r\nHost: a:1\r\nOrigin: null\r\n\r\n", true },
+        { "DELETE /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: cross-site\r\n\r\n", true },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: same-site\r\n\r\n", true },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: same-origin\r\n\r\n", false },
+        { "POST /r HTTP/1.1\r\nHost: a:1\r\nSec-Fetch-Site: none\r\n\r\n", false },
+        { "GET /r HTTP/1.1\r\nHost: a:1\r\nOrigin: http://b:1\r\nSec-Fetch-Site: "
+          "cross-site\r\n\r\n",
+          false },
     };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -1343,7 +1340,7 @@ TEST(close_does_not_wait_for_a_password_check)
     static const char yaml[] = "basic_auth_users:\n  alice: '" ALICE_12 "'\n";
     uv_loop_t loop;
     struct hstate h;
-    struct rec x = {0};
+    struct rec x = { 0 };
     struct httpd_web *w;
     char err[256];
     uint64_t t0, check_ns, close_ns;
@@ -1377,27 +1374,36 @@ TEST(web_config_costs_and_tls_names)
         bool ok;
         const char *msg;
     } cases[] = {
-        { "basic_auth_users:\n  a: '$2b$12$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+        { "basic_auth_users:\n  a: "
+          "'$2b$12$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
           true, NULL },
-        { "basic_auth_users:\n  a: '$2b$04$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+        { "basic_auth_users:\n  a: "
+          "'$2b$04$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
           true, NULL },
-        { "basic_auth_users:\n  a: '$2b$13$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+        { "basic_auth_users:\n  a: "
+          "'$2b$13$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
           false, "cost of a is 13" },
-        { "basic_auth_users:\n  a: '$2b$31$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+        { "basic_auth_users:\n  a: "
+          "'$2b$31$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
           false, "4 to 12" },
-        { "basic_auth_users:\n  a: '$2b$03$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
+        { "basic_auth_users:\n  a: "
+          "'$2b$03$3S/kA5eyaA5BlhmlrcIQyuATio9nUT65R1A7utUnmpXfPUosO1I4S'\n",
           false, "cost of a is 3" },
         { "tls_server_config:\n  cert_file: c\n  key_file: k\n"
           "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_AES_256_GCM_SHA384]\n"
           "  curve_preferences: [X25519, CurveP256]\n  prefer_server_cipher_suites: false\n"
-          "  max_version: TLS13\n", true, NULL },
-        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [ECDHE-RSA-AES128-GCM-SHA256]\n",
+          "  max_version: TLS13\n",
+          true, NULL },
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: "
+          "[ECDHE-RSA-AES128-GCM-SHA256]\n",
           false, "Go's cipher suite names" },
-        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: [TLS_ECDHE_RSA_WITH_RC4_128_SHA]\n",
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  cipher_suites: "
+          "[TLS_ECDHE_RSA_WITH_RC4_128_SHA]\n",
           false, "RC4" },
         { "tls_server_config:\n  cert_file: c\n  key_file: k\n  curve_preferences: [P-256]\n",
           false, "curve_preferences" },
-        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  min_version: TLS13\n  max_version: TLS12\n",
+        { "tls_server_config:\n  cert_file: c\n  key_file: k\n  min_version: TLS13\n  max_version: "
+          "TLS12\n",
           false, "below min_version" },
     };
 

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/net.h"
 #include "net/internal.h"
+#include "net/net.h"
 #include "net_test.h"
 #include "proflet_version.h"
 #include "test.h"
@@ -116,8 +116,8 @@ TEST(get_bytes_body_type_duration)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/bytes?n=100000&ct=text/x-test")};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/bytes?n=100000&ct=text/x-test") };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, 0);
@@ -136,8 +136,8 @@ TEST(http_error_statuses_are_responses)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/status?code=404")};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/status?code=404") };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, 0);
@@ -155,8 +155,8 @@ TEST(post_body_headers_user_agent)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    const char *hdrs[] = {"X-Test: one", "X-Scope-OrgID: team-a"};
+    struct result res = { 0 };
+    const char *hdrs[] = { "X-Test: one", "X-Scope-OrgID: team-a" };
     static const char body[] = "hello\0world"; /* binary-safe: the NUL is sent */
     struct net_request_opts o = {
         .method = "POST",
@@ -194,8 +194,8 @@ TEST(basic_auth_and_bearer)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/echo"), .username = "u", .password = "p"};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/echo"), .username = "u", .password = "p" };
 
     fetch(&loop, c, &o, &res);
     ASSERT_NOT_NULL(strstr(res.body, "Authorization: Basic dTpw\n")); /* base64("u:p") */
@@ -214,8 +214,8 @@ TEST(head_request_has_no_body)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.method = "HEAD", .url = url("/bytes?n=100")};
+    struct result res = { 0 };
+    struct net_request_opts o = { .method = "HEAD", .url = url("/bytes?n=100") };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, 0);
@@ -229,8 +229,8 @@ TEST(timeout)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/slow?ms=3000"), .timeout_ms = 200};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/slow?ms=3000"), .timeout_ms = 200 };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, NET_ETIMEDOUT);
@@ -246,8 +246,8 @@ TEST(body_cap_endless_declared_exact)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/endless"), .max_response = 1024 * 1024};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/endless"), .max_response = 1024 * 1024 };
 
     /* A chunked body that never ends stops at the cap. */
     fetch(&loop, c, &o, &res);
@@ -271,8 +271,8 @@ TEST(gzip_decoded_and_capped_after_decoding)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/gzip?n=5000"), .accept_gzip = true};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/gzip?n=5000"), .accept_gzip = true };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, 0);
@@ -292,8 +292,8 @@ TEST(close_mid_body_is_eio)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/closemid")};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/closemid") };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.result, NET_EIO);
@@ -322,8 +322,8 @@ static void chain_cb(struct net_request *r, struct net_response *resp, void *ud)
     (void)r;
     if ((resp->result != 0 || resp->status != 200) && ch->failures++ == 0)
         snprintf(ch->first_failure, sizeof(ch->first_failure),
-                 "request %d: result %d, status %ld, %s", 20 - ch->left, resp->result,
-                 resp->status, resp->error ? resp->error : "");
+                 "request %d: result %d, status %ld, %s", 20 - ch->left, resp->result, resp->status,
+                 resp->error ? resp->error : "");
     if (--ch->left > 0) {
         if (net_request_start(ch->c, ch->o, chain_cb, ch, NULL) != 0)
             ch->failures++;
@@ -337,10 +337,10 @@ static int connections_after_chain(const char *const *hdrs, size_t n_hdrs)
     struct pyserver own;
     uv_loop_t loop;
     struct net_client *c;
-    struct result res = {0};
+    struct result res = { 0 };
     char u[256];
-    struct net_request_opts o = {.headers = hdrs, .n_headers = n_hdrs};
-    struct chain ch = {.o = &o, .left = 20};
+    struct net_request_opts o = { .headers = hdrs, .n_headers = n_hdrs };
+    struct chain ch = { .o = &o, .left = 20 };
     int conns;
 
     ASSERT_EQ(pyserver_start(&own, NULL), 0);
@@ -367,7 +367,7 @@ static int connections_after_chain(const char *const *hdrs, size_t n_hdrs)
 
 TEST(keep_alive_reuses_one_connection)
 {
-    const char *close_hdr[] = {"Connection: close"};
+    const char *close_hdr[] = { "Connection: close" };
 
     ASSERT_EQ(connections_after_chain(NULL, 0), 1);
     ASSERT_GE(connections_after_chain(close_hdr, 1), 20);
@@ -392,8 +392,8 @@ TEST(two_hundred_parallel_requests)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct many m = {0};
-    struct net_request_opts o = {.url = url("/bytes?n=1000")};
+    struct many m = { 0 };
+    struct net_request_opts o = { .url = url("/bytes?n=1000") };
 
     for (int i = 0; i < 200; i++)
         ASSERT_EQ(net_request_start(c, &o, many_cb, &m, NULL), 0);
@@ -523,11 +523,11 @@ TEST(cancel_before_and_during_transfer)
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
     struct net_request *a, *b;
-    struct result res = {0};
+    struct result res = { 0 };
     struct hold_srv hs;
     int called = 0;
     char u[128];
-    struct net_request_opts o = {.url = u};
+    struct net_request_opts o = { .url = u };
 
     hold_start(&loop, &hs);
     snprintf(u, sizeof(u), "http://127.0.0.1:%d/hold", hs.port);
@@ -565,9 +565,9 @@ TEST(close_with_requests_in_flight)
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
     int called = 0, closed = 0;
-    struct net_request_opts o = {.url = url("/slow?ms=3000")};
-    struct net_request_opts o2 = {.url = url("/bytes?n=10")};
-    struct result res = {0};
+    struct net_request_opts o = { .url = url("/slow?ms=3000") };
+    struct net_request_opts o2 = { .url = url("/bytes?n=10") };
+    struct result res = { 0 };
 
     for (int i = 0; i < 10; i++)
         ASSERT_EQ(net_request_start(c, &o, never_cb, &called, NULL), 0);
@@ -588,9 +588,9 @@ TEST(connection_refused_is_econnect)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
+    struct result res = { 0 };
     char u[128];
-    struct net_request_opts o = {.url = u};
+    struct net_request_opts o = { .url = u };
 
     snprintf(u, sizeof(u), "http://127.0.0.1:%d/", unused_port());
     fetch(&loop, c, &o, &res);
@@ -612,9 +612,9 @@ TEST(localhost_resolves_asynchronously)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
+    struct result res = { 0 };
     char u[128];
-    struct net_request_opts o = {.url = u};
+    struct net_request_opts o = { .url = u };
     uv_timer_t tick;
     int ticks = 0;
 
@@ -635,9 +635,9 @@ TEST(socket_action_failure_rebuilds_multi)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct many m = {0};
-    struct result res[3] = {{0}};
-    struct net_request_opts o = {.url = url("/slow?ms=1000")};
+    struct many m = { 0 };
+    struct result res[3] = { { 0 } };
+    struct net_request_opts o = { .url = url("/slow?ms=1000") };
     int done = 0;
 
     for (int i = 0; i < 3; i++)
@@ -683,7 +683,7 @@ static struct stream *stream_of(void *ud)
 static int on_data(const char *p, size_t n, void *ud)
 {
     struct stream *s = stream_of(ud);
-    struct net_request_opts o = {.url = "http://127.0.0.1:1/"};
+    struct net_request_opts o = { .url = "http://127.0.0.1:1/" };
 
     (void)p;
     s->total += n;
@@ -695,7 +695,6 @@ static int on_data(const char *p, size_t n, void *ud)
     return 0;
 }
 
-
 static void stream_done(struct net_request *r, struct net_response *resp, void *ud)
 {
     on_done(r, resp, &((struct stream_res *)ud)->r);
@@ -705,8 +704,8 @@ TEST(streaming_on_data)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct stream_res sr = {0};
-    struct net_request_opts o = {.url = url("/bytes?n=300000"), .on_data = on_data};
+    struct stream_res sr = { 0 };
+    struct net_request_opts o = { .url = url("/bytes?n=300000"), .on_data = on_data };
 
     sr.s.c = c;
     ASSERT_EQ(net_request_start(c, &o, stream_done, &sr, NULL), 0);
@@ -766,8 +765,8 @@ static void closer_done(struct net_request *r, struct net_response *resp, void *
 TEST(close_from_on_data_is_deferred)
 {
     uv_loop_t loop;
-    struct closer k = {0};
-    struct net_request_opts o = {.url = url("/endless"), .on_data = close_on_data};
+    struct closer k = { 0 };
+    struct net_request_opts o = { .url = url("/endless"), .on_data = close_on_data };
 
     k.c = client_new(&loop);
     ASSERT_EQ(net_request_start(k.c, &o, closer_done, &k, NULL), 0);
@@ -782,8 +781,8 @@ TEST(bad_options_fail_without_callback)
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
     int called = 0;
-    const char *evil[] = {"X-A: b\r\nX-Injected: 1"};
-    struct net_request_opts o = {.url = NULL};
+    const char *evil[] = { "X-A: b\r\nX-Injected: 1" };
+    struct net_request_opts o = { .url = NULL };
 
     ASSERT_EQ(net_request_start(c, &o, never_cb, &called, NULL), -EINVAL);
     o.url = url("/echo");
@@ -795,7 +794,7 @@ TEST(bad_options_fail_without_callback)
     ASSERT_EQ(net_request_start(c, &o, never_cb, &called, NULL), -EINVAL);
     o.bearer_token = NULL;
     o.url = "file:///etc/passwd";
-    struct result res = {0};
+    struct result res = { 0 };
     fetch(&loop, c, &o, &res); /* refused by libcurl at run time */
     ASSERT(res.result < 0);
     run_for(&loop, 50);
@@ -809,8 +808,8 @@ TEST(redirects_only_when_asked)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    struct net_request_opts o = {.url = url("/redirect")};
+    struct result res = { 0 };
+    struct net_request_opts o = { .url = url("/redirect") };
 
     fetch(&loop, c, &o, &res);
     ASSERT_EQ(res.status, 302);
@@ -826,9 +825,9 @@ TEST(proxy)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
+    struct result res = { 0 };
     char proxy[64];
-    struct net_request_opts o = {.url = "http://target.invalid:6060/echo", .proxy_url = proxy};
+    struct net_request_opts o = { .url = "http://target.invalid:6060/echo", .proxy_url = proxy };
 
     snprintf(proxy, sizeof(proxy), "http://127.0.0.1:%d", port());
     fetch(&loop, c, &o, &res);
@@ -843,8 +842,9 @@ TEST(proxy)
 
 static struct net_oauth2_cfg oauth2_cfg(const char *token_path)
 {
-    struct net_oauth2_cfg o = {.client_id = "my id", .client_secret = "s3cret&x",
-                               .token_url = (char *)url(token_path)};
+    struct net_oauth2_cfg o = { .client_id = "my id",
+                                .client_secret = "s3cret&x",
+                                .token_url = (char *)url(token_path) };
 
     return o;
 }
@@ -853,14 +853,15 @@ TEST(authorization_and_http_headers)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res = {0};
-    char *vals[] = {"v1", "v2"}, *secs[] = {"hidden"};
-    struct net_header_cfg hdr = {.name = "X-Multi", .values = vals, .n_values = 2,
-                                 .secrets = secs, .n_secrets = 1};
-    struct net_authorization_cfg az = {.type = "Token", .credentials = "abc"};
-    struct net_http_cfg h = {.authorization = &az, .http_headers = &hdr, .n_http_headers = 1};
+    struct result res = { 0 };
+    char *vals[] = { "v1", "v2" }, *secs[] = { "hidden" };
+    struct net_header_cfg hdr = {
+        .name = "X-Multi", .values = vals, .n_values = 2, .secrets = secs, .n_secrets = 1
+    };
+    struct net_authorization_cfg az = { .type = "Token", .credentials = "abc" };
+    struct net_http_cfg h = { .authorization = &az, .http_headers = &hdr, .n_http_headers = 1 };
     struct net_auth *a = net_auth_new(&loop, NULL, &h);
-    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+    struct net_request_opts o = { .url = url("/echo"), .auth = a };
 
     ASSERT_NOT_NULL(a);
     fetch(&loop, c, &o, &res);
@@ -877,13 +878,13 @@ TEST(oauth2_requests_wait_for_one_cached_token)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res[4] = {{0}}, last = {0};
-    char *scopes[] = {"a", "b c"};
-    struct conf_kv params[] = {{.key = "audience", .value = "x y"}};
+    struct result res[4] = { { 0 } }, last = { 0 };
+    char *scopes[] = { "a", "b c" };
+    struct conf_kv params[] = { { .key = "audience", .value = "x y" } };
     struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=300");
-    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_http_cfg h = { .oauth2 = &o2 };
     struct net_auth *a;
-    struct net_request_opts o = {.url = url("/echo")};
+    struct net_request_opts o = { .url = url("/echo") };
     int done = 0;
     char *tok = NULL;
 
@@ -918,7 +919,7 @@ TEST(oauth2_requests_wait_for_one_cached_token)
     o.auth = NULL;
     fetch(&loop, c, &o, &last);
     ASSERT_STR_EQ(last.body, "Basic bXklMjBpZDpzM2NyZXQlMjZ4\n" /* my%20id:s3cret%26x */
-                  "grant_type=client_credentials&scope=a%20b%20c&audience=x%20y");
+                             "grant_type=client_credentials&scope=a%20b%20c&audience=x%20y");
     free(tok);
     for (int i = 0; i < 4; i++)
         result_done(&res[i]);
@@ -931,11 +932,11 @@ TEST(oauth2_failure_fails_waiting_requests_without_the_secret)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res[2] = {{0}};
+    struct result res[2] = { { 0 } };
     struct net_oauth2_cfg o2 = oauth2_cfg("/status?code=401");
-    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_http_cfg h = { .oauth2 = &o2 };
     struct net_auth *a = net_auth_new(&loop, NULL, &h);
-    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+    struct net_request_opts o = { .url = url("/echo"), .auth = a };
 
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
@@ -959,11 +960,11 @@ TEST(oauth2_cancel_free_and_close_while_waiting)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res[3] = {{0}};
+    struct result res[3] = { { 0 } };
     struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=300");
-    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_http_cfg h = { .oauth2 = &o2 };
     struct net_auth *a = net_auth_new(&loop, NULL, &h);
-    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+    struct net_request_opts o = { .url = url("/echo"), .auth = a };
     struct net_request *r0;
 
     ASSERT_EQ(net_request_start(c, &o, on_done, &res[0], &r0), 0);
@@ -991,11 +992,11 @@ TEST(oauth2_waiting_requests_and_multi_rebuild)
 {
     uv_loop_t loop;
     struct net_client *c = client_new(&loop);
-    struct result res[3] = {{0}};
+    struct result res[3] = { { 0 } };
     struct net_oauth2_cfg o2 = oauth2_cfg("/token?expires=3600&ms=1000");
-    struct net_http_cfg h = {.oauth2 = &o2};
+    struct net_http_cfg h = { .oauth2 = &o2 };
     struct net_auth *a = net_auth_new(&loop, NULL, &h);
-    struct net_request_opts o = {.url = url("/echo"), .auth = a};
+    struct net_request_opts o = { .url = url("/echo"), .auth = a };
 
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(net_request_start(c, &o, on_done, &res[i], NULL), 0);
@@ -1053,13 +1054,13 @@ static void tls_setup(void)
     ASSERT_EQ(make_certs(certdir, sizeof(certdir)), 0);
     atexit(tls_cleanup);
     {
-        const char *a[] = {"--tls", cert("srv.pem"), cert("srv.key"), NULL};
+        const char *a[] = { "--tls", cert("srv.pem"), cert("srv.key"), NULL };
 
         ASSERT_EQ(pyserver_start(&tls_srv, a), 0);
     }
     {
-        const char *a[] = {"--tls", cert("srv.pem"), cert("srv.key"), "--client-ca",
-                           cert("ca.pem"), NULL};
+        const char *a[] = { "--tls",       cert("srv.pem"), cert("srv.key"),
+                            "--client-ca", cert("ca.pem"),  NULL };
 
         ASSERT_EQ(pyserver_start(&mtls_srv, a), 0);
     }
@@ -1069,10 +1070,10 @@ TEST(tls_verification)
 {
     uv_loop_t loop;
     struct net_client *c;
-    struct result res = {0};
+    struct result res = { 0 };
     char u[128];
-    struct net_tls tls = {0};
-    struct net_request_opts o = {.url = u, .tls = &tls};
+    struct net_tls tls = { 0 };
+    struct net_request_opts o = { .url = u, .tls = &tls };
 
     tls_setup();
     c = client_new(&loop);
@@ -1112,10 +1113,10 @@ TEST(tls_server_name)
 {
     uv_loop_t loop;
     struct net_client *c;
-    struct result res = {0};
+    struct result res = { 0 };
     char u[128], host[64];
-    struct net_tls tls = {0};
-    struct net_request_opts o = {.url = u, .tls = &tls};
+    struct net_tls tls = { 0 };
+    struct net_request_opts o = { .url = u, .tls = &tls };
 
     tls_setup();
     c = client_new(&loop);
@@ -1141,10 +1142,10 @@ TEST(tls_client_certificate)
 {
     uv_loop_t loop;
     struct net_client *c;
-    struct result res = {0};
+    struct result res = { 0 };
     char u[128];
-    struct net_tls tls = {0};
-    struct net_request_opts o = {.url = u, .tls = &tls};
+    struct net_tls tls = { 0 };
+    struct net_request_opts o = { .url = u, .tls = &tls };
 
     tls_setup();
     c = client_new(&loop);

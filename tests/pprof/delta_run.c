@@ -5,15 +5,15 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "delta_run.h"
 #include "pprof/internal.h"
 #include "pprof/pprof.h"
 #include "test.h"
 #include "tprof.h"
-#include "delta_run.h"
 
-const char *const MEM_COLS[] = {"alloc_objects/count", "alloc_space/bytes",
-                                       "inuse_objects/count", "inuse_space/bytes"};
-const char *const CONT_COLS[] = {"contentions/count", "delay/nanoseconds"};
+const char *const MEM_COLS[] = { "alloc_objects/count", "alloc_space/bytes", "inuse_objects/count",
+                                 "inuse_space/bytes" };
+const char *const CONT_COLS[] = { "contentions/count", "delay/nanoseconds" };
 
 struct tprof *mem_prof(int64_t t)
 {
@@ -47,10 +47,8 @@ void add(struct tprof *tp, const uint64_t *addrs, size_t n, const int64_t *vals)
     tp_sample(tp, ids, n, vals);
 }
 
-
 /* Packs `tp` (gzip), frees it, feeds it to `d`; decodes any output. */
-void run_lim(struct pprof_delta *d, struct tprof *tp, const struct pprof_limits *lim,
-                    struct run *r)
+void run_lim(struct pprof_delta *d, struct tprof *tp, const struct pprof_limits *lim, struct run *r)
 {
     size_t len;
     uint8_t *in = tp_pack(tp, &len, true);
@@ -81,8 +79,7 @@ void run_done(struct run *r)
 
 /* Feeds `d` the profile make(1, 1), a baseline, then make(2, 3), whose
  * delta `r` then holds. */
-void run_scaled_pair(struct pprof_delta *d, struct tprof *(*make)(int64_t, int64_t),
-                            struct run *r)
+void run_scaled_pair(struct pprof_delta *d, struct tprof *(*make)(int64_t, int64_t), struct run *r)
 {
     run(d, make(1, 1), r);
     ASSERT_EQ(r->rc, PPROF_DELTA_BASELINE);
@@ -105,5 +102,5 @@ void assert_all_emitted(const struct run *r, size_t n, int64_t v)
     ASSERT_EQ(r->rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r->dec.prof->n_sample, n);
     for (size_t i = 0; i < n; i++)
-        assert_vals(r->dec.prof->sample[i], (int64_t[]){v, v}, 2);
+        assert_vals(r->dec.prof->sample[i], (int64_t[]){ v, v }, 2);
 }

@@ -37,8 +37,7 @@ void run(struct pprof_delta *d, struct tprof *tp, struct run *r);
 void run_done(struct run *r);
 /** Feeds `d` the profile make(1, 1), a baseline, then make(2, 3), whose
  * delta `r` then holds. */
-void run_scaled_pair(struct pprof_delta *d, struct tprof *(*make)(int64_t, int64_t),
-                     struct run *r);
+void run_scaled_pair(struct pprof_delta *d, struct tprof *(*make)(int64_t, int64_t), struct run *r);
 void assert_vals(const Perftools__Profiles__Sample *s, const int64_t *want, size_t n);
 /** A delta was emitted with `n` samples, each of two values v, v. */
 void assert_all_emitted(const struct run *r, size_t n, int64_t v);

@@ -59,8 +59,9 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: pprof-delta [-k memory|contention] [-l gzip-level] [-m grant] [-o outdir] "
-                    "file...\n");
+    fprintf(stderr,
+            "usage: pprof-delta [-k memory|contention] [-l gzip-level] [-m grant] [-o outdir] "
+            "file...\n");
 }
 
 int main(int argc, char **argv)

@@ -40,11 +40,15 @@ static void put_str(struct twb *w, const char *s, size_t len)
 
 static int build(const struct spec *sp, int64_t version, struct twb *w)
 {
-    static const char *const cols[4][2] = {{"contentions", "count"}, {"delay", "nanoseconds"},
-                                           {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
-    static const char *const heap[4][2] = {{"alloc_objects", "count"}, {"alloc_space", "bytes"},
-                                           {"inuse_objects", "count"}, {"inuse_space", "bytes"}};
-    struct twb m = {0}, inner = {0}, lbl = {0};
+    static const char *const cols[4][2] = { { "contentions", "count" },
+                                            { "delay", "nanoseconds" },
+                                            { "inuse_objects", "count" },
+                                            { "inuse_space", "bytes" } };
+    static const char *const heap[4][2] = { { "alloc_objects", "count" },
+                                            { "alloc_space", "bytes" },
+                                            { "inuse_objects", "count" },
+                                            { "inuse_space", "bytes" } };
+    struct twb m = { 0 }, inner = { 0 }, lbl = { 0 };
     size_t name0, file_s, key0, val0;
     char buf[64];
     char *name = NULL;
@@ -151,15 +155,15 @@ static int gen(int argc, char **argv)
     if (argc != 12)
         return 2;
     versions = strtoul(argv[3], NULL, 10);
-    sp = (struct spec){ strtoul(argv[4], NULL, 10), strtoul(argv[5], NULL, 10),
-                        strtoul(argv[6], NULL, 10), strtoul(argv[7], NULL, 10),
-                        strtoul(argv[8], NULL, 10), strtoul(argv[9], NULL, 10),
+    sp = (struct spec){ strtoul(argv[4], NULL, 10),  strtoul(argv[5], NULL, 10),
+                        strtoul(argv[6], NULL, 10),  strtoul(argv[7], NULL, 10),
+                        strtoul(argv[8], NULL, 10),  strtoul(argv[9], NULL, 10),
                         strtoul(argv[10], NULL, 10), strtoul(argv[11], NULL, 10) };
     if (!sp.samples || !sp.locations || !sp.depth || !sp.functions ||
         (sp.columns != 2 && sp.columns != 4))
         return 2;
     for (unsigned long v = 1; v <= versions; v++) {
-        struct twb w = {0};
+        struct twb w = { 0 };
         int rc = build(&sp, (int64_t)v, &w);
 
         snprintf(path, sizeof(path), "%s.%lu.pb.gz", argv[2], v);
@@ -213,9 +217,9 @@ static int varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
 static int sum(const char *path)
 {
     gzFile f = gzopen(path, "rb");
-    struct twb raw = {0};
+    struct twb raw = { 0 };
     uint8_t chunk[1 << 16];
-    uint64_t totals[16] = {0}, n = 0, tag, len;
+    uint64_t totals[16] = { 0 }, n = 0, tag, len;
     size_t ncols = 0;
     int got;
 

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "common/macros.h"
-#include "pprof/pprof.h"
+#include "delta_run.h"
 #include "pprof/internal.h"
+#include "pprof/pprof.h"
 #include "test.h"
 #include "tprof.h"
-#include "delta_run.h"
 
 /* ---- gunzip ---- */
 
@@ -20,11 +20,11 @@ TEST(two_varints_decoded_at_once_for_every_width_pair)
     /* Each width's edges, and values past three bytes, which the helper
      * must refuse; then every pair, followed by bytes that look like more
      * varints or like continuations. */
-    static const uint64_t vals[] = {0,       1,        2,       127,           128,
-                                    129,     255,      300,     16383,         16384,
-                                    16385,   40000,    1 << 20, (1 << 21) - 1, 1 << 21,
-                                    1 << 28, UINT64_MAX};
-    static const uint8_t fill[] = {0x00, 0x7f, 0x80, 0xff};
+    static const uint64_t vals[] = { 0,       1,         2,       127,           128,
+                                     129,     255,       300,     16383,         16384,
+                                     16385,   40000,     1 << 20, (1 << 21) - 1, 1 << 21,
+                                     1 << 28, UINT64_MAX };
+    static const uint8_t fill[] = { 0x00, 0x7f, 0x80, 0xff };
     const size_t nv = sizeof(vals) / sizeof(vals[0]);
 
     for (size_t i = 0; i < nv; i++)
@@ -81,7 +81,7 @@ TEST(gunzip_roundtrip_and_plain)
  * size). Both gzip paths, a large (mmap'd) and a small output. */
 TEST(gzip_output_holds_only_its_bytes)
 {
-    size_t sizes[2] = {4 << 20, 64 << 10};
+    size_t sizes[2] = { 4 << 20, 64 << 10 };
 
     for (int k = 0; k < 2; k++) {
         size_t len = sizes[k];
@@ -184,8 +184,8 @@ TEST(decode_uses_a_handful_of_allocations)
     size_t len;
 
     for (uint64_t i = 0; i < 2000; i++) {
-        uint64_t addrs[3] = {0x1000 + i, 0x2000 + i % 7, 0x3000};
-        int64_t v[4] = {(int64_t)i, 2, 3, 4};
+        uint64_t addrs[3] = { 0x1000 + i, 0x2000 + i % 7, 0x3000 };
+        int64_t v[4] = { (int64_t)i, 2, 3, 4 };
         add(tp, addrs, 3, v);
         tp_label_num(tp, "bytes", 64, NULL);
     }
@@ -207,8 +207,8 @@ TEST(validate_rejects_bad_references)
     uint8_t *buf;
     size_t len;
     char err[256];
-    uint64_t a[1] = {0x10};
-    int64_t v[2] = {1, 1};
+    uint64_t a[1] = { 0x10 };
+    int64_t v[2] = { 1, 1 };
 
     pprof_limits_default(&lim);
     tp = cont_prof(1);

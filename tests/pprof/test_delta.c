@@ -14,11 +14,11 @@
 #include <string.h>
 
 #include "common/macros.h"
-#include "pprof/pprof.h"
+#include "delta_run.h"
 #include "pprof/internal.h"
+#include "pprof/pprof.h"
 #include "test.h"
 #include "tprof.h"
-#include "delta_run.h"
 
 /* ---- delta rules ---- */
 
@@ -26,8 +26,8 @@ TEST(first_profile_is_baseline)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
     struct tprof *tp = mem_prof(1000);
-    uint64_t a[2] = {0x1000, 0x2000};
-    int64_t v[4] = {10, 640, 2, 128};
+    uint64_t a[2] = { 0x1000, 0x2000 };
+    int64_t v[4] = { 10, 640, 2, 128 };
     struct run r;
 
     ASSERT_EQ(pprof_delta_mem(d) >= sizeof(void *), 1);
@@ -45,32 +45,32 @@ TEST(first_profile_is_baseline)
 TEST(memory_alloc_differenced_inuse_passed_through)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[2] = {0x1000, 0x2000}, B[1] = {0x3000}, C[2] = {0x4000, 0x2000};
+    uint64_t A[2] = { 0x1000, 0x2000 }, B[1] = { 0x3000 }, C[2] = { 0x4000, 0x2000 };
     struct tprof *tp;
     struct run r;
 
     tp = mem_prof(1000);
-    add(tp, A, 2, (int64_t[]){10, 640, 2, 128});
+    add(tp, A, 2, (int64_t[]){ 10, 640, 2, 128 });
     tp_label_num(tp, "bytes", 64, NULL);
-    add(tp, B, 1, (int64_t[]){1, 128, 1, 128});
+    add(tp, B, 1, (int64_t[]){ 1, 128, 1, 128 });
     tp_label_num(tp, "bytes", 128, NULL);
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
     run_done(&r);
 
     tp = mem_prof(2000);
-    add(tp, C, 2, (int64_t[]){4, 256, 4, 256});
+    add(tp, C, 2, (int64_t[]){ 4, 256, 4, 256 });
     tp_label_num(tp, "bytes", 64, NULL);
-    add(tp, B, 1, (int64_t[]){1, 128, 0, 0});
+    add(tp, B, 1, (int64_t[]){ 1, 128, 0, 0 });
     tp_label_num(tp, "bytes", 128, NULL);
-    add(tp, A, 2, (int64_t[]){15, 960, 3, 192});
+    add(tp, A, 2, (int64_t[]){ 15, 960, 3, 192 });
     tp_label_num(tp, "bytes", 64, NULL);
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    ASSERT_EQ(r.out[0], 0x1f); /* gzip at the default level */
+    ASSERT_EQ(r.out[0], 0x1f);          /* gzip at the default level */
     ASSERT_EQ(r.dec.prof->n_sample, 2); /* B: no allocation, nothing in use */
-    assert_vals(tp_find(r.dec.prof, "1000,2000,|bytes=#64#;"), (int64_t[]){5, 320, 3, 192}, 4);
-    assert_vals(tp_find(r.dec.prof, "4000,2000,|bytes=#64#;"), (int64_t[]){4, 256, 4, 256}, 4);
+    assert_vals(tp_find(r.dec.prof, "1000,2000,|bytes=#64#;"), (int64_t[]){ 5, 320, 3, 192 }, 4);
+    assert_vals(tp_find(r.dec.prof, "4000,2000,|bytes=#64#;"), (int64_t[]){ 4, 256, 4, 256 }, 4);
     ASSERT_NULL(tp_find(r.dec.prof, "3000,|bytes=#128#;"));
     ASSERT_EQ(r.dec.prof->time_nanos, 2000);
     ASSERT_EQ(r.dec.prof->duration_nanos, 1000);
@@ -85,22 +85,22 @@ TEST(memory_alloc_differenced_inuse_passed_through)
 TEST(contention_unchanged_samples_dropped)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
-    uint64_t A[1] = {0x10}, B[2] = {0x20, 0x10};
+    uint64_t A[1] = { 0x10 }, B[2] = { 0x20, 0x10 };
     struct tprof *tp;
     struct run r;
 
     tp = cont_prof(1);
-    add(tp, A, 1, (int64_t[]){3, 300});
-    add(tp, B, 2, (int64_t[]){5, 500});
+    add(tp, A, 1, (int64_t[]){ 3, 300 });
+    add(tp, B, 2, (int64_t[]){ 5, 500 });
     run(d, tp, &r);
     run_done(&r);
     tp = cont_prof(2);
-    add(tp, A, 1, (int64_t[]){3, 300});
-    add(tp, B, 2, (int64_t[]){7, 900});
+    add(tp, A, 1, (int64_t[]){ 3, 300 });
+    add(tp, B, 2, (int64_t[]){ 7, 900 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r.dec.prof->n_sample, 1);
-    assert_vals(tp_find(r.dec.prof, "20,10,|"), (int64_t[]){2, 400}, 2);
+    assert_vals(tp_find(r.dec.prof, "20,10,|"), (int64_t[]){ 2, 400 }, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -108,25 +108,25 @@ TEST(contention_unchanged_samples_dropped)
 TEST(duplicate_keys_summed)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
-    uint64_t A[2] = {0x10, 0x20};
+    uint64_t A[2] = { 0x10, 0x20 };
     struct tprof *tp;
     struct run r;
 
     /* Two samples with distinct location ids but the same addresses. */
     tp = cont_prof(1);
-    add(tp, A, 2, (int64_t[]){2, 20});
-    add(tp, A, 2, (int64_t[]){3, 30});
+    add(tp, A, 2, (int64_t[]){ 2, 20 });
+    add(tp, A, 2, (int64_t[]){ 3, 30 });
     run(d, tp, &r);
     ASSERT_EQ(pprof_delta_keys(d), 1);
     run_done(&r);
     tp = cont_prof(2);
-    add(tp, A, 2, (int64_t[]){4, 45});
-    add(tp, A, 2, (int64_t[]){5, 55});
-    add(tp, A, 2, (int64_t[]){1, 0});
+    add(tp, A, 2, (int64_t[]){ 4, 45 });
+    add(tp, A, 2, (int64_t[]){ 5, 55 });
+    add(tp, A, 2, (int64_t[]){ 1, 0 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r.dec.prof->n_sample, 1);
-    assert_vals(tp_find(r.dec.prof, "10,20,|"), (int64_t[]){10 - 5, 100 - 50}, 2);
+    assert_vals(tp_find(r.dec.prof, "10,20,|"), (int64_t[]){ 10 - 5, 100 - 50 }, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -138,7 +138,7 @@ TEST(duplicate_keys_summed)
  * the end, one met in its place and again at the end, and one gone. */
 static void add_one(struct tprof *tp, uint64_t addr, int64_t v0, int64_t v1)
 {
-    add(tp, &addr, 1, (int64_t[]){v0, v1});
+    add(tp, &addr, 1, (int64_t[]){ v0, v1 });
 }
 
 static void assert_one(const struct run *r, uint64_t addr, int64_t v0, int64_t v1)
@@ -146,7 +146,7 @@ static void assert_one(const struct run *r, uint64_t addr, int64_t v0, int64_t v
     char key[32];
 
     snprintf(key, sizeof(key), "%llx,|", (unsigned long long)addr);
-    assert_vals(tp_find(r->dec.prof, key), (int64_t[]){v0, v1}, 2);
+    assert_vals(tp_find(r->dec.prof, key), (int64_t[]){ v0, v1 }, 2);
 }
 
 TEST(samples_in_the_last_order_with_keys_new_moved_repeated_and_gone)
@@ -231,21 +231,21 @@ TEST(filter_drops_labels_and_merges_what_became_equal)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
     int asked = 0;
-    struct pprof_filter f = {.label_keep = keep_all_but_span_id, .label_ud = &asked};
-    uint64_t A[2] = {0x10, 0x20}, B[1] = {0x30};
+    struct pprof_filter f = { .label_keep = keep_all_but_span_id, .label_ud = &asked };
+    uint64_t A[2] = { 0x10, 0x20 }, B[1] = { 0x30 };
     struct tprof *tp;
     struct run r;
 
     pprof_delta_set_filter(d, &f);
     tp = cont_prof(1);
-    add(tp, A, 2, (int64_t[]){1, 10});
+    add(tp, A, 2, (int64_t[]){ 1, 10 });
     tp_label_str(tp, "span_id", "s1");
-    add(tp, A, 2, (int64_t[]){2, 20});
+    add(tp, A, 2, (int64_t[]){ 2, 20 });
     tp_label_str(tp, "span_id", "s2");
-    add(tp, A, 2, (int64_t[]){1, 5});
+    add(tp, A, 2, (int64_t[]){ 1, 5 });
     tp_label_str(tp, "k", "v");
     tp_label_str(tp, "span_id", "s3");
-    add(tp, B, 1, (int64_t[]){1, 1});
+    add(tp, B, 1, (int64_t[]){ 1, 1 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
     ASSERT_EQ(pprof_delta_keys(d), 3); /* A, A{k=v}, B */
@@ -253,21 +253,21 @@ TEST(filter_drops_labels_and_merges_what_became_equal)
     run_done(&r);
 
     tp = cont_prof(2);
-    add(tp, A, 2, (int64_t[]){2, 15});
+    add(tp, A, 2, (int64_t[]){ 2, 15 });
     tp_label_str(tp, "span_id", "s1");
-    add(tp, A, 2, (int64_t[]){4, 40});
+    add(tp, A, 2, (int64_t[]){ 4, 40 });
     tp_label_str(tp, "span_id", "s2");
-    add(tp, A, 2, (int64_t[]){1, 1});
+    add(tp, A, 2, (int64_t[]){ 1, 1 });
     tp_label_str(tp, "span_id", "s4"); /* new span, same stack */
-    add(tp, A, 2, (int64_t[]){1, 5});
+    add(tp, A, 2, (int64_t[]){ 1, 5 });
     tp_label_str(tp, "span_id", "s3");
     tp_label_str(tp, "k", "v");
-    add(tp, B, 1, (int64_t[]){3, 3});
+    add(tp, B, 1, (int64_t[]){ 3, 3 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r.dec.prof->n_sample, 2); /* A{k=v} did not change */
-    assert_vals(tp_find(r.dec.prof, "10,20,|"), (int64_t[]){7 - 3, 56 - 30}, 2);
-    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){2, 2}, 2);
+    assert_vals(tp_find(r.dec.prof, "10,20,|"), (int64_t[]){ 7 - 3, 56 - 30 }, 2);
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){ 2, 2 }, 2);
     assert_no_string(r.dec.prof, "span_id");
     assert_no_string(r.dec.prof, "s4");
     run_done(&r);
@@ -276,23 +276,23 @@ TEST(filter_drops_labels_and_merges_what_became_equal)
     struct pprof_filter again = f;
     pprof_delta_set_filter(d, &again);
     tp = cont_prof(3);
-    add(tp, B, 1, (int64_t[]){4, 4});
+    add(tp, B, 1, (int64_t[]){ 4, 4 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){1, 1}, 2);
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){ 1, 1 }, 2);
     run_done(&r);
     /* Another filter, or none, re-seeds: the labels are keys again. */
     struct pprof_filter other = f;
     other.fingerprint++;
     pprof_delta_set_filter(d, &other);
     tp = cont_prof(4);
-    add(tp, B, 1, (int64_t[]){5, 5});
+    add(tp, B, 1, (int64_t[]){ 5, 5 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
     run_done(&r);
     pprof_delta_set_filter(d, NULL);
     tp = cont_prof(5);
-    add(tp, A, 2, (int64_t[]){9, 90});
+    add(tp, A, 2, (int64_t[]){ 9, 90 });
     tp_label_str(tp, "span_id", "s1");
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
@@ -305,23 +305,23 @@ TEST(filter_drops_labels_and_merges_what_became_equal)
  * the others pass through. */
 TEST(filter_drops_sample_types_and_their_default)
 {
-    static const char *const drop_objects[] = {"alloc_objects"};
-    struct pprof_filter f = {.types = drop_objects, .n_types = 1};
+    static const char *const drop_objects[] = { "alloc_objects" };
+    struct pprof_filter f = { .types = drop_objects, .n_types = 1 };
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[1] = {0x10};
+    uint64_t A[1] = { 0x10 };
     struct tprof *tp;
     struct run r;
 
     pprof_delta_set_filter(d, &f);
     tp = mem_prof(1);
     tp_proto(tp)->default_sample_type = (int64_t)tp_str(tp, "alloc_objects");
-    add(tp, A, 1, (int64_t[]){1, 100, 1, 100});
+    add(tp, A, 1, (int64_t[]){ 1, 100, 1, 100 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
     run_done(&r);
     tp = mem_prof(2);
     tp_proto(tp)->default_sample_type = (int64_t)tp_str(tp, "alloc_objects");
-    add(tp, A, 1, (int64_t[]){3, 300, 2, 200});
+    add(tp, A, 1, (int64_t[]){ 3, 300, 2, 200 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r.dec.prof->n_sample_type, 3);
@@ -329,7 +329,7 @@ TEST(filter_drops_sample_types_and_their_default)
     ASSERT_STR_EQ(type_name(r.dec.prof, 1), "inuse_objects");
     ASSERT_STR_EQ(type_name(r.dec.prof, 2), "inuse_space");
     ASSERT_EQ(r.dec.prof->default_sample_type, 0);
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){200, 2, 200}, 3);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 200, 2, 200 }, 3);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -339,13 +339,13 @@ TEST(filter_drops_sample_types_and_their_default)
  * type stays when it is kept. Dropping every type is an error. */
 TEST(filter_without_cumulative_columns_emits_every_profile)
 {
-    static const char *const inuse[] = {"inuse_space"};
-    static const char *const all[] = {"alloc_objects", "alloc_space", "inuse_objects",
-                                      "inuse_space"};
-    struct pprof_filter keep = {.types = inuse, .n_types = 1, .types_keep = true};
-    struct pprof_filter none = {.types = all, .n_types = 4};
+    static const char *const inuse[] = { "inuse_space" };
+    static const char *const all[] = { "alloc_objects", "alloc_space", "inuse_objects",
+                                       "inuse_space" };
+    struct pprof_filter keep = { .types = inuse, .n_types = 1, .types_keep = true };
+    struct pprof_filter none = { .types = all, .n_types = 4 };
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[1] = {0x10}, B[1] = {0x20};
+    uint64_t A[1] = { 0x10 }, B[1] = { 0x20 };
     struct tprof *tp;
     struct run r;
 
@@ -353,21 +353,21 @@ TEST(filter_without_cumulative_columns_emits_every_profile)
     for (int64_t t = 1; t <= 2; t++) {
         tp = mem_prof(t);
         tp_proto(tp)->default_sample_type = (int64_t)tp_str(tp, "inuse_space");
-        add(tp, A, 1, (int64_t[]){5, 500, 1, 64 * t});
-        add(tp, B, 1, (int64_t[]){5, 500, 0, 0}); /* nothing in use: dropped */
+        add(tp, A, 1, (int64_t[]){ 5, 500, 1, 64 * t });
+        add(tp, B, 1, (int64_t[]){ 5, 500, 0, 0 }); /* nothing in use: dropped */
         run(d, tp, &r);
         ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
         ASSERT_EQ(r.dec.prof->n_sample_type, 1);
         ASSERT_STR_EQ(type_name(r.dec.prof, 0), "inuse_space");
         ASSERT_STR_EQ(r.dec.prof->string_table[r.dec.prof->default_sample_type], "inuse_space");
         ASSERT_EQ(r.dec.prof->n_sample, 1);
-        assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){64 * t}, 1);
+        assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 64 * t }, 1);
         ASSERT_EQ(pprof_delta_keys(d), 0); /* no state */
         run_done(&r);
     }
     pprof_delta_set_filter(d, &none);
     tp = mem_prof(3);
-    add(tp, A, 1, (int64_t[]){5, 500, 1, 64});
+    add(tp, A, 1, (int64_t[]){ 5, 500, 1, 64 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_EFILTER);
     run_done(&r);
@@ -378,11 +378,11 @@ TEST(filter_without_cumulative_columns_emits_every_profile)
  * duration its own, samples merged once their dropped labels are gone. */
 TEST(filter_on_profiles_sent_as_they_came)
 {
-    static const char *const cpu_cols[] = {"samples/count", "cpu/nanoseconds"};
+    static const char *const cpu_cols[] = { "samples/count", "cpu/nanoseconds" };
     int asked = 0;
-    struct pprof_filter f = {.label_keep = keep_all_but_span_id, .label_ud = &asked};
+    struct pprof_filter f = { .label_keep = keep_all_but_span_id, .label_ud = &asked };
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_NONE);
-    uint64_t A[2] = {0x10, 0x20};
+    uint64_t A[2] = { 0x10, 0x20 };
     struct tprof *tp;
     struct run r;
 
@@ -392,17 +392,17 @@ TEST(filter_on_profiles_sent_as_they_came)
         tp_mapping(tp, 0x400000, 0x800000, "/app", "build-1");
         tp_time(tp, t * 1000000000);
         tp_proto(tp)->duration_nanos = 10000000000;
-        add(tp, A, 2, (int64_t[]){1, 10000000});
+        add(tp, A, 2, (int64_t[]){ 1, 10000000 });
         tp_label_str(tp, "span_id", "a");
         tp_label_str(tp, "handler", "/x");
-        add(tp, A, 2, (int64_t[]){2, 20000000});
+        add(tp, A, 2, (int64_t[]){ 2, 20000000 });
         tp_label_str(tp, "handler", "/x");
         tp_label_str(tp, "span_id", "b");
         run(d, tp, &r);
         ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
         ASSERT_EQ(r.dec.prof->n_sample, 1);
         ASSERT_EQ(r.dec.prof->duration_nanos, 10000000000);
-        assert_vals(tp_find(r.dec.prof, "10,20,|handler=/x#0#;"), (int64_t[]){3, 30000000}, 2);
+        assert_vals(tp_find(r.dec.prof, "10,20,|handler=/x#0#;"), (int64_t[]){ 3, 30000000 }, 2);
         assert_no_string(r.dec.prof, "span_id");
         run_done(&r);
     }
@@ -430,16 +430,22 @@ TEST(key_index_finds_every_key_and_keeps_the_first_of_equal_ones)
     ASSERT_U64_EQ(pprof__index_salt() & 1, 1);
     ASSERT_U64_EQ(pprof__index_salt(), pprof__index_salt());
     for (int shape = 0; shape < 3; shape++) {
-        struct pprof__index ix = {slot, ((size_t)1 << bits) - 1, 64 - bits, pprof__index_salt()};
+        struct pprof__index ix = { slot, ((size_t)1 << bits) - 1, 64 - bits, pprof__index_salt() };
         size_t distinct = 0, want_distinct = 0;
 
         memset(slot, 0, sizeof(slot));
         for (size_t i = 0; i < N; i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
             switch (shape) {
-            case 0: keys[i] = x; break;                        /* hashes */
-            case 1: keys[i] = x % 37; break;                   /* runs of equal keys */
-            case 2: keys[i] = (0xabcdULL << 48) | (i << 20); break; /* one top, one bottom */
+            case 0:
+                keys[i] = x;
+                break; /* hashes */
+            case 1:
+                keys[i] = x % 37;
+                break; /* runs of equal keys */
+            case 2:
+                keys[i] = (0xabcdULL << 48) | (i << 20);
+                break; /* one top, one bottom */
             }
             if (shape != 1 && i % 7 == 3)
                 keys[i] = keys[i / 2]; /* an earlier key again */
@@ -468,16 +474,16 @@ TEST(key_index_finds_every_key_and_keeps_the_first_of_equal_ones)
 TEST(labels_keyed_sorted_and_by_content)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[1] = {0x10};
+    uint64_t A[1] = { 0x10 };
     struct tprof *tp;
     struct run r;
 
     tp = mem_prof(1);
-    add(tp, A, 1, (int64_t[]){1, 64, 0, 0});
+    add(tp, A, 1, (int64_t[]){ 1, 64, 0, 0 });
     tp_label_str(tp, "k1", "a");
     tp_label_str(tp, "k2", "b");
     tp_label_num(tp, "bytes", 64, NULL);
-    add(tp, A, 1, (int64_t[]){1, 128, 0, 0});
+    add(tp, A, 1, (int64_t[]){ 1, 128, 0, 0 });
     tp_label_str(tp, "k1", "a");
     tp_label_str(tp, "k2", "b");
     tp_label_num(tp, "bytes", 128, NULL);
@@ -487,15 +493,15 @@ TEST(labels_keyed_sorted_and_by_content)
 
     tp = mem_prof(2);
     tp_str(tp, "padding so that string indices move");
-    add(tp, A, 1, (int64_t[]){3, 384, 0, 0});
+    add(tp, A, 1, (int64_t[]){ 3, 384, 0, 0 });
     tp_label_num(tp, "bytes", 128, NULL);
     tp_label_str(tp, "k2", "b");
     tp_label_str(tp, "k1", "a");
-    add(tp, A, 1, (int64_t[]){2, 128, 0, 0});
+    add(tp, A, 1, (int64_t[]){ 2, 128, 0, 0 });
     tp_label_str(tp, "k2", "b");
     tp_label_num(tp, "bytes", 64, NULL);
     tp_label_str(tp, "k1", "a");
-    add(tp, A, 1, (int64_t[]){1, 64, 0, 0}); /* same stack, other label value */
+    add(tp, A, 1, (int64_t[]){ 1, 64, 0, 0 }); /* same stack, other label value */
     tp_label_str(tp, "k1", "z");
     tp_label_str(tp, "k2", "b");
     tp_label_num(tp, "bytes", 64, NULL);
@@ -503,11 +509,11 @@ TEST(labels_keyed_sorted_and_by_content)
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r.dec.prof->n_sample, 3);
     assert_vals(tp_find(r.dec.prof, "10,|bytes=#128#;k1=a#0#;k2=b#0#;"),
-                (int64_t[]){2, 256, 0, 0}, 4);
-    assert_vals(tp_find(r.dec.prof, "10,|bytes=#64#;k1=a#0#;k2=b#0#;"),
-                (int64_t[]){1, 64, 0, 0}, 4);
-    assert_vals(tp_find(r.dec.prof, "10,|bytes=#64#;k1=z#0#;k2=b#0#;"),
-                (int64_t[]){1, 64, 0, 0}, 4);
+                (int64_t[]){ 2, 256, 0, 0 }, 4);
+    assert_vals(tp_find(r.dec.prof, "10,|bytes=#64#;k1=a#0#;k2=b#0#;"), (int64_t[]){ 1, 64, 0, 0 },
+                4);
+    assert_vals(tp_find(r.dec.prof, "10,|bytes=#64#;k1=z#0#;k2=b#0#;"), (int64_t[]){ 1, 64, 0, 0 },
+                4);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -517,23 +523,23 @@ TEST(labels_keyed_sorted_and_by_content)
  * or as unit, a unit or none. */
 static void add_role_samples(struct tprof *tp, int64_t n)
 {
-    static const uint64_t A[1] = {0x10};
+    static const uint64_t A[1] = { 0x10 };
 
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_str(tp, "a", "b");
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_str(tp, "b", "a");
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_str(tp, "k1", "a");
     tp_label_str(tp, "k2", "b");
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_str(tp, "k1", "b");
     tp_label_str(tp, "k2", "a");
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_num(tp, "u", 5, "w");
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_num(tp, "w", 5, "u");
-    add(tp, A, 1, (int64_t[]){n, n});
+    add(tp, A, 1, (int64_t[]){ n, n });
     tp_label_num(tp, "u", 5, NULL);
 }
 
@@ -561,36 +567,36 @@ TEST(labels_distinct_when_strings_swap_roles)
 TEST(negative_clamped_minority_not_reset)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[1] = {0x10}, B[1] = {0x20}, C[1] = {0x30}, D[1] = {0x40};
+    uint64_t A[1] = { 0x10 }, B[1] = { 0x20 }, C[1] = { 0x30 }, D[1] = { 0x40 };
     struct tprof *tp;
     struct run r;
 
     tp = mem_prof(1);
-    add(tp, A, 1, (int64_t[]){10, 100, 5, 50});
-    add(tp, B, 1, (int64_t[]){10, 100, 0, 0});
-    add(tp, C, 1, (int64_t[]){10, 100, 0, 0});
-    add(tp, D, 1, (int64_t[]){10, 100, 0, 0});
+    add(tp, A, 1, (int64_t[]){ 10, 100, 5, 50 });
+    add(tp, B, 1, (int64_t[]){ 10, 100, 0, 0 });
+    add(tp, C, 1, (int64_t[]){ 10, 100, 0, 0 });
+    add(tp, D, 1, (int64_t[]){ 10, 100, 0, 0 });
     run(d, tp, &r);
     run_done(&r);
     tp = mem_prof(2);
-    add(tp, A, 1, (int64_t[]){7, 120, 4, 40}); /* objects down, space up */
-    add(tp, B, 1, (int64_t[]){8, 80, 0, 0});   /* both down, nothing in use */
-    add(tp, C, 1, (int64_t[]){11, 110, 0, 0});
-    add(tp, D, 1, (int64_t[]){12, 120, 0, 0});
+    add(tp, A, 1, (int64_t[]){ 7, 120, 4, 40 }); /* objects down, space up */
+    add(tp, B, 1, (int64_t[]){ 8, 80, 0, 0 });   /* both down, nothing in use */
+    add(tp, C, 1, (int64_t[]){ 11, 110, 0, 0 });
+    add(tp, D, 1, (int64_t[]){ 12, 120, 0, 0 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){0, 20, 4, 40}, 4);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 0, 20, 4, 40 }, 4);
     ASSERT_NULL(tp_find(r.dec.prof, "20,|"));
-    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){1, 10, 0, 0}, 4);
-    assert_vals(tp_find(r.dec.prof, "40,|"), (int64_t[]){2, 20, 0, 0}, 4);
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){ 1, 10, 0, 0 }, 4);
+    assert_vals(tp_find(r.dec.prof, "40,|"), (int64_t[]){ 2, 20, 0, 0 }, 4);
     ASSERT_EQ(r.dec.prof->n_sample, 3);
     run_done(&r);
     /* The lowered values are the new reference. */
     tp = mem_prof(3);
-    add(tp, B, 1, (int64_t[]){9, 95, 0, 0});
+    add(tp, B, 1, (int64_t[]){ 9, 95, 0, 0 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "20,|"), (int64_t[]){1, 15, 0, 0}, 4);
+    assert_vals(tp_find(r.dec.prof, "20,|"), (int64_t[]){ 1, 15, 0, 0 }, 4);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -600,18 +606,18 @@ TEST(unused_locations_functions_strings_pruned)
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
     struct tprof *tp;
     struct run r;
-    uint64_t keep[2] = {0xaa, 0xbb};
-    uint64_t gone[2] = {0xcc, 0xbb};
+    uint64_t keep[2] = { 0xaa, 0xbb };
+    uint64_t gone[2] = { 0xcc, 0xbb };
 
     for (int step = 0; step < 2; step++) {
         uint64_t ids[2];
         tp = cont_prof(step + 1);
         ids[0] = tp_loc(tp, gone[0], tp_func(tp, "only_in_unchanged", "old.go"), 1);
         ids[1] = tp_loc(tp, gone[1], tp_func(tp, "shared", "app.go"), 2);
-        tp_sample(tp, ids, 2, (int64_t[]){5, 50});
+        tp_sample(tp, ids, 2, (int64_t[]){ 5, 50 });
         ids[0] = tp_loc(tp, keep[0], tp_func(tp, "hot", "hot.go"), 3);
         ids[1] = tp_loc(tp, keep[1] + 0, tp_func(tp, "shared", "app.go"), 2);
-        tp_sample(tp, ids, 2, (int64_t[]){5 + step, 50 + step});
+        tp_sample(tp, ids, 2, (int64_t[]){ 5 + step, 50 + step });
         tp_label_str(tp, "thread", "main");
         run(d, tp, &r);
         if (step == 0) {
@@ -621,7 +627,7 @@ TEST(unused_locations_functions_strings_pruned)
         ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
         const Perftools__Profiles__Profile *p = r.dec.prof;
         ASSERT_EQ(p->n_sample, 1);
-        assert_vals(tp_find(p, "aa,bb,|thread=main#0#;"), (int64_t[]){1, 1}, 2);
+        assert_vals(tp_find(p, "aa,bb,|thread=main#0#;"), (int64_t[]){ 1, 1 }, 2);
         ASSERT_EQ(p->n_location, 2);
         ASSERT_EQ(p->n_function, 2);
         for (size_t i = 0; i < p->n_string_table; i++) {
@@ -648,9 +654,8 @@ TEST(unused_locations_functions_strings_pruned)
  * locations differ by id only) merged into an emitted sample. */
 /* Runs step `step` of a two-step pruning test: the first is the baseline
  * (NULL, nothing to check); the second must emit `samples` samples. */
-static const Perftools__Profiles__Profile *run_pruning_step(struct pprof_delta *d,
-                                                            struct tprof *tp, int step,
-                                                            struct run *r, size_t samples)
+static const Perftools__Profiles__Profile *run_pruning_step(struct pprof_delta *d, struct tprof *tp,
+                                                            int step, struct run *r, size_t samples)
 {
     run(d, tp, r);
     if (step == 0) {
@@ -681,7 +686,7 @@ TEST(pruning_keeps_exactly_what_emitted_samples_reference)
                 snprintf(name, sizeof(name), "%s_fn_%d", drop ? "dropped" : "emitted", i);
                 ids[0] = tp_loc(tp, 0xe00 + (uint64_t)i, tp_func(tp, name, "x.go"), 2);
                 ids[1] = root;
-                tp_sample(tp, ids, 2, (int64_t[]){10 + (drop ? 0 : step), 100});
+                tp_sample(tp, ids, 2, (int64_t[]){ 10 + (drop ? 0 : step), 100 });
                 snprintf(name, sizeof(name), "%s_val_%d", drop ? "dropped" : "emitted", i);
                 tp_label_str(tp, drop ? "dropped_key" : "emitted_key", name);
                 if (step == 1 && i == 0) {
@@ -689,7 +694,7 @@ TEST(pruning_keeps_exactly_what_emitted_samples_reference)
                     snprintf(name, sizeof(name), "emitted_fn_%d", i);
                     ids[0] = tp_loc(tp, 0xe00, tp_func(tp, name, "x.go"), 2);
                     ids[1] = tp_loc(tp, 0x100, tp_func(tp, "root", "main.go"), 1);
-                    tp_sample(tp, ids, 2, (int64_t[]){1, 1});
+                    tp_sample(tp, ids, 2, (int64_t[]){ 1, 1 });
                     tp_label_str(tp, "emitted_key", "emitted_val_0");
                 }
             }
@@ -697,8 +702,8 @@ TEST(pruning_keeps_exactly_what_emitted_samples_reference)
                 run_pruning_step(d, tp, step, &r, (size_t)emitted);
             if (!p)
                 continue;
-            assert_vals(tp_find(p, "e00,100,|emitted_key=emitted_val_0#0#;"),
-                        (int64_t[]){2, 1}, 2);
+            assert_vals(tp_find(p, "e00,100,|emitted_key=emitted_val_0#0#;"), (int64_t[]){ 2, 1 },
+                        2);
             /* Sample 0's two location ids and the emitted ones' own, plus
              * the root; the duplicate's copies are gone. */
             ASSERT_EQ(p->n_location, (size_t)emitted + 1);
@@ -748,13 +753,13 @@ TEST(pruning_exact_on_deep_stacks_of_each_id_width)
                 for (int i = 0; i < emitted + dropped; i++) {
                     bool drop = i >= emitted;
                     for (int k = 0; k < 8; k++) {
-                        snprintf(name, sizeof(name), "%s_fn_%d_%d", drop ? "dropped" : "emitted",
-                                 i, k);
+                        snprintf(name, sizeof(name), "%s_fn_%d_%d", drop ? "dropped" : "emitted", i,
+                                 k);
                         ids[k] = tp_loc(tp, 0x10000 + (uint64_t)(i * 16 + k),
                                         tp_func(tp, name, "x.go"), 2);
                         ids[8 + k] = shared[k];
                     }
-                    tp_sample(tp, ids, 16, (int64_t[]){10 + (drop ? 0 : step), 100});
+                    tp_sample(tp, ids, 16, (int64_t[]){ 10 + (drop ? 0 : step), 100 });
                 }
                 /* The widths meant: every stack id two bytes, or one. */
                 ASSERT(wide ? shared[0] >= 128 && ids[7] < 16384 : ids[7] < 128);
@@ -783,24 +788,24 @@ TEST(pruning_exact_on_deep_stacks_of_each_id_width)
 TEST(reset_when_time_goes_back)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
-    uint64_t A[1] = {0x10};
+    uint64_t A[1] = { 0x10 };
     struct tprof *tp;
     struct run r;
 
     tp = cont_prof(5000);
-    add(tp, A, 1, (int64_t[]){1, 10});
+    add(tp, A, 1, (int64_t[]){ 1, 10 });
     run(d, tp, &r);
     run_done(&r);
     tp = cont_prof(4000);
-    add(tp, A, 1, (int64_t[]){3, 30});
+    add(tp, A, 1, (int64_t[]){ 3, 30 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
     run_done(&r);
     tp = cont_prof(9000);
-    add(tp, A, 1, (int64_t[]){4, 45});
+    add(tp, A, 1, (int64_t[]){ 4, 45 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){1, 15}, 2);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 1, 15 }, 2);
     ASSERT_EQ(r.dec.prof->duration_nanos, 5000);
     run_done(&r);
     pprof_delta_free(d);
@@ -809,35 +814,35 @@ TEST(reset_when_time_goes_back)
 TEST(reset_when_build_id_or_mapping_changes)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
-    uint64_t A[1] = {0x10};
+    uint64_t A[1] = { 0x10 };
     struct tprof *tp;
     struct run r;
 
     tp = cont_prof(1);
-    add(tp, A, 1, (int64_t[]){1, 10});
+    add(tp, A, 1, (int64_t[]){ 1, 10 });
     run(d, tp, &r);
     run_done(&r);
     tp = tp_new(CONT_COLS, 2);
     tp_mapping(tp, 0x400000, 0x800000, "/app", "build-2");
     tp_time(tp, 2);
-    add(tp, A, 1, (int64_t[]){5, 50});
+    add(tp, A, 1, (int64_t[]){ 5, 50 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
     run_done(&r);
     tp = tp_new(CONT_COLS, 2); /* same build, loaded elsewhere (ASLR) */
     tp_mapping(tp, 0x7f0000, 0xbf0000, "/app", "build-2");
     tp_time(tp, 3);
-    add(tp, A, 1, (int64_t[]){6, 60});
+    add(tp, A, 1, (int64_t[]){ 6, 60 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
     run_done(&r);
     tp = tp_new(CONT_COLS, 2);
     tp_mapping(tp, 0x7f0000, 0xbf0000, "/app", "build-2");
     tp_time(tp, 4);
-    add(tp, A, 1, (int64_t[]){8, 61});
+    add(tp, A, 1, (int64_t[]){ 8, 61 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){2, 1}, 2);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 2, 1 }, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -845,33 +850,33 @@ TEST(reset_when_build_id_or_mapping_changes)
 TEST(reset_when_most_keys_decrease)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[1] = {0x10}, B[1] = {0x20}, C[1] = {0x30};
+    uint64_t A[1] = { 0x10 }, B[1] = { 0x20 }, C[1] = { 0x30 };
     struct tprof *tp;
     struct run r;
 
     tp = mem_prof(1);
-    add(tp, A, 1, (int64_t[]){100, 1000, 1, 1});
-    add(tp, B, 1, (int64_t[]){100, 1000, 1, 1});
-    add(tp, C, 1, (int64_t[]){100, 1000, 1, 1});
+    add(tp, A, 1, (int64_t[]){ 100, 1000, 1, 1 });
+    add(tp, B, 1, (int64_t[]){ 100, 1000, 1, 1 });
+    add(tp, C, 1, (int64_t[]){ 100, 1000, 1, 1 });
     run(d, tp, &r);
     run_done(&r);
     /* A restarted process at the same addresses: later clock, small counts. */
     tp = mem_prof(2);
-    add(tp, A, 1, (int64_t[]){2, 20, 1, 1});
-    add(tp, B, 1, (int64_t[]){3, 30, 1, 1});
-    add(tp, C, 1, (int64_t[]){200, 2000, 1, 1});
+    add(tp, A, 1, (int64_t[]){ 2, 20, 1, 1 });
+    add(tp, B, 1, (int64_t[]){ 3, 30, 1, 1 });
+    add(tp, C, 1, (int64_t[]){ 200, 2000, 1, 1 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_RESET);
     run_done(&r);
     tp = mem_prof(3);
-    add(tp, A, 1, (int64_t[]){5, 50, 1, 1});
-    add(tp, B, 1, (int64_t[]){3, 30, 0, 0});
-    add(tp, C, 1, (int64_t[]){201, 2010, 1, 1});
+    add(tp, A, 1, (int64_t[]){ 5, 50, 1, 1 });
+    add(tp, B, 1, (int64_t[]){ 3, 30, 0, 0 });
+    add(tp, C, 1, (int64_t[]){ 201, 2010, 1, 1 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){3, 30, 1, 1}, 4);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 3, 30, 1, 1 }, 4);
     ASSERT_NULL(tp_find(r.dec.prof, "20,|"));
-    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){1, 10, 1, 1}, 4);
+    assert_vals(tp_find(r.dec.prof, "30,|"), (int64_t[]){ 1, 10, 1, 1 }, 4);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -909,24 +914,22 @@ TEST(non_go_producer_keyed_by_function_file_line)
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
     struct run r;
 
-    run(d, nogo_prof(1, false, (int64_t[]){1, 10}, (int64_t[]){2, 20}, 40), &r);
+    run(d, nogo_prof(1, false, (int64_t[]){ 1, 10 }, (int64_t[]){ 2, 20 }, 40), &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
     run_done(&r);
-    run(d, nogo_prof(2, true, (int64_t[]){4, 40}, (int64_t[]){3, 35}, 40), &r);
+    run(d, nogo_prof(2, true, (int64_t[]){ 4, 40 }, (int64_t[]){ 3, 35 }, 40), &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "main@main.rs:7;,|"), (int64_t[]){3, 30}, 2);
-    assert_vals(tp_find(r.dec.prof, "work@lib.rs:40;,main@main.rs:7;,|"), (int64_t[]){1, 15},
-                2);
+    assert_vals(tp_find(r.dec.prof, "main@main.rs:7;,|"), (int64_t[]){ 3, 30 }, 2);
+    assert_vals(tp_find(r.dec.prof, "work@lib.rs:40;,main@main.rs:7;,|"), (int64_t[]){ 1, 15 }, 2);
     run_done(&r);
     /* Another line in the same function is another frame. */
-    run(d, nogo_prof(3, false, (int64_t[]){4, 40}, (int64_t[]){1, 1}, 41), &r);
+    run(d, nogo_prof(3, false, (int64_t[]){ 4, 40 }, (int64_t[]){ 1, 1 }, 41), &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_EQ(r.dec.prof->n_sample, 1);
-    assert_vals(tp_find(r.dec.prof, "work@lib.rs:41;,main@main.rs:7;,|"), (int64_t[]){1, 1}, 2);
+    assert_vals(tp_find(r.dec.prof, "work@lib.rs:41;,main@main.rs:7;,|"), (int64_t[]){ 1, 1 }, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
-
 
 int main(int argc, char **argv)
 {

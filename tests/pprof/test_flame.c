@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tprof.h"
 #include "test.h"
+#include "tprof.h"
 
-static const char *const cols[] = {"alloc_space/bytes", "inuse_space/bytes"};
+static const char *const cols[] = { "alloc_space/bytes", "inuse_space/bytes" };
 
 /* main -> a -> (b inlined into a's location) -> c, and main -> a. */
 static uint8_t *sample_profile(size_t *len)
@@ -24,9 +24,9 @@ static uint8_t *sample_profile(size_t *len)
     uint8_t *out;
 
     tp_loc_add_line(tp, la, fa, 4); /* line[0] = b (inlined), line[1] = a */
-    tp_sample(tp, (uint64_t[]){lc, la, lmain}, 3, (int64_t[]){3, 30});
-    tp_sample(tp, (uint64_t[]){la, lmain}, 2, (int64_t[]){2, 20});
-    tp_sample(tp, (uint64_t[]){lmain}, 1, (int64_t[]){0, 7});
+    tp_sample(tp, (uint64_t[]){ lc, la, lmain }, 3, (int64_t[]){ 3, 30 });
+    tp_sample(tp, (uint64_t[]){ la, lmain }, 2, (int64_t[]){ 2, 20 });
+    tp_sample(tp, (uint64_t[]){ lmain }, 1, (int64_t[]){ 0, 7 });
     out = tp_pack(tp, len, true);
     tp_free(tp);
     return out;
@@ -35,8 +35,7 @@ static uint8_t *sample_profile(size_t *len)
 static const struct pprof_flame_node *find(const struct pprof_flame *f, uint32_t parent,
                                            const char *name)
 {
-    for (uint32_t c = f->nodes[parent].first_child; c != UINT32_MAX;
-         c = f->nodes[c].next_sibling)
+    for (uint32_t c = f->nodes[parent].first_child; c != UINT32_MAX; c = f->nodes[c].next_sibling)
         if (strcmp(f->names[f->nodes[c].name], name) == 0)
             return &f->nodes[c];
     return NULL;
@@ -90,7 +89,7 @@ TEST(default_type_cap_and_refusals)
     struct pprof_flame *f;
     size_t len;
     uint8_t *p = sample_profile(&len);
-    uint8_t junk[] = {0x1f, 0x8b, 0x08, 0x00, 1, 2, 3};
+    uint8_t junk[] = { 0x1f, 0x8b, 0x08, 0x00, 1, 2, 3 };
     char err[256];
 
     pprof_limits_default(&lim);
@@ -125,7 +124,7 @@ static uint8_t *roots_profile(size_t n, const char *name, bool same, size_t *len
         snprintf(file, sizeof(file), "f%zu.go", i);
         fn = tp_func(tp, same ? name : own, file);
         loc = tp_loc(tp, 0x10 + i, fn, 1);
-        tp_sample(tp, (uint64_t[]){loc}, 1, (int64_t[]){1, 1});
+        tp_sample(tp, (uint64_t[]){ loc }, 1, (int64_t[]){ 1, 1 });
     }
     out = tp_pack(tp, len, true);
     tp_free(tp);

@@ -8,11 +8,11 @@
 #include <string.h>
 
 #include "common/macros.h"
-#include "pprof/pprof.h"
+#include "delta_run.h"
 #include "pprof/internal.h"
+#include "pprof/pprof.h"
 #include "test.h"
 #include "tprof.h"
-#include "delta_run.h"
 
 /* ---- randomized check against a reference model ---- */
 
@@ -104,15 +104,16 @@ static uint8_t *gen_profile(struct gen_stack *st, int64_t t, bool nogo, size_t *
                 char name[32];
                 snprintf(name, sizeof(name), "f%llu", (unsigned long long)g->frames[k]);
                 uint64_t fn = tp_func(tp, name, "x.go");
-                ids[k] = tp_loc(tp, nogo ? 0 : 0x1000 * g->frames[k], fn,
-                                (int64_t)g->frames[k]);
+                ids[k] = tp_loc(tp, nogo ? 0 : 0x1000 * g->frames[k], fn, (int64_t)g->frames[k]);
             }
-            int64_t share0 = parts == 1 ? g->total[0] : (part == 0 ? g->total[0] / 3
-                                                                   : g->total[0] - g->total[0] / 3);
-            int64_t share1 = parts == 1 ? g->total[1] : (part == 0 ? g->total[1] / 2
-                                                                   : g->total[1] - g->total[1] / 2);
+            int64_t share0 = parts == 1
+                                 ? g->total[0]
+                                 : (part == 0 ? g->total[0] / 3 : g->total[0] - g->total[0] / 3);
+            int64_t share1 = parts == 1
+                                 ? g->total[1]
+                                 : (part == 0 ? g->total[1] / 2 : g->total[1] - g->total[1] / 2);
             tp_sample(tp, ids, g->depth,
-                      (int64_t[]){share0, share1, (int64_t)rnd(3), (int64_t)rnd(3) * 64});
+                      (int64_t[]){ share0, share1, (int64_t)rnd(3), (int64_t)rnd(3) * 64 });
             if (g->label >= 0)
                 tp_label_num(tp, "bytes", 64 << g->label, NULL);
         }
@@ -130,7 +131,7 @@ TEST(randomized_against_reference_model)
         struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
         struct pprof_limits lim;
         struct gen_stack st[NSTACK];
-        struct model prev = {0};
+        struct model prev = { 0 };
         bool nogo = round % 3 == 2;
         int64_t t = 1000;
 
@@ -238,7 +239,7 @@ TEST(randomized_against_reference_model)
 TEST(scratch_kept_per_thread_capped_and_freed)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_MEMORY);
-    uint64_t A[2] = {0x1000, 0x2000}, B[1] = {0x3000};
+    uint64_t A[2] = { 0x1000, 0x2000 }, B[1] = { 0x3000 };
     struct tprof *tp;
     struct run r;
     size_t kept;
@@ -247,16 +248,16 @@ TEST(scratch_kept_per_thread_capped_and_freed)
     ASSERT_EQ(pprof__scratch_bytes(), 0);
     for (int round = 0; round < 3; round++) {
         tp = mem_prof(1000 * (round + 1));
-        add(tp, A, 2, (int64_t[]){10 * (round + 1), 640 * (round + 1), 2, 128});
+        add(tp, A, 2, (int64_t[]){ 10 * (round + 1), 640 * (round + 1), 2, 128 });
         tp_label_num(tp, "bytes", 64, NULL);
-        add(tp, B, 1, (int64_t[]){1 + round, 128 * (round + 1), 1, 128});
+        add(tp, B, 1, (int64_t[]){ 1 + round, 128 * (round + 1), 1, 128 });
         tp_label_num(tp, "bytes", 128, NULL);
         run(d, tp, &r);
         ASSERT_EQ(r.rc, round == 0 ? PPROF_DELTA_BASELINE : PPROF_DELTA_EMITTED);
         if (round > 0) {
             ASSERT_EQ(r.dec.prof->n_sample, 2);
             assert_vals(tp_find(r.dec.prof, "1000,2000,|bytes=#64#;"),
-                        (int64_t[]){10, 640, 2, 128}, 4);
+                        (int64_t[]){ 10, 640, 2, 128 }, 4);
         }
         run_done(&r);
         /* Kept between calls, within the cap; freed on request, after
@@ -286,8 +287,8 @@ TEST(scratch_kept_per_thread_capped_and_freed)
  * sample) and gzipped; `*raw` is its size before gzip. */
 static uint8_t *small_samples(size_t n, int64_t scale, size_t *len, size_t *raw)
 {
-    struct twb w = {0}, m = {0}, inner = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+    struct twb w = { 0 }, m = { 0 }, inner = { 0 };
+    const char *strs[] = { "", "contentions", "count", "delay", "nanoseconds", "f", "f.go" };
     uint8_t *out = NULL;
 
     twb_bytes(&w, 1, "\x08\x01\x10\x02", 4);

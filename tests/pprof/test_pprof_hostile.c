@@ -13,8 +13,8 @@
 #include <sys/resource.h>
 #include <zlib.h>
 
-#include "pprof/pprof.h"
 #include "pprof/internal.h"
+#include "pprof/pprof.h"
 #include "test.h"
 #include "tprof.h"
 
@@ -76,7 +76,7 @@ static void assert_rss_below(double mib)
 static uint8_t *make_bomb(size_t *len, bool honest_size)
 {
     static uint8_t zeros[BOMB_CHUNK];
-    uint8_t hdr[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3};
+    uint8_t hdr[10] = { 0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 2, 3 };
     uint8_t *c1 = malloc(BOMB_CHUNK), *c2 = malloc(BOMB_CHUNK), *fin = malloc(64), *bomb;
     size_t c1_len, c2_len, fin_len, off = 0;
     uLong crc_chunk, crc = crc32(0, NULL, 0);
@@ -173,8 +173,8 @@ TEST(gzip_bomb_lying_trailer)
  * of 2000 locations, by hand (protobuf-c would need ~200 MB of structs). */
 static uint8_t *many_samples(size_t n, int64_t t, int64_t scale, size_t *len)
 {
-    struct twb w = {0}, m = {0}, inner = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+    struct twb w = { 0 }, m = { 0 }, inner = { 0 };
+    const char *strs[] = { "", "contentions", "count", "delay", "nanoseconds", "f", "f.go" };
     const size_t nloc = 2000;
 
     twb_bytes(&w, 1, "\x08\x01\x10\x02", 4);
@@ -210,7 +210,7 @@ static uint8_t *many_samples(size_t n, int64_t t, int64_t scale, size_t *len)
 
 /* Peak RSS bounds, measured under meson's MALLOC_PERTURB_ (which touches
  * every allocated byte) plus about 25%: */
-#define LIB_BOUND_MIB 190 /* the two deltas: state + one profile's work */
+#define LIB_BOUND_MIB 190   /* the two deltas: state + one profile's work */
 #define CHECK_BOUND_MIB 550 /* and the test's own protobuf-c decode */
 
 TEST(million_samples)
@@ -263,8 +263,8 @@ TEST(million_samples)
 
 static uint8_t *deep_stack(size_t depth, size_t *len)
 {
-    struct twb w = {0}, m = {0}, ids = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds"};
+    struct twb w = { 0 }, m = { 0 }, ids = { 0 };
+    const char *strs[] = { "", "contentions", "count", "delay", "nanoseconds" };
 
     twb_bytes(&w, 1, "\x08\x01\x10\x02", 4);
     twb_bytes(&w, 1, "\x08\x03\x10\x04", 4);
@@ -333,13 +333,13 @@ TEST(garbage_protobuf)
     uint8_t *good, *buf;
     size_t good_len;
     int rejected = 0, accepted = 0;
-    static const char *const cols[] = {"contentions/count", "delay/nanoseconds"};
+    static const char *const cols[] = { "contentions/count", "delay/nanoseconds" };
 
     pprof_limits_default(&lim);
     tp = tp_new(cols, 2);
     for (uint64_t i = 1; i < 50; i++) {
         uint64_t id = tp_loc(tp, 0x1000 * i, tp_func(tp, "f", "f.go"), (int64_t)i);
-        tp_sample(tp, &id, 1, (int64_t[]){(int64_t)i, 10});
+        tp_sample(tp, &id, 1, (int64_t[]){ (int64_t)i, 10 });
         tp_label_str(tp, "k", "v");
     }
     good = tp_pack(tp, &good_len, false);

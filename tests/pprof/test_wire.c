@@ -9,17 +9,17 @@
 #include <string.h>
 
 #include "common/macros.h"
-#include "pprof/pprof.h"
+#include "delta_run.h"
 #include "pprof/internal.h"
+#include "pprof/pprof.h"
 #include "test.h"
 #include "tprof.h"
-#include "delta_run.h"
 
 /* The two sample types of a hand-written contention profile, whose string
  * table starts "", "contentions", "count", "delay", "nanoseconds". */
 static void twb_contention_types(struct twb *w)
 {
-    struct twb m = {0};
+    struct twb m = { 0 };
 
     for (uint64_t i = 1; i <= 3; i += 2) {
         m.len = 0;
@@ -46,8 +46,8 @@ static uint8_t *twb_profile_end(struct twb *w, const char *const *strs, size_t n
  * f.go: that function, the strings, time `t`. */
 static uint8_t *twb_end_with_f(struct twb *w, int64_t t, size_t *len)
 {
-    struct twb m = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go"};
+    struct twb m = { 0 };
+    const char *strs[] = { "", "contentions", "count", "delay", "nanoseconds", "f", "f.go" };
 
     twb_uint(&m, 1, 1);
     twb_uint(&m, 2, 5);
@@ -61,7 +61,7 @@ static uint8_t *twb_end_with_f(struct twb *w, int64_t t, size_t *len)
  * fields, values and location ids interleaved (value, loc, value, loc). */
 static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
 {
-    struct twb w = {0}, m = {0};
+    struct twb w = { 0 }, m = { 0 };
 
     twb_contention_types(&w);
     twb_uint(&m, 2, (uint64_t)vals[0]);
@@ -70,7 +70,7 @@ static uint8_t *unpacked_prof(int64_t t, const int64_t *vals, size_t *len)
     twb_uint(&m, 1, 1);
     twb_bytes(&w, 2, m.data, m.len);
     for (uint64_t id = 1; id <= 2; id++) {
-        struct twb line = {0};
+        struct twb line = { 0 };
         m.len = 0;
         twb_uint(&m, 1, id);
         twb_uint(&m, 3, 0x100 * id);
@@ -94,7 +94,7 @@ TEST(unpacked_repeated_fields_read)
     struct pprof__decoded dp;
 
     pprof_limits_default(&lim);
-    in = unpacked_prof(10, (int64_t[]){2, 200}, &len);
+    in = unpacked_prof(10, (int64_t[]){ 2, 200 }, &len);
     tp_decode(in, len, &dp); /* protobuf-c reads it too */
     ASSERT_EQ(dp.prof->sample[0]->n_location_id, 2);
     ASSERT_EQ(dp.prof->sample[0]->location_id[0], 2);
@@ -103,12 +103,12 @@ TEST(unpacked_repeated_fields_read)
     ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
               PPROF_DELTA_BASELINE);
     free(in);
-    in = unpacked_prof(20, (int64_t[]){5, 260}, &len);
+    in = unpacked_prof(20, (int64_t[]){ 5, 260 }, &len);
     ASSERT_EQ(pprof_delta_process(d, in, len, &lim, &out, &out_len, err, sizeof(err)),
               PPROF_DELTA_EMITTED);
     free(in);
     tp_decode(out, out_len, &dp);
-    assert_vals(tp_find(dp.prof, "200,100,|"), (int64_t[]){3, 60}, 2);
+    assert_vals(tp_find(dp.prof, "200,100,|"), (int64_t[]){ 3, 60 }, 2);
     ASSERT_EQ(dp.prof->duration_nanos, 10);
     pprof__decoded_done(&dp);
     free(out);
@@ -123,7 +123,7 @@ enum loc_order { LOC_GO, LOC_BY_NUMBER, LOC_LINES_FIRST };
 static void put_lines(struct twb *m, const uint64_t *fns, size_t nfns)
 {
     for (size_t i = 0; i < nfns; i++) {
-        struct twb line = {0};
+        struct twb line = { 0 };
         twb_uint(&line, 1, fns[i]);
         twb_uint(&line, 2, 10 + i);
         twb_bytes(m, 4, line.data, line.len);
@@ -134,7 +134,7 @@ static void put_lines(struct twb *m, const uint64_t *fns, size_t nfns)
 static void put_location(struct twb *w, enum loc_order order, uint64_t id, uint64_t mapping,
                          uint64_t addr, const uint64_t *fns, size_t nfns)
 {
-    struct twb m = {0};
+    struct twb m = { 0 };
 
     switch (order) {
     case LOC_GO:
@@ -167,9 +167,9 @@ static void put_location(struct twb *w, enum loc_order order, uint64_t id, uint6
 static uint8_t *ordered_prof(int64_t t, enum loc_order order, int64_t scale, uint64_t fn2,
                              uint64_t map2, size_t *len)
 {
-    struct twb w = {0}, m = {0}, v = {0};
-    const char *strs[] = {"", "contentions", "count", "delay", "nanoseconds", "f", "f.go", "g",
-                          "main"};
+    struct twb w = { 0 }, m = { 0 }, v = { 0 };
+    const char *strs[] = { "",  "contentions", "count", "delay", "nanoseconds",
+                           "f", "f.go",        "g",     "main" };
 
     twb_contention_types(&w);
     for (int k = 0; k < 2; k++) {
@@ -186,9 +186,9 @@ static uint8_t *ordered_prof(int64_t t, enum loc_order order, int64_t scale, uin
     twb_uint(&m, 3, 0x9000);
     twb_uint(&m, 5, 8);
     twb_bytes(&w, 3, m.data, m.len);
-    put_location(&w, order, 1, 1, 0x100, (uint64_t[]){1}, 1);
-    put_location(&w, order, 2, map2, 0x200, (uint64_t[]){fn2}, 1);
-    put_location(&w, order, 3, 1, 0x300, (uint64_t[]){2, 1}, 2);
+    put_location(&w, order, 1, 1, 0x100, (uint64_t[]){ 1 }, 1);
+    put_location(&w, order, 2, map2, 0x200, (uint64_t[]){ fn2 }, 1);
+    put_location(&w, order, 3, 1, 0x300, (uint64_t[]){ 2, 1 }, 2);
     for (uint64_t id = 1; id <= 2; id++) {
         m.len = 0;
         twb_uint(&m, 1, id);
@@ -223,8 +223,8 @@ TEST(locations_read_alike_whatever_the_order_of_their_fields)
         free(in);
         tp_decode(out, out_len, &dp);
         ASSERT_EQ(dp.prof->n_sample, 2);
-        assert_vals(tp_find(dp.prof, "200,100,|"), (int64_t[]){2, 200}, 2);
-        assert_vals(tp_find(dp.prof, "300,|"), (int64_t[]){4, 100}, 2);
+        assert_vals(tp_find(dp.prof, "200,100,|"), (int64_t[]){ 2, 200 }, 2);
+        assert_vals(tp_find(dp.prof, "300,|"), (int64_t[]){ 4, 100 }, 2);
         /* g is named only by the inlined frame of 0x300, which must count
          * as a location of two lines for g to be kept. */
         ASSERT_EQ(dp.prof->n_location, 3);
@@ -252,8 +252,8 @@ TEST(locations_read_alike_whatever_the_order_of_their_fields)
 /* Lines whose function id and line number take one to five bytes each (a
  * line number of 0 is left out of the Line), some in an inlined second
  * Line: each location keeps its own function, the others are pruned. */
-static const uint64_t LINE_FIDS[] = {1, 127, 128, 16383, 16384, 16500};
-static const int64_t LINE_NUMS[] = {0, 1, 127, 128, 16384, 2097152, 268435456};
+static const uint64_t LINE_FIDS[] = { 1, 127, 128, 16383, 16384, 16500 };
+static const int64_t LINE_NUMS[] = { 0, 1, 127, 128, 16384, 2097152, 268435456 };
 #define N_LINE_FIDS (sizeof(LINE_FIDS) / sizeof(LINE_FIDS[0]))
 #define N_LINE_NUMS (sizeof(LINE_NUMS) / sizeof(LINE_NUMS[0]))
 
@@ -271,7 +271,7 @@ static struct tprof *line_widths_prof(int64_t t, int64_t scale)
             uint64_t loc = tp_loc(tp, 0x10000 + 0x100 * i + j, LINE_FIDS[i], LINE_NUMS[j]);
             if (j == 1) /* inlined into the next function id */
                 tp_loc_add_line(tp, loc, LINE_FIDS[(i + 1) % N_LINE_FIDS], LINE_NUMS[i]);
-            tp_sample(tp, &loc, 1, (int64_t[]){scale, 10 * scale, 1, 10});
+            tp_sample(tp, &loc, 1, (int64_t[]){ scale, 10 * scale, 1, 10 });
         }
     }
     return tp;
@@ -281,7 +281,7 @@ static struct tprof *line_widths_prof(int64_t t, int64_t scale)
  * Line is the raw bytes `line`; function 1 is f. */
 static uint8_t *raw_line_prof(const uint8_t *line, size_t line_len, size_t *len)
 {
-    struct twb w = {0}, m = {0};
+    struct twb w = { 0 }, m = { 0 };
 
     twb_contention_types(&w);
     twb_bytes(&m, 1, "\x01", 1);
@@ -324,7 +324,7 @@ TEST(lines_read_whatever_the_widths_of_their_function_and_number)
             ASSERT_EQ(l->line[n]->line, n == 0 ? LINE_NUMS[j] : LINE_NUMS[i]);
         }
     }
-    assert_vals(tp_find(p, "10203,|"), (int64_t[]){2, 20, 1, 10}, 4);
+    assert_vals(tp_find(p, "10203,|"), (int64_t[]){ 2, 20, 1, 10 }, 4);
     run_done(&r);
     pprof_delta_free(d);
 
@@ -337,12 +337,12 @@ TEST(lines_read_whatever_the_widths_of_their_function_and_number)
         size_t len;
         int rc;
     } lines[] = {
-        {{0x08, 0x01, 0x10, 0x07}, 4, PPROF_DELTA_BASELINE},
-        {{0x08, 0x01, 0x10, 0x07, 0x18, 0x02}, 6, PPROF_DELTA_BASELINE},
-        {{0x08, 0x01, 0x18, 0x02}, 4, PPROF_DELTA_BASELINE},
-        {{0x08, 0x01, 0x12, 0x01, 0x07}, 5, PPROF_ECORRUPT},
-        {{0x08, 0x01, 0x12, 0x87, 0x01}, 5, PPROF_ECORRUPT},
-        {{0x08, 0x01, 0x10, 0x87}, 4, PPROF_ECORRUPT},
+        { { 0x08, 0x01, 0x10, 0x07 }, 4, PPROF_DELTA_BASELINE },
+        { { 0x08, 0x01, 0x10, 0x07, 0x18, 0x02 }, 6, PPROF_DELTA_BASELINE },
+        { { 0x08, 0x01, 0x18, 0x02 }, 4, PPROF_DELTA_BASELINE },
+        { { 0x08, 0x01, 0x12, 0x01, 0x07 }, 5, PPROF_ECORRUPT },
+        { { 0x08, 0x01, 0x12, 0x87, 0x01 }, 5, PPROF_ECORRUPT },
+        { { 0x08, 0x01, 0x10, 0x87 }, 4, PPROF_ECORRUPT },
     };
     struct pprof_limits lim;
     char err[256];
@@ -376,7 +376,7 @@ TEST(records_cut_short_are_malformed)
         for (size_t over = 1; over <= 3; over++) {
             struct tprof *tp = cont_prof(1);
             size_t len;
-            add(tp, (uint64_t[]){0x10}, 1, (int64_t[]){1, 1});
+            add(tp, (uint64_t[]){ 0x10 }, 1, (int64_t[]){ 1, 1 });
             uint8_t *raw = tp_pack(tp, &len, false);
             uint8_t *in = realloc(raw, len + 8);
             ASSERT(in != NULL);
@@ -415,7 +415,7 @@ static struct tprof *address_widths_prof(int64_t t, int64_t scale)
         width_addresses(k + 1, addrs);
         for (int64_t j = 0; j < 3; j++) {
             uint64_t loc = tp_loc(tp, addrs[j], fn, 3 * k + j);
-            tp_sample(tp, &loc, 1, (int64_t[]){(3 * k + j + 1) * scale, scale, 1, 1});
+            tp_sample(tp, &loc, 1, (int64_t[]){ (3 * k + j + 1) * scale, scale, 1, 1 });
         }
     }
     return tp;
@@ -434,7 +434,7 @@ TEST(addresses_read_whatever_their_width)
         width_addresses(k + 1, addrs);
         for (int64_t j = 0; j < 3; j++) {
             snprintf(key, sizeof(key), "%" PRIx64 ",|", addrs[j]);
-            assert_vals(tp_find(r.dec.prof, key), (int64_t[]){2 * (3 * k + j + 1), 2, 1, 1}, 4);
+            assert_vals(tp_find(r.dec.prof, key), (int64_t[]){ 2 * (3 * k + j + 1), 2, 1, 1 }, 4);
         }
     }
     run_done(&r);
@@ -445,7 +445,7 @@ TEST(addresses_read_whatever_their_width)
  * names (string records) of 1 to 20,000 bytes, and a sample of 200 frames
  * (over 128 bytes) beside one of a frame; a record's length takes one,
  * two or three bytes. */
-static const size_t NAME_LENS[] = {1, 127, 128, 129, 16383, 16384, 20000};
+static const size_t NAME_LENS[] = { 1, 127, 128, 129, 16383, 16384, 20000 };
 #define N_NAME_LENS (sizeof(NAME_LENS) / sizeof(NAME_LENS[0]))
 
 static struct tprof *long_records_prof(int64_t t, int64_t scale)
@@ -463,8 +463,8 @@ static struct tprof *long_records_prof(int64_t t, int64_t scale)
     free(name);
     for (size_t i = N_NAME_LENS; i < 200; i++)
         ids[i] = ids[i % N_NAME_LENS];
-    tp_sample(tp, ids, 200, (int64_t[]){2 * scale, 200 * scale, 1, 100});
-    tp_sample(tp, &ids[N_NAME_LENS - 1], 1, (int64_t[]){scale, 10 * scale, 1, 10});
+    tp_sample(tp, ids, 200, (int64_t[]){ 2 * scale, 200 * scale, 1, 100 });
+    tp_sample(tp, &ids[N_NAME_LENS - 1], 1, (int64_t[]){ scale, 10 * scale, 1, 10 });
     return tp;
 }
 
@@ -478,10 +478,10 @@ TEST(records_read_whatever_the_bytes_of_their_length)
     run_scaled_pair(d, long_records_prof, &r);
     ASSERT_EQ(r.dec.prof->n_sample, 2);
     snprintf(key, sizeof(key), "%x,|", 0x1000 + (unsigned)N_NAME_LENS - 1);
-    assert_vals(tp_find(r.dec.prof, key), (int64_t[]){2, 20, 1, 10}, 4);
+    assert_vals(tp_find(r.dec.prof, key), (int64_t[]){ 2, 20, 1, 10 }, 4);
     for (size_t i = 0; i < r.dec.prof->n_sample; i++)
         if (r.dec.prof->sample[i]->n_location_id == 200)
-            assert_vals(r.dec.prof->sample[i], (int64_t[]){4, 400, 1, 100}, 4);
+            assert_vals(r.dec.prof->sample[i], (int64_t[]){ 4, 400, 1, 100 }, 4);
     /* Every name came through whole. */
     ASSERT_EQ(r.dec.prof->n_function, N_NAME_LENS);
     for (size_t i = 0; i < r.dec.prof->n_function; i++) {
@@ -499,7 +499,7 @@ TEST(error_poisons_state_and_next_profile_reseeds)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
     struct pprof_limits lim;
-    uint64_t A[1] = {0x10};
+    uint64_t A[1] = { 0x10 };
     struct tprof *tp;
     struct run r;
     uint8_t *in, *out;
@@ -508,11 +508,11 @@ TEST(error_poisons_state_and_next_profile_reseeds)
 
     pprof_limits_default(&lim);
     tp = cont_prof(1);
-    add(tp, A, 1, (int64_t[]){1, 10});
+    add(tp, A, 1, (int64_t[]){ 1, 10 });
     run(d, tp, &r);
     run_done(&r);
     tp = cont_prof(2);
-    add(tp, A, 1, (int64_t[]){2, 20});
+    add(tp, A, 1, (int64_t[]){ 2, 20 });
     in = tp_pack(tp, &len, false);
     tp_free(tp);
     ASSERT_EQ(pprof_delta_process(d, in, len - 3, &lim, &out, &out_len, err, sizeof(err)),
@@ -522,15 +522,15 @@ TEST(error_poisons_state_and_next_profile_reseeds)
     ASSERT_EQ(pprof_delta_keys(d), 0);
     free(in);
     tp = cont_prof(3);
-    add(tp, A, 1, (int64_t[]){3, 30});
+    add(tp, A, 1, (int64_t[]){ 3, 30 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
     run_done(&r);
     tp = cont_prof(4);
-    add(tp, A, 1, (int64_t[]){4, 40});
+    add(tp, A, 1, (int64_t[]){ 4, 40 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){1, 10}, 2);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 1, 10 }, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -550,7 +550,7 @@ TEST(two_byte_ids_past_the_table_are_unknown_locations)
     tp = cont_prof(1);
     for (uint64_t i = 0; i < 400; i++) {
         ids[0] = tp_loc(tp, 0x1000 + i, 0, 0);
-        tp_sample(tp, ids, 1, (int64_t[]){1, 1});
+        tp_sample(tp, ids, 1, (int64_t[]){ 1, 1 });
     }
     run(big, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_BASELINE);
@@ -564,8 +564,8 @@ TEST(two_byte_ids_past_the_table_are_unknown_locations)
         ids[1] = 130;
         ids[2] = past ? 300 : 128;
         ids[3] = 129;
-        tp_sample(tp, ids, 4, (int64_t[]){1, 1});
-        tp_sample(tp, ids, 4, (int64_t[]){1, 1}); /* eight bytes in a row */
+        tp_sample(tp, ids, 4, (int64_t[]){ 1, 1 });
+        tp_sample(tp, ids, 4, (int64_t[]){ 1, 1 }); /* eight bytes in a row */
         run(d, tp, &r);
         if (past) {
             ASSERT_EQ(r.rc, PPROF_ECORRUPT);
@@ -603,20 +603,20 @@ static void add_width_samples(struct tprof *tp, int nloc, bool reversed, int64_t
             uint32_t r = (seed >> 16) % 200;
             ids[k] = id_of[seed >> 31 ? (int)r : nloc - 1 - (int)r];
         }
-        tp_sample(tp, ids, depth, (int64_t[]){scale * (st + 1), scale * (st + 1) * 10});
+        tp_sample(tp, ids, depth, (int64_t[]){ scale * (st + 1), scale * (st + 1) * 10 });
     }
     free(id_of);
 }
 
 static void expect_unknown_location_among(struct pprof_delta *d, uint64_t nloc,
-                                         const uint64_t *stack, size_t depth, const char *msg)
+                                          const uint64_t *stack, size_t depth, const char *msg)
 {
     struct tprof *tp = cont_prof(9);
     struct run r;
 
     for (uint64_t i = 0; i < nloc; i++)
         tp_loc(tp, 0x1000 + i, 0, 0);
-    tp_sample(tp, stack, depth, (int64_t[]){1, 1});
+    tp_sample(tp, stack, depth, (int64_t[]){ 1, 1 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_ECORRUPT);
     if (!strstr(r.err, msg))
@@ -634,7 +634,7 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
 {
     /* 400 locations: one- and two-byte ids; 20000: up to three bytes;
      * 40000: a profile over 256 KB, whose record scan prefetches. */
-    static const int nlocs[] = {400, 20000, 40000};
+    static const int nlocs[] = { 400, 20000, 40000 };
     for (size_t ni = 0; ni < ARRAY_SIZE(nlocs); ni++) {
         int nloc = nlocs[ni];
         struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
@@ -659,7 +659,7 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
             /* Each stack gained (st + 1) x (1, 10) since the previous
              * round; one that missed its key would show its whole round x
              * (st + 1). */
-            bool seen[61] = {false};
+            bool seen[61] = { false };
             for (size_t i = 0; i < 60; i++) {
                 const Perftools__Profiles__Sample *sm = r.dec.prof->sample[i];
                 ASSERT(sm->value[0] >= 1 && sm->value[0] <= 60);
@@ -677,34 +677,34 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
      * near the end of the stack, or two at a time, two or three bytes
      * wide. */
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
-    expect_unknown_location(d, (uint64_t[]){5, 129, 6, 300, 7, 8}, 6, "unknown location 300");
-    expect_unknown_location(d, (uint64_t[]){5, 129, 300, 6, 7, 8, 9, 10}, 8,
+    expect_unknown_location(d, (uint64_t[]){ 5, 129, 6, 300, 7, 8 }, 6, "unknown location 300");
+    expect_unknown_location(d, (uint64_t[]){ 5, 129, 300, 6, 7, 8, 9, 10 }, 8,
                             "unknown location 300");
-    expect_unknown_location(d, (uint64_t[]){5, 129, 20000, 6, 7, 8, 9, 10}, 8,
+    expect_unknown_location(d, (uint64_t[]){ 5, 129, 20000, 6, 7, 8, 9, 10 }, 8,
                             "unknown location 20000");
-    expect_unknown_location(d, (uint64_t[]){5, 6, 7, 8, 9, 10, 11, 20000, 5, 6}, 10,
+    expect_unknown_location(d, (uint64_t[]){ 5, 6, 7, 8, 9, 10, 11, 20000, 5, 6 }, 10,
                             "unknown location 20000");
     /* Ten locations, in a table of 128 by id: 100 and 50 are in the table
      * but absent, read eight at a time; the first unknown one is named. */
-    expect_unknown_location_among(d, 10, (uint64_t[]){1, 2, 3, 100, 4, 50, 5, 6}, 8,
+    expect_unknown_location_among(d, 10, (uint64_t[]){ 1, 2, 3, 100, 4, 50, 5, 6 }, 8,
                                   "unknown location 100");
-    expect_unknown_location_among(d, 10, (uint64_t[]){1, 2, 3, 4, 5, 6, 7, 8, 9, 50}, 10,
+    expect_unknown_location_among(d, 10, (uint64_t[]){ 1, 2, 3, 4, 5, 6, 7, 8, 9, 50 }, 10,
                                   "unknown location 50");
-    expect_unknown_location_among(d, 10, (uint64_t[]){1, 300, 3, 4, 5, 6, 7, 8, 9, 50}, 10,
+    expect_unknown_location_among(d, 10, (uint64_t[]){ 1, 300, 3, 4, 5, 6, 7, 8, 9, 50 }, 10,
                                   "unknown location 300");
     /* A three-byte id among the first four of eight bytes, in the largest
      * table the four-at-once path reads: its first two bytes alone would
      * be a location. */
-    expect_unknown_location_among(d, 16383, (uint64_t[]){5, 129, 20000, 6, 7, 8, 9, 10}, 8,
+    expect_unknown_location_among(d, 16383, (uint64_t[]){ 5, 129, 20000, 6, 7, 8, 9, 10 }, 8,
                                   "unknown location 20000");
     /* Past 16383 locations, four ids of up to three bytes are read from
      * twelve: one past the table, and one of four bytes whose first three
      * alone would be a location. */
     expect_unknown_location_among(d, 20000,
-                                  (uint64_t[]){5, 129, 30000, 6, 7, 8, 9, 10, 11, 12, 13, 14},
-                                  12, "unknown location 30000");
+                                  (uint64_t[]){ 5, 129, 30000, 6, 7, 8, 9, 10, 11, 12, 13, 14 }, 12,
+                                  "unknown location 30000");
     expect_unknown_location_among(d, 20000,
-                                  (uint64_t[]){5, 129, (1u << 21) + 5, 6, 7, 8, 9, 10, 11, 12},
+                                  (uint64_t[]){ 5, 129, (1u << 21) + 5, 6, 7, 8, 9, 10, 11, 12 },
                                   10, "unknown location 2097157");
     pprof_delta_free(d);
 }
@@ -713,9 +713,12 @@ TEST(stacks_meet_their_keys_whatever_their_id_widths)
 static uint64_t id_of_width(unsigned width, unsigned salt, uint64_t nloc)
 {
     switch (width) {
-    case 1: return 1 + salt % 127;
-    case 2: return 128 + salt % ((nloc < 16383 ? nloc : 16383) - 127);
-    default: return 16384 + salt % (nloc - 16383);
+    case 1:
+        return 1 + salt % 127;
+    case 2:
+        return 128 + salt % ((nloc < 16383 ? nloc : 16383) - 127);
+    default:
+        return 16384 + salt % (nloc - 16383);
     }
 }
 
@@ -744,7 +747,7 @@ static size_t width_pattern_stack(unsigned s, uint64_t nloc, uint64_t *ids)
 static uint8_t *width_pattern_prof(uint64_t nloc, bool packed, int64_t scale, int64_t t,
                                    size_t *len)
 {
-    struct twb w = {0}, m = {0}, ids = {0};
+    struct twb w = { 0 }, m = { 0 }, ids = { 0 };
     uint64_t stack[16];
 
     twb_contention_types(&w);
@@ -779,7 +782,7 @@ TEST(stacks_read_alike_packed_and_one_id_at_a_time)
     /* 400 locations: two-byte ids past the table among them (read again
      * by the slower paths); 16383: the most ids of at most two bytes;
      * 20000: ids of one to three bytes. */
-    static const uint64_t nlocs[] = {400, 16383, 20000};
+    static const uint64_t nlocs[] = { 400, 16383, 20000 };
 
     for (size_t ni = 0; ni < ARRAY_SIZE(nlocs); ni++) {
         struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
@@ -788,7 +791,7 @@ TEST(stacks_read_alike_packed_and_one_id_at_a_time)
         uint8_t *in, *out;
         size_t len, out_len;
         char err[256];
-        bool seen[257] = {false};
+        bool seen[257] = { false };
 
         pprof_limits_default(&lim);
         in = width_pattern_prof(nlocs[ni], true, 1000, 10, &len);
@@ -826,7 +829,7 @@ TEST(state_forgets_vanished_keys_and_reports_memory)
 
     tp = cont_prof(1);
     for (uint64_t i = 1; i <= 500; i++)
-        add(tp, &i, 1, (int64_t[]){1, 1});
+        add(tp, &i, 1, (int64_t[]){ 1, 1 });
     run(d, tp, &r);
     run_done(&r);
     ASSERT_EQ(pprof_delta_keys(d), 500);
@@ -837,10 +840,10 @@ TEST(state_forgets_vanished_keys_and_reports_memory)
     ASSERT_LE(mem_big, 500 * 10 + 256);
     tp = cont_prof(2);
     uint64_t one = 7;
-    add(tp, &one, 1, (int64_t[]){2, 2});
+    add(tp, &one, 1, (int64_t[]){ 2, 2 });
     run(d, tp, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
-    assert_vals(tp_find(r.dec.prof, "7,|"), (int64_t[]){1, 1}, 2);
+    assert_vals(tp_find(r.dec.prof, "7,|"), (int64_t[]){ 1, 1 }, 2);
     run_done(&r);
     ASSERT_EQ(pprof_delta_keys(d), 1);
     mem_small = pprof_delta_mem(d);
@@ -865,25 +868,25 @@ TEST(caps_name_the_limit)
 {
     struct pprof_limits lim;
     struct tprof *tp;
-    uint64_t stack[3] = {1, 2, 3};
+    uint64_t stack[3] = { 1, 2, 3 };
 
     pprof_limits_default(&lim);
     lim.max_samples = 2;
     tp = cont_prof(1);
     for (int i = 0; i < 3; i++)
-        add(tp, stack, 1, (int64_t[]){1, 1});
+        add(tp, stack, 1, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "3 samples > cap 2");
 
     pprof_limits_default(&lim);
     lim.max_stack_depth = 2;
     tp = cont_prof(1);
-    add(tp, stack, 3, (int64_t[]){1, 1});
+    add(tp, stack, 3, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "stack depth > cap 2");
 
     pprof_limits_default(&lim);
     lim.max_labels = 1;
     tp = cont_prof(1);
-    add(tp, stack, 1, (int64_t[]){1, 1});
+    add(tp, stack, 1, (int64_t[]){ 1, 1 });
     tp_label_str(tp, "a", "b");
     tp_label_str(tp, "c", "d");
     expect_cap_error(&lim, tp, "labels in one sample > cap 1");
@@ -891,25 +894,25 @@ TEST(caps_name_the_limit)
     pprof_limits_default(&lim);
     lim.max_locations = 2;
     tp = cont_prof(1);
-    add(tp, stack, 3, (int64_t[]){1, 1});
+    add(tp, stack, 3, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "3 locations > cap 2");
 
     pprof_limits_default(&lim);
     lim.max_functions = 1;
     tp = cont_prof(1);
-    add(tp, stack, 2, (int64_t[]){1, 1});
+    add(tp, stack, 2, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "2 functions > cap 1");
 
     pprof_limits_default(&lim);
     lim.max_strings = 4;
     tp = cont_prof(1);
-    add(tp, stack, 1, (int64_t[]){1, 1});
+    add(tp, stack, 1, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "strings > cap 4");
 
     pprof_limits_default(&lim);
     lim.max_decompressed = 64;
     tp = cont_prof(1);
-    add(tp, stack, 3, (int64_t[]){1, 1});
+    add(tp, stack, 3, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "decompressed size > cap 64 bytes");
 }
 
@@ -934,8 +937,8 @@ TEST(record_tables_grow_keeping_what_was_read)
         uint8_t *in;
 
         for (uint64_t i = 0; i < NS; i++)
-            add(tp, (uint64_t[]){0x1000 + i}, 1,
-                (int64_t[]){round * (int64_t)i, round * (int64_t)i * 10});
+            add(tp, (uint64_t[]){ 0x1000 + i }, 1,
+                (int64_t[]){ round * (int64_t)i, round * (int64_t)i * 10 });
         for (int i = 0; i < NC; i++) {
             char text[16];
             snprintf(text, sizeof(text), "note %d", i);
@@ -959,7 +962,7 @@ TEST(record_tables_grow_keeping_what_was_read)
         for (uint64_t i = 1; i < NS; i++) {
             char key[32];
             snprintf(key, sizeof(key), "%llx,|", (unsigned long long)(0x1000 + i));
-            assert_vals(tp_find(r.dec.prof, key), (int64_t[]){(int64_t)i, (int64_t)i * 10}, 2);
+            assert_vals(tp_find(r.dec.prof, key), (int64_t[]){ (int64_t)i, (int64_t)i * 10 }, 2);
         }
         ASSERT_EQ(r.dec.prof->n_comment, NC);
         for (int i = 0; i < NC; i++) {
@@ -975,7 +978,7 @@ TEST(record_tables_grow_keeping_what_was_read)
     lim.max_samples = 300;
     struct tprof *tp = cont_prof(1);
     for (uint64_t i = 0; i < 1000; i++)
-        add(tp, (uint64_t[]){0x1000 + i % 7}, 1, (int64_t[]){1, 1});
+        add(tp, (uint64_t[]){ 0x1000 + i % 7 }, 1, (int64_t[]){ 1, 1 });
     expect_cap_error(&lim, tp, "1000 samples > cap 300");
 }
 
@@ -1014,23 +1017,23 @@ TEST(gzip_level_zero_writes_plain_pprof)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
     struct pprof_limits lim;
-    uint64_t A[1] = {0x10};
+    uint64_t A[1] = { 0x10 };
     struct tprof *tp;
     struct run r;
 
     pprof_limits_default(&lim);
     lim.gzip_level = 0;
     tp = cont_prof(1);
-    add(tp, A, 1, (int64_t[]){1, 10});
+    add(tp, A, 1, (int64_t[]){ 1, 10 });
     run_lim(d, tp, &lim, &r);
     run_done(&r);
     tp = cont_prof(2);
-    add(tp, A, 1, (int64_t[]){3, 10});
+    add(tp, A, 1, (int64_t[]){ 3, 10 });
     run_lim(d, tp, &lim, &r);
     ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
     ASSERT_NE(r.out[0], 0x1f);
     ASSERT_EQ(r.out[0], 0x0a); /* sample_type first */
-    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){2, 0}, 2);
+    assert_vals(tp_find(r.dec.prof, "10,|"), (int64_t[]){ 2, 0 }, 2);
     run_done(&r);
     pprof_delta_free(d);
 }
@@ -1044,7 +1047,7 @@ struct layout {
 static struct layout layout_of(const uint8_t *p, size_t len)
 {
     const uint8_t *end = p + len;
-    struct layout l = {SIZE_MAX, 0, 0, 0};
+    struct layout l = { SIZE_MAX, 0, 0, 0 };
     struct pprof__field f;
 
     while (pprof__next_field(&p, end, &f) > 0) {
@@ -1083,8 +1086,8 @@ TEST(samples_written_after_the_tables_when_most_are_emitted)
                 /* In the second profile, sample 1 (most_dropped: only it)
                  * has grown; an unchanged contention sample is dropped. */
                 bool grows = t == 2 && (a == 1 || !most_dropped);
-                add(tp, (uint64_t[]){0x100 * a, 0x10}, 2,
-                    (int64_t[]){grows ? 2 * (int64_t)a : (int64_t)a, 10});
+                add(tp, (uint64_t[]){ 0x100 * a, 0x10 }, 2,
+                    (int64_t[]){ grows ? 2 * (int64_t)a : (int64_t)a, 10 });
             }
             run_lim(d, tp, &lim, &r);
             if (t == 1) {
@@ -1093,7 +1096,7 @@ TEST(samples_written_after_the_tables_when_most_are_emitted)
             }
             ASSERT_EQ(r.rc, PPROF_DELTA_EMITTED);
             ASSERT_EQ(r.dec.prof->n_sample, most_dropped ? 1u : 8u);
-            assert_vals(tp_find(r.dec.prof, "100,10,|"), (int64_t[]){1, 0}, 2);
+            assert_vals(tp_find(r.dec.prof, "100,10,|"), (int64_t[]){ 1, 0 }, 2);
             struct layout l = layout_of(r.out, r.out_len);
             ASSERT_NE(l.first_sample, SIZE_MAX);
             if (most_dropped)

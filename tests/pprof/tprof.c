@@ -17,14 +17,14 @@ struct tprof {
 /* Appends, doubling the room at each power of two (at least 8), so that
  * profiles of tens of thousands of records build in linear time, also
  * under AddressSanitizer, whose realloc always copies. */
-#define PUSH(arr, n, item)                                                       \
-    do {                                                                         \
-        if ((n) == 0 || ((n) >= 8 && ((n) & ((n) - 1)) == 0)) {                  \
-            (arr) = realloc((arr), ((n) ? 2 * (n) : 8) * sizeof(*(arr)));        \
-            if (!(arr))                                                          \
-                abort();                                                         \
-        }                                                                        \
-        (arr)[(n)++] = (item);                                                   \
+#define PUSH(arr, n, item)                                                \
+    do {                                                                  \
+        if ((n) == 0 || ((n) >= 8 && ((n) & ((n)-1)) == 0)) {             \
+            (arr) = realloc((arr), ((n) ? 2 * (n) : 8) * sizeof(*(arr))); \
+            if (!(arr))                                                   \
+                abort();                                                  \
+        }                                                                 \
+        (arr)[(n)++] = (item);                                            \
     } while (0)
 
 static void *zalloc(size_t n)
@@ -296,8 +296,7 @@ void tp_sample_key(const Perftools__Profiles__Profile *p, const Perftools__Profi
                         fn = p->function[j];
                 off += (size_t)snprintf(buf + off, buflen - off, "%s@%s:%" PRId64 ";",
                                         fn ? p->string_table[fn->name] : "?",
-                                        fn ? p->string_table[fn->filename] : "?",
-                                        l->line[k]->line);
+                                        fn ? p->string_table[fn->filename] : "?", l->line[k]->line);
             }
             off += (size_t)snprintf(buf + off, buflen - off, ",");
         }
@@ -320,8 +319,7 @@ void tp_sample_key(const Perftools__Profiles__Profile *p, const Perftools__Profi
     }
 }
 
-const Perftools__Profiles__Sample *tp_find(const Perftools__Profiles__Profile *p,
-                                           const char *key)
+const Perftools__Profiles__Sample *tp_find(const Perftools__Profiles__Profile *p, const char *key)
 {
     char buf[4096];
 

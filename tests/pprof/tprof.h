@@ -54,8 +54,7 @@ void tp_sample_key(const Perftools__Profiles__Profile *p, const Perftools__Profi
                    char *buf, size_t buflen);
 
 /** Finds the sample whose tp_sample_key() equals `key`, or NULL. */
-const Perftools__Profiles__Sample *tp_find(const Perftools__Profiles__Profile *p,
-                                           const char *key);
+const Perftools__Profiles__Sample *tp_find(const Perftools__Profiles__Profile *p, const char *key);
 
 /** A hand-rolled protobuf writer, for encodings protobuf-c never produces
  * (unpacked repeated fields, garbage, huge profiles written fast). */

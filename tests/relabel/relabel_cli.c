@@ -41,11 +41,12 @@ static void print_labels(const struct labels *ls)
     json_object *o = json_object_new_object(), *wrap = json_object_new_object();
 
     for (size_t i = 0; i < ls->n; i++)
-        json_object_object_add(o, ls->v[i].name,
-                               json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
+        json_object_object_add(
+            o, ls->v[i].name,
+            json_object_new_string_len(ls->v[i].value, (int)label_value_len(&ls->v[i])));
     json_object_object_add(wrap, "labels", o);
-    puts(json_object_to_json_string_ext(wrap, JSON_C_TO_STRING_PLAIN |
-                                                  JSON_C_TO_STRING_NOSLASHESCAPE));
+    puts(json_object_to_json_string_ext(wrap,
+                                        JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(wrap);
 }
 
@@ -54,8 +55,8 @@ static void print_kv(const char *key, json_object *val)
     json_object *wrap = json_object_new_object();
 
     json_object_object_add(wrap, key, val);
-    puts(json_object_to_json_string_ext(wrap, JSON_C_TO_STRING_PLAIN |
-                                                  JSON_C_TO_STRING_NOSLASHESCAPE));
+    puts(json_object_to_json_string_ext(wrap,
+                                        JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE));
     json_object_put(wrap);
 }
 
@@ -165,8 +166,8 @@ int main(void)
         if (json_object_object_get_ex(rj, "modulus", &mod))
             cfgs[i].modulus = (uint64_t)json_object_get_int64(mod);
     }
-    rc = relabel_rules_new(cfgs, nr, sch < 0 ? RELABEL_SCHEME_UNSET : (enum relabel_scheme)sch,
-                           &rs, err, sizeof(err));
+    rc = relabel_rules_new(cfgs, nr, sch < 0 ? RELABEL_SCHEME_UNSET : (enum relabel_scheme)sch, &rs,
+                           err, sizeof(err));
     if (rc < 0) {
         print_kv("config_error", json_object_new_string(err));
         return 2;
@@ -176,9 +177,9 @@ int main(void)
         struct labels ls = LABELS_INIT;
         const char *perr = NULL;
 
-        json_object_object_foreach(tj, key, val) labels_setn(
-            &ls, key, strlen(key), json_object_get_string(val),
-            (size_t)json_object_get_string_len(val));
+        json_object_object_foreach(tj, key, val)
+            labels_setn(&ls, key, strlen(key), json_object_get_string(val),
+                        (size_t)json_object_get_string_len(val));
         rc = relabel_apply(rs, &ls);
         if (rc < 0)
             print_kv("error", json_object_new_string(relabel_strerror(rc)));

@@ -53,10 +53,10 @@ static void cfg_from_json(json_object *r, json_object *explicit_fields, const ch
         for (unsigned i = 0; i < c->n_source_labels; i++)
             c->source_labels[i] = (char *)json_object_get_string(json_object_array_get_idx(src, i));
     }
-#define FIELD(f)                                                                    \
-    do {                                                                            \
-        if (raw || in_list(explicit_fields, #f))                                    \
-            c->f = (char *)jstr(r, #f);                                             \
+#define FIELD(f)                                 \
+    do {                                         \
+        if (raw || in_list(explicit_fields, #f)) \
+            c->f = (char *)jstr(r, #f);          \
     } while (0)
     FIELD(separator);
     FIELD(target_label);
@@ -100,8 +100,8 @@ TEST(prometheus_relabel_cases)
         rc = relabel_rules_new(cfgs, nr, RELABEL_SCHEME_UTF8, &rs, err, sizeof(err));
         if (rc != 0)
             test__fail(__FILE__, __LINE__, "%s: compile failed: %s", name, err);
-        json_object_object_foreach(in, key, val) ASSERT_EQ(
-            labels_set(&ls, key, json_object_get_string(val)), 0);
+        json_object_object_foreach(in, key, val)
+            ASSERT_EQ(labels_set(&ls, key, json_object_get_string(val)), 0);
         rc = relabel_apply(rs, &ls);
         if (json_object_is_type(out, json_type_null)) {
             if (rc != 0)
@@ -109,8 +109,8 @@ TEST(prometheus_relabel_cases)
         } else {
             char *got, *exp;
 
-            json_object_object_foreach(out, okey, oval) ASSERT_EQ(
-                labels_set(&want, okey, json_object_get_string(oval)), 0);
+            json_object_object_foreach(out, okey, oval)
+                ASSERT_EQ(labels_set(&want, okey, json_object_get_string(oval)), 0);
             got = labels_to_string(&ls);
             exp = labels_to_string(&want);
             if (rc != 1 || !labels_equal(&ls, &want))
@@ -175,8 +175,9 @@ TEST(prometheus_legacy_target_validity)
     for (size_t k = 0; k < n; k++) {
         json_object *tc = json_object_array_get_idx(cases, k), *valid;
         const char *str = jstr(tc, "str");
-        struct relabel_cfg c = {.action = "labelmap", .replacement = (char *)str,
-                                .name_validation_scheme = "legacy"};
+        struct relabel_cfg c = { .action = "labelmap",
+                                 .replacement = (char *)str,
+                                 .name_validation_scheme = "legacy" };
         struct relabel_rules *rs = NULL;
         char err[512] = "";
         int rc;

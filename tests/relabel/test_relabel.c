@@ -14,8 +14,8 @@
 #include <time.h>
 
 #include "common/macros.h"
-#include "relabel/relabel.h"
 #include "relabel/internal.h"
+#include "relabel/relabel.h"
 #include "test.h"
 
 static char errbuf[1024];
@@ -78,9 +78,12 @@ static const char *apply(const struct relabel_rules *rs, const char *const *kv)
 static char rxbuf[4096];
 static const char *rx(const char *regex, const char *subject, const char *repl)
 {
-    char *src[] = {"s"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = (char *)regex,
-                            .target_label = "t", .replacement = (char *)repl};
+    char *src[] = { "s" };
+    struct relabel_cfg c = { .source_labels = src,
+                             .n_source_labels = 1,
+                             .regex = (char *)regex,
+                             .target_label = "t",
+                             .replacement = (char *)repl };
     struct relabel_rules *rs = NULL;
     struct labels ls = LABELS_INIT;
     const char *v;
@@ -109,7 +112,7 @@ static bool full_match(const char *regex, const char *subject)
 
 static const char *regex_err(const char *regex)
 {
-    struct relabel_cfg c = {.regex = (char *)regex, .action = "keep"};
+    struct relabel_cfg c = { .regex = (char *)regex, .action = "keep" };
 
     return compile_err(&c, RELABEL_SCHEME_UTF8);
 }
@@ -119,58 +122,68 @@ static const char *regex_err(const char *regex)
 
 TEST(action_replace_and_defaults)
 {
-    char *src[] = {"a", "b"};
+    char *src[] = { "a", "b" };
     struct relabel_cfg c[] = {
-        {.source_labels = src, .n_source_labels = 2, .regex = "f(.*);(.*)r",
-         .target_label = "d", .replacement = "x${1}y${2}z"},
+        { .source_labels = src,
+          .n_source_labels = 2,
+          .regex = "f(.*);(.*)r",
+          .target_label = "d",
+          .replacement = "x${1}y${2}z" },
         /* all defaults except target: regex (.*), replacement $1, separator ; */
-        {.source_labels = src, .n_source_labels = 2, .target_label = "e"},
+        { .source_labels = src, .n_source_labels = 2, .target_label = "e" },
         /* no match: nothing happens */
-        {.source_labels = src, .n_source_labels = 1, .regex = "nomatch", .target_label = "a"},
+        { .source_labels = src, .n_source_labels = 1, .regex = "nomatch", .target_label = "a" },
     };
     struct relabel_rules *rs = compile(c, 3, RELABEL_SCHEME_UNSET);
 
     ASSERT_EQ(relabel_rules_count(rs), 3);
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "foo", "b", "bar", NULL}),
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "foo", "b", "bar", NULL }),
                   "{a=\"foo\", b=\"bar\", d=\"xooybaz\", e=\"foo;bar\"}");
     relabel_rules_free(rs);
 }
 
 TEST(action_replace_empty_result_deletes)
 {
-    char *src[] = {"a"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "(f).*",
-                            .target_label = "$1", .replacement = "$2"};
+    char *src[] = { "a" };
+    struct relabel_cfg c = { .source_labels = src,
+                             .n_source_labels = 1,
+                             .regex = "(f).*",
+                             .target_label = "$1",
+                             .replacement = "$2" };
     struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UTF8);
 
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "foo", "f", "x", NULL}), "{a=\"foo\"}");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "foo", "f", "x", NULL }), "{a=\"foo\"}");
     relabel_rules_free(rs);
 }
 
 TEST(action_replace_fast_path_sets_constant)
 {
     /* val == "" with the default regex and no $: target = replacement */
-    char *src[] = {"missing"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .target_label = "t",
-                            .replacement = "const"};
+    char *src[] = { "missing" };
+    struct relabel_cfg c = {
+        .source_labels = src, .n_source_labels = 1, .target_label = "t", .replacement = "const"
+    };
     struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UNSET);
 
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "1", NULL}), "{a=\"1\", t=\"const\"}");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "1", NULL }), "{a=\"1\", t=\"const\"}");
     relabel_rules_free(rs);
 }
 
 TEST(action_replace_invalid_expanded_target_is_skipped_under_legacy)
 {
-    char *src[] = {"a"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "(.*)",
-                            .target_label = "${1}", .replacement = "v"};
+    char *src[] = { "a" };
+    struct relabel_cfg c = { .source_labels = src,
+                             .n_source_labels = 1,
+                             .regex = "(.*)",
+                             .target_label = "${1}",
+                             .replacement = "v" };
     struct relabel_rules *legacy = compile(&c, 1, RELABEL_SCHEME_LEGACY);
     struct relabel_rules *utf8 = compile(&c, 1, RELABEL_SCHEME_UTF8);
 
-    ASSERT_STR_EQ(apply(legacy, (const char *[]){"a", "foo.bar", NULL}), "{a=\"foo.bar\"}");
-    ASSERT_STR_EQ(apply(utf8, (const char *[]){"a", "foo.bar", NULL}),
+    ASSERT_STR_EQ(apply(legacy, (const char *[]){ "a", "foo.bar", NULL }), "{a=\"foo.bar\"}");
+    ASSERT_STR_EQ(apply(utf8, (const char *[]){ "a", "foo.bar", NULL }),
                   "{a=\"foo.bar\", foo.bar=\"v\"}");
-    ASSERT_STR_EQ(apply(legacy, (const char *[]){"a", "ok_name", NULL}),
+    ASSERT_STR_EQ(apply(legacy, (const char *[]){ "a", "ok_name", NULL }),
                   "{a=\"ok_name\", ok_name=\"v\"}");
     relabel_rules_free(legacy);
     relabel_rules_free(utf8);
@@ -178,40 +191,44 @@ TEST(action_replace_invalid_expanded_target_is_skipped_under_legacy)
 
 TEST(action_keep_drop)
 {
-    char *src[] = {"a"};
-    struct relabel_cfg keep = {.source_labels = src, .n_source_labels = 1, .regex = "f.*",
-                               .action = "keep"};
-    struct relabel_cfg drop = {.source_labels = src, .n_source_labels = 1, .regex = "f|o",
-                               .action = "DROP"};
+    char *src[] = { "a" };
+    struct relabel_cfg keep = {
+        .source_labels = src, .n_source_labels = 1, .regex = "f.*", .action = "keep"
+    };
+    struct relabel_cfg drop = {
+        .source_labels = src, .n_source_labels = 1, .regex = "f|o", .action = "DROP"
+    };
     struct relabel_rules *k = compile(&keep, 1, RELABEL_SCHEME_UNSET);
     struct relabel_rules *d = compile(&drop, 1, RELABEL_SCHEME_UNSET);
 
-    ASSERT_STR_EQ(apply(k, (const char *[]){"a", "foo", NULL}), "{a=\"foo\"}");
-    ASSERT_STR_EQ(apply(k, (const char *[]){"a", "bar", NULL}), "DROP");
+    ASSERT_STR_EQ(apply(k, (const char *[]){ "a", "foo", NULL }), "{a=\"foo\"}");
+    ASSERT_STR_EQ(apply(k, (const char *[]){ "a", "bar", NULL }), "DROP");
     /* the regex is anchored: "f|o" matches "f" and "o", not "foo" */
-    ASSERT_STR_EQ(apply(d, (const char *[]){"a", "foo", NULL}), "{a=\"foo\"}");
-    ASSERT_STR_EQ(apply(d, (const char *[]){"a", "o", NULL}), "DROP");
+    ASSERT_STR_EQ(apply(d, (const char *[]){ "a", "foo", NULL }), "{a=\"foo\"}");
+    ASSERT_STR_EQ(apply(d, (const char *[]){ "a", "o", NULL }), "DROP");
     relabel_rules_free(k);
     relabel_rules_free(d);
 }
 
 TEST(action_keepequal_dropequal)
 {
-    char *src[] = {"__tmp_port"};
-    struct relabel_cfg ke = {.source_labels = src, .n_source_labels = 1, .target_label = "p",
-                             .action = "keepequal"};
-    struct relabel_cfg de = {.source_labels = src, .n_source_labels = 1, .target_label = "p",
-                             .action = "dropequal"};
+    char *src[] = { "__tmp_port" };
+    struct relabel_cfg ke = {
+        .source_labels = src, .n_source_labels = 1, .target_label = "p", .action = "keepequal"
+    };
+    struct relabel_cfg de = {
+        .source_labels = src, .n_source_labels = 1, .target_label = "p", .action = "dropequal"
+    };
     struct relabel_rules *k = compile(&ke, 1, RELABEL_SCHEME_UNSET);
     struct relabel_rules *d = compile(&de, 1, RELABEL_SCHEME_UNSET);
 
-    ASSERT_STR_EQ(apply(k, (const char *[]){"__tmp_port", "1", "p", "1", NULL}),
+    ASSERT_STR_EQ(apply(k, (const char *[]){ "__tmp_port", "1", "p", "1", NULL }),
                   "{__tmp_port=\"1\", p=\"1\"}");
-    ASSERT_STR_EQ(apply(k, (const char *[]){"__tmp_port", "1", "p", "2", NULL}), "DROP");
+    ASSERT_STR_EQ(apply(k, (const char *[]){ "__tmp_port", "1", "p", "2", NULL }), "DROP");
     /* missing target reads as "", equal to a missing source */
-    ASSERT_STR_EQ(apply(k, (const char *[]){"x", "1", NULL}), "{x=\"1\"}");
-    ASSERT_STR_EQ(apply(d, (const char *[]){"__tmp_port", "1", "p", "1", NULL}), "DROP");
-    ASSERT_STR_EQ(apply(d, (const char *[]){"__tmp_port", "1", NULL}), "{__tmp_port=\"1\"}");
+    ASSERT_STR_EQ(apply(k, (const char *[]){ "x", "1", NULL }), "{x=\"1\"}");
+    ASSERT_STR_EQ(apply(d, (const char *[]){ "__tmp_port", "1", "p", "1", NULL }), "DROP");
+    ASSERT_STR_EQ(apply(d, (const char *[]){ "__tmp_port", "1", NULL }), "{__tmp_port=\"1\"}");
     relabel_rules_free(k);
     relabel_rules_free(d);
 }
@@ -223,13 +240,18 @@ TEST(action_hashmod_vectors)
         const char *val;
         uint64_t mod;
         const char *want;
-    } v[] = {{"baz", 1000, "976"}, {"foo\nbar", 1000, "734"}, {"10.132.183.40:80", 3, "1"},
-             {"", 10, "8"}};
+    } v[] = { { "baz", 1000, "976" },
+              { "foo\nbar", 1000, "734" },
+              { "10.132.183.40:80", 3, "1" },
+              { "", 10, "8" } };
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
-        char *src[] = {"a"};
-        struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .modulus = v[i].mod,
-                                .target_label = "h", .action = "hashmod"};
+        char *src[] = { "a" };
+        struct relabel_cfg c = { .source_labels = src,
+                                 .n_source_labels = 1,
+                                 .modulus = v[i].mod,
+                                 .target_label = "h",
+                                 .action = "hashmod" };
         struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UNSET);
         struct labels ls = LABELS_INIT;
 
@@ -244,10 +266,10 @@ TEST(action_hashmod_vectors)
 
 TEST(action_lowercase_uppercase_unicode)
 {
-    char *src[] = {"a"};
+    char *src[] = { "a" };
     struct relabel_cfg c[] = {
-        {.source_labels = src, .n_source_labels = 1, .target_label = "lo", .action = "lowercase"},
-        {.source_labels = src, .n_source_labels = 1, .target_label = "up", .action = "uppercase"},
+        { .source_labels = src, .n_source_labels = 1, .target_label = "lo", .action = "lowercase" },
+        { .source_labels = src, .n_source_labels = 1, .target_label = "up", .action = "uppercase" },
     };
     struct relabel_rules *rs = compile(c, 2, RELABEL_SCHEME_UNSET);
     struct labels ls = LABELS_INIT;
@@ -260,26 +282,27 @@ TEST(action_lowercase_uppercase_unicode)
     ASSERT_STR_EQ(labels_get(&ls, "up"), "BAR\xc3\x84\xc7\x84\xc3\x9f\xef\xbf\xbd");
     labels_done(&ls);
     /* ASCII-only input is mapped without touching other bytes; empty deletes */
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "Q-1", "lo", "x", NULL}),
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "Q-1", "lo", "x", NULL }),
                   "{a=\"Q-1\", lo=\"q-1\", up=\"Q-1\"}");
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"lo", "x", "up", "y", NULL}), "{}");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "lo", "x", "up", "y", NULL }), "{}");
     relabel_rules_free(rs);
 }
 
 TEST(action_labelmap_labeldrop_labelkeep)
 {
-    struct relabel_cfg map = {.regex = "__meta_(my.*)", .replacement = "${1}",
-                              .action = "labelmap"};
-    struct relabel_cfg ldrop = {.regex = "(b.*)", .action = "labeldrop"};
-    struct relabel_cfg lkeep = {.regex = "(b.*)", .action = "labelkeep"};
+    struct relabel_cfg map = { .regex = "__meta_(my.*)",
+                               .replacement = "${1}",
+                               .action = "labelmap" };
+    struct relabel_cfg ldrop = { .regex = "(b.*)", .action = "labeldrop" };
+    struct relabel_cfg lkeep = { .regex = "(b.*)", .action = "labelkeep" };
     struct relabel_rules *m = compile(&map, 1, RELABEL_SCHEME_UNSET);
     struct relabel_rules *d = compile(&ldrop, 1, RELABEL_SCHEME_UNSET);
     struct relabel_rules *k = compile(&lkeep, 1, RELABEL_SCHEME_UNSET);
 
-    ASSERT_STR_EQ(apply(m, (const char *[]){"__meta_my_a", "1", "__meta_x", "2", NULL}),
+    ASSERT_STR_EQ(apply(m, (const char *[]){ "__meta_my_a", "1", "__meta_x", "2", NULL }),
                   "{__meta_my_a=\"1\", __meta_x=\"2\", my_a=\"1\"}");
-    ASSERT_STR_EQ(apply(d, (const char *[]){"a", "1", "b1", "2", "bb", "3", NULL}), "{a=\"1\"}");
-    ASSERT_STR_EQ(apply(k, (const char *[]){"a", "1", "b1", "2", "bb", "3", NULL}),
+    ASSERT_STR_EQ(apply(d, (const char *[]){ "a", "1", "b1", "2", "bb", "3", NULL }), "{a=\"1\"}");
+    ASSERT_STR_EQ(apply(k, (const char *[]){ "a", "1", "b1", "2", "bb", "3", NULL }),
                   "{b1=\"2\", bb=\"3\"}");
     relabel_rules_free(m);
     relabel_rules_free(d);
@@ -291,12 +314,12 @@ TEST(action_labelmap_labeldrop_labelkeep)
 TEST(labeldrop_labelkeep_match_whole_names)
 {
     /* "b" takes the literal fast path, "[b]" the regex engine. */
-    char *regexes[] = {"b", "[b]"};
-    const char *in[] = {"ab", "1", "b", "2", "bc", "3", NULL};
+    char *regexes[] = { "b", "[b]" };
+    const char *in[] = { "ab", "1", "b", "2", "bc", "3", NULL };
 
     for (size_t i = 0; i < ARRAY_SIZE(regexes); i++) {
-        struct relabel_cfg ldrop = {.regex = regexes[i], .action = "labeldrop"};
-        struct relabel_cfg lkeep = {.regex = regexes[i], .action = "labelkeep"};
+        struct relabel_cfg ldrop = { .regex = regexes[i], .action = "labeldrop" };
+        struct relabel_cfg lkeep = { .regex = regexes[i], .action = "labelkeep" };
         struct relabel_rules *d = compile(&ldrop, 1, RELABEL_SCHEME_UNSET);
         struct relabel_rules *k = compile(&lkeep, 1, RELABEL_SCHEME_UNSET);
 
@@ -310,10 +333,10 @@ TEST(labeldrop_labelkeep_match_whole_names)
 TEST(labelmap_name_is_not_validated_under_utf8)
 {
     /* replacement expands to "" for every label: the new name is "" */
-    struct relabel_cfg map = {.regex = "(a)", .replacement = "${2}x", .action = "labelmap"};
+    struct relabel_cfg map = { .regex = "(a)", .replacement = "${2}x", .action = "labelmap" };
     struct relabel_rules *rs = compile(&map, 1, RELABEL_SCHEME_UTF8);
 
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "1", NULL}), "{a=\"1\", x=\"1\"}");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "1", NULL }), "{a=\"1\", x=\"1\"}");
     relabel_rules_free(rs);
 }
 
@@ -322,21 +345,21 @@ TEST(labelmap_name_is_not_validated_under_utf8)
  * labelmap collision the later one wins. */
 TEST(label_iteration_order_follows_builder)
 {
-    char *none[] = {"nope"};
+    char *none[] = { "nope" };
     struct relabel_cfg add_first[] = {
-        {.source_labels = none, .n_source_labels = 1, .target_label = "0_x", .replacement = "3"},
-        {.regex = ".(_x)", .replacement = "y", .action = "labelmap"},
+        { .source_labels = none, .n_source_labels = 1, .target_label = "0_x", .replacement = "3" },
+        { .regex = ".(_x)", .replacement = "y", .action = "labelmap" },
     };
     struct relabel_cfg modify_base[] = {
-        {.source_labels = none, .n_source_labels = 1, .target_label = "a_x", .replacement = "9"},
-        {.regex = ".(_x)", .replacement = "y", .action = "labelmap"},
+        { .source_labels = none, .n_source_labels = 1, .target_label = "a_x", .replacement = "9" },
+        { .regex = ".(_x)", .replacement = "y", .action = "labelmap" },
     };
     struct relabel_cfg readd_moves_last[] = {
-        {.source_labels = none, .n_source_labels = 1, .target_label = "z_x", .replacement = "1"},
-        {.source_labels = none, .n_source_labels = 1, .target_label = "c_x", .replacement = "2"},
-        {.regex = "z_x", .action = "labeldrop"},
-        {.source_labels = none, .n_source_labels = 1, .target_label = "z_x", .replacement = "3"},
-        {.regex = "[cz](_x)", .replacement = "y", .action = "labelmap"},
+        { .source_labels = none, .n_source_labels = 1, .target_label = "z_x", .replacement = "1" },
+        { .source_labels = none, .n_source_labels = 1, .target_label = "c_x", .replacement = "2" },
+        { .regex = "z_x", .action = "labeldrop" },
+        { .source_labels = none, .n_source_labels = 1, .target_label = "z_x", .replacement = "3" },
+        { .regex = "[cz](_x)", .replacement = "y", .action = "labelmap" },
     };
     struct relabel_rules *r1 = compile(add_first, 2, RELABEL_SCHEME_UTF8);
     struct relabel_rules *r2 = compile(modify_base, 2, RELABEL_SCHEME_UTF8);
@@ -344,15 +367,15 @@ TEST(label_iteration_order_follows_builder)
     struct labels ls = LABELS_INIT;
 
     /* sorted order would end with b_x ("2"); the builder ends with 0_x */
-    set_kv(&ls, (const char *[]){"a_x", "1", "b_x", "2", NULL});
+    set_kv(&ls, (const char *[]){ "a_x", "1", "b_x", "2", NULL });
     ASSERT_EQ(relabel_apply(r1, &ls), 1);
     ASSERT_STR_EQ(labels_get(&ls, "y"), "3");
     labels_done(&ls);
-    set_kv(&ls, (const char *[]){"a_x", "1", "b_x", "2", NULL});
+    set_kv(&ls, (const char *[]){ "a_x", "1", "b_x", "2", NULL });
     ASSERT_EQ(relabel_apply(r2, &ls), 1);
     ASSERT_STR_EQ(labels_get(&ls, "y"), "9");
     labels_done(&ls);
-    set_kv(&ls, (const char *[]){"q", "0", NULL});
+    set_kv(&ls, (const char *[]){ "q", "0", NULL });
     ASSERT_EQ(relabel_apply(r3, &ls), 1);
     ASSERT_STR_EQ(labels_get(&ls, "y"), "3");
     labels_done(&ls);
@@ -364,26 +387,26 @@ TEST(label_iteration_order_follows_builder)
 TEST(labelmap_uses_values_from_rule_start)
 {
     /* a -> b and b -> c in one rule: c gets b's old value */
-    struct relabel_cfg c = {.regex = "([ab])", .replacement = "${1}x", .action = "labelmap"};
+    struct relabel_cfg c = { .regex = "([ab])", .replacement = "${1}x", .action = "labelmap" };
     struct relabel_cfg chain[] = {
-        {.regex = "a", .replacement = "b", .action = "labelmap"},
+        { .regex = "a", .replacement = "b", .action = "labelmap" },
     };
     struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UTF8);
     struct relabel_rules *ch = compile(chain, 1, RELABEL_SCHEME_UTF8);
 
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "1", "b", "2", NULL}),
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "1", "b", "2", NULL }),
                   "{a=\"1\", ax=\"1\", b=\"2\", bx=\"2\"}");
-    ASSERT_STR_EQ(apply(ch, (const char *[]){"a", "1", "b", "2", NULL}), "{a=\"1\", b=\"1\"}");
+    ASSERT_STR_EQ(apply(ch, (const char *[]){ "a", "1", "b", "2", NULL }), "{a=\"1\", b=\"1\"}");
     relabel_rules_free(rs);
     relabel_rules_free(ch);
 }
 
 TEST(first_drop_stops_processing)
 {
-    char *src[] = {"a"};
+    char *src[] = { "a" };
     struct relabel_cfg c[] = {
-        {.source_labels = src, .n_source_labels = 1, .regex = "x", .action = "keep"},
-        {.regex = "((", .action = "drop"}, /* never reached: but must compile... */
+        { .source_labels = src, .n_source_labels = 1, .regex = "x", .action = "keep" },
+        { .regex = "((", .action = "drop" }, /* never reached: but must compile... */
     };
     struct relabel_rules *rs = NULL;
 
@@ -393,8 +416,8 @@ TEST(first_drop_stops_processing)
     ASSERT_NULL(rs);
     c[1].regex = ".*";
     rs = compile(c, 2, RELABEL_SCHEME_UNSET);
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "y", NULL}), "DROP");
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"a", "x", NULL}), "DROP");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "y", NULL }), "DROP");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "a", "x", NULL }), "DROP");
     relabel_rules_free(rs);
     ASSERT_EQ(relabel_apply(NULL, NULL), 1);
 }
@@ -404,55 +427,59 @@ TEST(first_drop_stops_processing)
 
 TEST(validation_messages)
 {
-    static char *src[] = {"a"};
-    static char *empty_name[] = {""};
+    static char *src[] = { "a" };
+    static char *empty_name[] = { "" };
     static const struct {
         struct relabel_cfg c;
         const char *want;
     } v[] = {
-        {{.action = ""}, "relabel action cannot be empty"},
-        {{.action = "Explode"}, "unknown relabel action \"Explode\""},
-        {{.action = "hashmod", .target_label = "t"},
-         "relabel configuration for hashmod requires non-zero modulus"},
-        {{.action = "replace"},
-         "relabel configuration for replace action requires 'target_label' value"},
-        {{.action = "uppercase"},
-         "relabel configuration for uppercase action requires 'target_label' value"},
-        {{.action = "keepequal"},
-         "relabel configuration for keepequal action requires 'target_label' value"},
-        {{.action = "replace", .target_label = "t", .name_validation_scheme = "ascii"},
-         "unknown relabel config name validation method specified, must be either '', "
-         "'legacy' or 'utf8', got ascii"},
-        {{.action = "replace", .target_label = "a-b", .name_validation_scheme = "legacy"},
-         "\"a-b\" is invalid 'target_label' for replace action"},
-        {{.action = "replace", .target_label = "-${1}", .name_validation_scheme = "legacy"},
-         "\"-${1}\" is invalid 'target_label' for replace action"},
-        {{.action = "lowercase", .target_label = "a b", .name_validation_scheme = "legacy"},
-         "\"a b\" is invalid 'target_label' for lowercase action"},
-        {{.action = "lowercase", .target_label = "t", .replacement = "x"},
-         "'replacement' can not be set for lowercase action"},
-        {{.action = "labelmap", .replacement = "a.${1}", .name_validation_scheme = "legacy"},
-         "\"a.${1}\" is invalid 'replacement' for labelmap action"},
-        {{.action = "hashmod", .modulus = 2, .target_label = "1x",
-          .name_validation_scheme = "legacy"},
-         "\"1x\" is invalid 'target_label' for hashmod action"},
-        {{.action = "keepequal", .target_label = "t", .regex = "(.*)"},
-         "keepequal action requires only 'source_labels' and `target_label`, and no other fields"},
-        {{.action = "dropequal", .target_label = "t", .separator = ","},
-         "dropequal action requires only 'source_labels' and `target_label`, and no other fields"},
-        {{.action = "labeldrop", .target_label = "t"},
-         "labeldrop action requires only 'regex', and no other fields"},
-        {{.action = "labelkeep", .source_labels = src, .n_source_labels = 1},
-         "labelkeep action requires only 'regex', and no other fields"},
-        {{.action = "labelkeep", .modulus = 3},
-         "labelkeep action requires only 'regex', and no other fields"},
-        {{.action = "keep", .source_labels = empty_name, .n_source_labels = 1},
-         "\"\" is not a valid label name"},
+        { { .action = "" }, "relabel action cannot be empty" },
+        { { .action = "Explode" }, "unknown relabel action \"Explode\"" },
+        { { .action = "hashmod", .target_label = "t" },
+          "relabel configuration for hashmod requires non-zero modulus" },
+        { { .action = "replace" },
+          "relabel configuration for replace action requires 'target_label' value" },
+        { { .action = "uppercase" },
+          "relabel configuration for uppercase action requires 'target_label' value" },
+        { { .action = "keepequal" },
+          "relabel configuration for keepequal action requires 'target_label' value" },
+        { { .action = "replace", .target_label = "t", .name_validation_scheme = "ascii" },
+          "unknown relabel config name validation method specified, must be either '', "
+          "'legacy' or 'utf8', got ascii" },
+        { { .action = "replace", .target_label = "a-b", .name_validation_scheme = "legacy" },
+          "\"a-b\" is invalid 'target_label' for replace action" },
+        { { .action = "replace", .target_label = "-${1}", .name_validation_scheme = "legacy" },
+          "\"-${1}\" is invalid 'target_label' for replace action" },
+        { { .action = "lowercase", .target_label = "a b", .name_validation_scheme = "legacy" },
+          "\"a b\" is invalid 'target_label' for lowercase action" },
+        { { .action = "lowercase", .target_label = "t", .replacement = "x" },
+          "'replacement' can not be set for lowercase action" },
+        { { .action = "labelmap", .replacement = "a.${1}", .name_validation_scheme = "legacy" },
+          "\"a.${1}\" is invalid 'replacement' for labelmap action" },
+        { { .action = "hashmod",
+            .modulus = 2,
+            .target_label = "1x",
+            .name_validation_scheme = "legacy" },
+          "\"1x\" is invalid 'target_label' for hashmod action" },
+        { { .action = "keepequal", .target_label = "t", .regex = "(.*)" },
+          "keepequal action requires only 'source_labels' and `target_label`, and no other "
+          "fields" },
+        { { .action = "dropequal", .target_label = "t", .separator = "," },
+          "dropequal action requires only 'source_labels' and `target_label`, and no other "
+          "fields" },
+        { { .action = "labeldrop", .target_label = "t" },
+          "labeldrop action requires only 'regex', and no other fields" },
+        { { .action = "labelkeep", .source_labels = src, .n_source_labels = 1 },
+          "labelkeep action requires only 'regex', and no other fields" },
+        { { .action = "labelkeep", .modulus = 3 },
+          "labelkeep action requires only 'regex', and no other fields" },
+        { { .action = "keep", .source_labels = empty_name, .n_source_labels = 1 },
+          "\"\" is not a valid label name" },
         /* keep, drop and labelmap ignore extra fields */
-        {{.action = "keep", .target_label = "x", .modulus = 5, .replacement = "y"}, ""},
-        {{.action = "labelmap", .target_label = "x", .separator = ","}, ""},
+        { { .action = "keep", .target_label = "x", .modulus = 5, .replacement = "y" }, "" },
+        { { .action = "labelmap", .target_label = "x", .separator = "," }, "" },
         /* utf8 target names may contain anything valid */
-        {{.action = "replace", .target_label = "a-b.c"}, ""},
+        { { .action = "replace", .target_label = "a-b.c" }, "" },
     };
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -465,9 +492,10 @@ TEST(validation_messages)
 
 TEST(rule_scheme_inherits_scrape_scheme)
 {
-    struct relabel_cfg c = {.action = "replace", .target_label = "a.b"};
-    struct relabel_cfg own = {.action = "replace", .target_label = "a.b",
-                              .name_validation_scheme = "utf8"};
+    struct relabel_cfg c = { .action = "replace", .target_label = "a.b" };
+    struct relabel_cfg own = { .action = "replace",
+                               .target_label = "a.b",
+                               .name_validation_scheme = "utf8" };
 
     ASSERT_STR_EQ(compile_err(&c, RELABEL_SCHEME_UTF8), "");
     ASSERT_STR_EQ(compile_err(&c, RELABEL_SCHEME_UNSET), "");
@@ -478,17 +506,19 @@ TEST(rule_scheme_inherits_scrape_scheme)
 
 TEST(null_regex_is_the_empty_regex)
 {
-    char *src[] = {"a"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex_null = true,
-                            .action = "keep"};
-    struct relabel_cfg e = {.source_labels = src, .n_source_labels = 1, .regex = "",
-                            .action = "keep"};
+    char *src[] = { "a" };
+    struct relabel_cfg c = {
+        .source_labels = src, .n_source_labels = 1, .regex_null = true, .action = "keep"
+    };
+    struct relabel_cfg e = {
+        .source_labels = src, .n_source_labels = 1, .regex = "", .action = "keep"
+    };
     struct relabel_rules *rn = compile(&c, 1, RELABEL_SCHEME_UNSET);
     struct relabel_rules *re = compile(&e, 1, RELABEL_SCHEME_UNSET);
 
-    ASSERT_STR_EQ(apply(rn, (const char *[]){"b", "1", NULL}), "{b=\"1\"}");
-    ASSERT_STR_EQ(apply(rn, (const char *[]){"a", "1", NULL}), "DROP");
-    ASSERT_STR_EQ(apply(re, (const char *[]){"a", "1", NULL}), "DROP");
+    ASSERT_STR_EQ(apply(rn, (const char *[]){ "b", "1", NULL }), "{b=\"1\"}");
+    ASSERT_STR_EQ(apply(rn, (const char *[]){ "a", "1", NULL }), "DROP");
+    ASSERT_STR_EQ(apply(re, (const char *[]){ "a", "1", NULL }), "DROP");
     relabel_rules_free(rn);
     relabel_rules_free(re);
 }
@@ -624,12 +654,20 @@ TEST(regex_invalid_utf8_is_one_byte_fffd)
     /* each invalid byte is one rune: `.` matches it; captures keep the bytes */
     ASSERT_TRUE(full_match(".", "\xff"));
     ASSERT_FALSE(full_match("..", "\xff"));
-    ASSERT_TRUE(full_match("..", "\xe2\x82")); /* truncated sequence: two runes */
+    ASSERT_TRUE(full_match("..", "\xe2\x82"));      /* truncated sequence: two runes */
     ASSERT_TRUE(full_match("...", "\xed\xa0\x80")); /* a surrogate: three */
     ASSERT_TRUE(full_match("\\x{fffd}", "\xff"));
     ASSERT_TRUE(full_match("\\x{fffd}", "\xef\xbf\xbd"));
-    ASSERT_STR_EQ(rx("(.)(.*)", "\xff" "abc", "[$1][$2]"), "[\xff][abc]");
-    ASSERT_STR_EQ(rx("a(.)c", "a\xc3" "c", "<$1>"), "<\xc3>");
+    ASSERT_STR_EQ(rx("(.)(.*)",
+                     "\xff"
+                     "abc",
+                     "[$1][$2]"),
+                  "[\xff][abc]");
+    ASSERT_STR_EQ(rx("a(.)c",
+                     "a\xc3"
+                     "c",
+                     "<$1>"),
+                  "<\xc3>");
     ASSERT_FALSE(full_match("\\pL", "\xff"));
     ASSERT_TRUE(full_match("[^a]", "\xff"));
 }
@@ -637,12 +675,13 @@ TEST(regex_invalid_utf8_is_one_byte_fffd)
 TEST(regex_fast_paths_agree_with_engine)
 {
     /* literal / prefix shapes skip the engine; the (?:) forms go through it */
-    static const char *subjects[] = {"",    "foo", "fo", "foox", "xfoo", "pre", "prex", "pre\xff",
-                                     "pr\xc3\xa9", "pre\n", "a", "bc", "abc"};
+    static const char *subjects[] = { "",    "foo",  "fo",      "foox",       "xfoo",
+                                      "pre", "prex", "pre\xff", "pr\xc3\xa9", "pre\n",
+                                      "a",   "bc",   "abc" };
     static const char *pairs[][2] = {
-        {"foo", "(?:foo)"}, {"pre(.*)", "(?:pre)(.*)"}, {"pre(.+)", "(?:pre)(.+)"},
-        {".*", "(?:.*)"},   {"(.*)", "(?:)(.*)"},      {"", "(?:)"},
-        {"a|bc|", "(?:a|bc|)"}, {"foo|pre", "(?:foo)|(?:pre)"},
+        { "foo", "(?:foo)" },     { "pre(.*)", "(?:pre)(.*)" },     { "pre(.+)", "(?:pre)(.+)" },
+        { ".*", "(?:.*)" },       { "(.*)", "(?:)(.*)" },           { "", "(?:)" },
+        { "a|bc|", "(?:a|bc|)" }, { "foo|pre", "(?:foo)|(?:pre)" },
     };
 
     for (size_t p = 0; p < sizeof(pairs) / sizeof(pairs[0]); p++)
@@ -676,41 +715,41 @@ static void expect_regex_errors(const struct rx_err *v, size_t n)
 TEST(regex_rejects_what_re2_rejects)
 {
     static const struct rx_err v[] = {
-        {"(a)\\1", "invalid escape sequence: `\\1`"},
-        {"(?=a)", "invalid or unsupported Perl syntax: `(?=`"},
-        {"(?!a)", "invalid or unsupported Perl syntax: `(?!`"},
-        {"(?<=a)b", "invalid named capture"},
-        {"(?<!a)b", "invalid named capture"},
-        {"(?>a)", "invalid or unsupported Perl syntax: `(?>`"},
-        {"a++", "invalid nested repetition operator: `++`"},
-        {"a*+", "invalid nested repetition operator: `*+`"},
-        {"a**", "invalid nested repetition operator: `**`"},
-        {"a\\C", "invalid escape sequence: `\\C`"},
-        {"(?R)", "invalid or unsupported Perl syntax: `(?R`"},
-        {"(a)(?1)", "invalid or unsupported Perl syntax: `(?1`"},
-        {"(?(1)a|b)", "invalid or unsupported Perl syntax: `(?(`"},
-        {"(?#comment)", "invalid or unsupported Perl syntax: `(?#`"},
-        {"\\Z", "invalid escape sequence: `\\Z`"},
-        {"\\k<n>", "invalid escape sequence: `\\k`"},
-        {"\\g1", "invalid escape sequence: `\\g`"},
-        {"(?P=n)", "invalid or unsupported Perl syntax: `(?P`"},
-        {"x{1001}", "invalid repeat count: `{1001}`"},
-        {"(a{100}){11}", "invalid repeat count: `{11}`"},
-        {"x{2,1}", "invalid repeat count: `{2,1}`"},
-        {"*a", "missing argument to repetition operator: `*`"},
-        {"a|*", "missing argument to repetition operator: `*`"},
-        {"[z-a]", "invalid character class range: `z-a`"},
-        {"\\pX", "invalid character class range: `\\pX`"},
-        {"\\p{greek}", "invalid character class range: `\\p{greek}`"},
-        {"[[:foo:]]", "invalid character class range: `[:foo:]`"},
-        {"\\8", "invalid escape sequence: `\\8`"},
-        {"(?i-)", "invalid or unsupported Perl syntax: `(?i-)`"},
-        {"(?P<a-b>x)", "invalid named capture: `(?P<a-b>`"},
-        {"\xff", "invalid UTF-8"},
-        {"(", "missing closing ): `^(?s:()$`"},
-        {"[a", "missing closing ]: `[a)$`"},
+        { "(a)\\1", "invalid escape sequence: `\\1`" },
+        { "(?=a)", "invalid or unsupported Perl syntax: `(?=`" },
+        { "(?!a)", "invalid or unsupported Perl syntax: `(?!`" },
+        { "(?<=a)b", "invalid named capture" },
+        { "(?<!a)b", "invalid named capture" },
+        { "(?>a)", "invalid or unsupported Perl syntax: `(?>`" },
+        { "a++", "invalid nested repetition operator: `++`" },
+        { "a*+", "invalid nested repetition operator: `*+`" },
+        { "a**", "invalid nested repetition operator: `**`" },
+        { "a\\C", "invalid escape sequence: `\\C`" },
+        { "(?R)", "invalid or unsupported Perl syntax: `(?R`" },
+        { "(a)(?1)", "invalid or unsupported Perl syntax: `(?1`" },
+        { "(?(1)a|b)", "invalid or unsupported Perl syntax: `(?(`" },
+        { "(?#comment)", "invalid or unsupported Perl syntax: `(?#`" },
+        { "\\Z", "invalid escape sequence: `\\Z`" },
+        { "\\k<n>", "invalid escape sequence: `\\k`" },
+        { "\\g1", "invalid escape sequence: `\\g`" },
+        { "(?P=n)", "invalid or unsupported Perl syntax: `(?P`" },
+        { "x{1001}", "invalid repeat count: `{1001}`" },
+        { "(a{100}){11}", "invalid repeat count: `{11}`" },
+        { "x{2,1}", "invalid repeat count: `{2,1}`" },
+        { "*a", "missing argument to repetition operator: `*`" },
+        { "a|*", "missing argument to repetition operator: `*`" },
+        { "[z-a]", "invalid character class range: `z-a`" },
+        { "\\pX", "invalid character class range: `\\pX`" },
+        { "\\p{greek}", "invalid character class range: `\\p{greek}`" },
+        { "[[:foo:]]", "invalid character class range: `[:foo:]`" },
+        { "\\8", "invalid escape sequence: `\\8`" },
+        { "(?i-)", "invalid or unsupported Perl syntax: `(?i-)`" },
+        { "(?P<a-b>x)", "invalid named capture: `(?P<a-b>`" },
+        { "\xff", "invalid UTF-8" },
+        { "(", "missing closing ): `^(?s:()$`" },
+        { "[a", "missing closing ]: `[a)$`" },
         /* the wrapper's ")" is escaped by a trailing backslash, as in Go */
-        {"\\", "missing closing ): `^(?s:\\)$`"},
+        { "\\", "missing closing ): `^(?s:\\)$`" },
     };
 
     expect_regex_errors(v, sizeof(v) / sizeof(v[0]));
@@ -724,22 +763,22 @@ TEST(regex_go_syntax_re2_spells_differently)
     static const struct rx_err v[] = {
         /* Go >= 1.22 names groups (?<n>...); RE2 2022 knows only (?P<n>...):
          * messages still show what the user wrote */
-        {"(?<a-b>x)", "error parsing regexp: invalid named capture: `(?<a-b>`"},
-        {"(?<n>x", "error parsing regexp: missing closing ): `^(?s:(?<n>x)$`"},
-        {"(?<=a)b", "error parsing regexp: invalid named capture: `(?<=a)b)$`"},
+        { "(?<a-b>x)", "error parsing regexp: invalid named capture: `(?<a-b>`" },
+        { "(?<n>x", "error parsing regexp: missing closing ): `^(?s:(?<n>x)$`" },
+        { "(?<=a)b", "error parsing regexp: invalid named capture: `(?<=a)b)$`" },
         /* \C is any byte in RE2, an error in Go; the first bad escape wins */
-        {"a\\C(", "error parsing regexp: invalid escape sequence: `\\C`"},
-        {"\\C\\Z", "error parsing regexp: invalid escape sequence: `\\C`"},
-        {"\\Z\\C", "error parsing regexp: invalid escape sequence: `\\Z`"},
-        {"[\\C]", "error parsing regexp: invalid escape sequence: `\\C`"},
-        {"(\\C", "error parsing regexp: invalid escape sequence: `\\C`"},
-        {"(?<n>a)\\C(", "error parsing regexp: invalid escape sequence: `\\C`"},
+        { "a\\C(", "error parsing regexp: invalid escape sequence: `\\C`" },
+        { "\\C\\Z", "error parsing regexp: invalid escape sequence: `\\C`" },
+        { "\\Z\\C", "error parsing regexp: invalid escape sequence: `\\Z`" },
+        { "[\\C]", "error parsing regexp: invalid escape sequence: `\\C`" },
+        { "(\\C", "error parsing regexp: invalid escape sequence: `\\C`" },
+        { "(?<n>a)\\C(", "error parsing regexp: invalid escape sequence: `\\C`" },
         /* Go checks a repeat's counts first and shows them without `?` */
-        {"a*{1001}", "error parsing regexp: invalid repeat count: `{1001}`"},
-        {"a{1001}?", "error parsing regexp: invalid repeat count: `{1001}`"},
-        {"a{2}{3,1}", "error parsing regexp: invalid repeat count: `{3,1}`"},
-        {"a**{2}", "error parsing regexp: invalid nested repetition operator: `**`"},
-        {"a*{2}", "error parsing regexp: invalid nested repetition operator: `*{2}`"},
+        { "a*{1001}", "error parsing regexp: invalid repeat count: `{1001}`" },
+        { "a{1001}?", "error parsing regexp: invalid repeat count: `{1001}`" },
+        { "a{2}{3,1}", "error parsing regexp: invalid repeat count: `{3,1}`" },
+        { "a**{2}", "error parsing regexp: invalid nested repetition operator: `**`" },
+        { "a*{2}", "error parsing regexp: invalid nested repetition operator: `*{2}`" },
     };
     char deep[2 * 1000 + 2];
 
@@ -761,8 +800,8 @@ TEST(regex_go_syntax_re2_spells_differently)
     deep[0] = '(';
     deep[1998] = ')';
     deep[1999] = '\0';
-    ASSERT(strstr(regex_err(deep), "error parsing regexp: expression nests too deeply: `^(?s:((((") ==
-           errbuf);
+    ASSERT(strstr(regex_err(deep),
+                  "error parsing regexp: expression nests too deeply: `^(?s:((((") == errbuf);
     /* a flag group opens no group: 500 + 499 captures around it still nest 999 deep */
     {
         static char flags_deep[2 * 999 + 8];
@@ -790,18 +829,19 @@ TEST(regex_large_program_gets_the_large_budget)
 TEST(regex_injected_alternation_searches_like_go)
 {
     /* "^(?s:a)|(b)$" is an unanchored alternation: keep matches "ab" via `a` */
-    char *src[] = {"s"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "a)|(b",
-                            .action = "keep"};
-    struct relabel_cfg m = {.regex = "x)|(y", .replacement = "<$1>", .action = "labelmap"};
+    char *src[] = { "s" };
+    struct relabel_cfg c = {
+        .source_labels = src, .n_source_labels = 1, .regex = "a)|(b", .action = "keep"
+    };
+    struct relabel_cfg m = { .regex = "x)|(y", .replacement = "<$1>", .action = "labelmap" };
     struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UTF8);
     struct relabel_rules *ms = compile(&m, 1, RELABEL_SCHEME_UTF8);
 
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"s", "abc", NULL}), "{s=\"abc\"}");
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"s", "cab", NULL}), "{s=\"cab\"}");
-    ASSERT_STR_EQ(apply(rs, (const char *[]){"s", "ba", NULL}), "DROP");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "s", "abc", NULL }), "{s=\"abc\"}");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "s", "cab", NULL }), "{s=\"cab\"}");
+    ASSERT_STR_EQ(apply(rs, (const char *[]){ "s", "ba", NULL }), "DROP");
     /* ReplaceAllString replaces each match and keeps the rest: "xay" -> "<>a<y>" */
-    ASSERT_STR_EQ(apply(ms, (const char *[]){"xay", "1", NULL}), "{<>a<y>=\"1\", xay=\"1\"}");
+    ASSERT_STR_EQ(apply(ms, (const char *[]){ "xay", "1", NULL }), "{<>a<y>=\"1\", xay=\"1\"}");
     relabel_rules_free(rs);
     relabel_rules_free(ms);
 }
@@ -821,9 +861,10 @@ TEST(regex_pathological_patterns_are_linear_and_exact)
     /* Exponential for a backtracking engine, linear for Go's (and ours):
      * every target gets Go's answer, none an error, and 2,000 of them cost
      * milliseconds, not the seconds a backtracking match limit took. */
-    char *src[] = {"__meta_kubernetes_pod_annotation_x"};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = "(a+)+$",
-                            .action = "keep"};
+    char *src[] = { "__meta_kubernetes_pod_annotation_x" };
+    struct relabel_cfg c = {
+        .source_labels = src, .n_source_labels = 1, .regex = "(a+)+$", .action = "keep"
+    };
     struct relabel_rules *rs = compile(&c, 1, RELABEL_SCHEME_UTF8);
     char no[32], yes[32];
     unsigned kept = 0, dropped = 0;
@@ -857,7 +898,8 @@ TEST(regex_pathological_patterns_are_linear_and_exact)
     ASSERT_STR_EQ(rx("(x+x+)+y", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxzy", "m"), "<nomatch>");
     ASSERT_STR_EQ(rx("(x+x+)+y", "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxy", "[$1]"),
                   "[xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx]");
-    ASSERT_STR_EQ(rx("(a|aa)*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "m"), "<nomatch>");
+    ASSERT_STR_EQ(rx("(a|aa)*b", "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "m"),
+                  "<nomatch>");
     ASSERT_STR_EQ(relabel_strerror(RELABEL_ELIMIT), "regex match or depth limit exceeded");
 }
 
@@ -958,11 +1000,13 @@ static void *worker(void *p)
 
 TEST(concurrent_apply)
 {
-    char *src[] = {"__address__"};
+    char *src[] = { "__address__" };
     struct relabel_cfg c[] = {
-        {.regex = "__meta_kubernetes_pod_label_(.+)", .action = "labelmap"},
-        {.source_labels = src, .n_source_labels = 1, .regex = "[^:]+:(\\d+)",
-         .target_label = "port"},
+        { .regex = "__meta_kubernetes_pod_label_(.+)", .action = "labelmap" },
+        { .source_labels = src,
+          .n_source_labels = 1,
+          .regex = "[^:]+:(\\d+)",
+          .target_label = "port" },
     };
     struct relabel_rules *rs = compile(c, 2, RELABEL_SCHEME_UNSET);
     struct thread_arg args[4];

@@ -41,7 +41,10 @@ static size_t fake_inflight(void *ctx)
 }
 
 static const struct scrape_transport fake_transport = {
-    fake_start, fake_cancel, fake_inflight, NULL,
+    fake_start,
+    fake_cancel,
+    fake_inflight,
+    NULL,
 };
 
 static const char ONE_TYPE[] = "scrape-configs:\n"
@@ -72,8 +75,7 @@ static struct conf_doc *load(const char *text)
     struct conf_doc *doc = NULL;
     char err[512];
 
-    if (agent_config_load_string(text, strlen(text), "test.yaml", 0, &doc, err, sizeof(err)) <
-        0) {
+    if (agent_config_load_string(text, strlen(text), "test.yaml", 0, &doc, err, sizeof(err)) < 0) {
         fprintf(stderr, "config: %s\n", err);
         return NULL;
     }
@@ -90,7 +92,7 @@ static void apply(struct env *e, const char *text)
 
     ASSERT_NOT_NULL(doc);
     c = agent_config(doc);
-    ss = (struct scrape_settings){&c->limits.pprof, c->limits.max_body_bytes};
+    ss = (struct scrape_settings){ &c->limits.pprof, c->limits.max_body_bytes };
     ASSERT_EQ(scrape_manager_apply(e->m, doc, c->scrape, c->n_scrape, &ss, err, sizeof(err)), 0);
     conf_doc_unref(e->doc);
     e->doc = doc;
@@ -109,7 +111,7 @@ static bool owner_cb(uint64_t id, const char **owner, void *ud)
 static void env_init(struct env *e, const char *text)
 {
     struct workq_opts wo = { .max_inflight = 1, .max_backlog = 16 };
-    struct scrape_manager_opts o = {0};
+    struct scrape_manager_opts o = { 0 };
     char err[256];
 
     memset(e, 0, sizeof(*e));
@@ -166,7 +168,7 @@ static struct disc_targets *targets(size_t n, int port)
 
 static void sync_one(struct env *e, struct disc_targets *d)
 {
-    struct disc_group g = {.source = "static/0", .targets = d};
+    struct disc_group g = { .source = "static/0", .targets = d };
 
     scrape_manager_sync("big", &g, 1, e->m);
     disc_targets_unref(d);
@@ -237,7 +239,7 @@ TEST(a_later_update_supersedes_a_pending_build)
     sync_one(&e, targets(BIG, 3));
     ASSERT_NOT_NULL(e.m->pend_head);
     {
-        struct disc_group g = {.source = "static/0", .targets = NULL};
+        struct disc_group g = { .source = "static/0", .targets = NULL };
 
         scrape_manager_sync("big", &g, 1, e.m);
     }

@@ -46,7 +46,7 @@ static void answer_cb(uv_timer_t *t)
     (void)t;
     for (size_t i = 0; i < fake.n; i++) {
         struct start *s = &fake.s[i];
-        struct net_response resp = {.result = NET_ECONNECT, .error = "fake"};
+        struct net_response resp = { .result = NET_ECONNECT, .error = "fake" };
 
         if (s->done)
             continue;
@@ -92,7 +92,10 @@ static size_t fake_inflight(void *ctx)
 }
 
 static const struct scrape_transport fake_transport = {
-    fake_start, fake_cancel, fake_inflight, NULL,
+    fake_start,
+    fake_cancel,
+    fake_inflight,
+    NULL,
 };
 
 static const char CONFIG[] = "scrape-configs:\n"
@@ -135,7 +138,7 @@ static struct conf_doc *load(void)
 static void apply(struct env *e, struct conf_doc *doc)
 {
     const struct agent_config *c = agent_config(doc);
-    struct scrape_settings ss = {&c->limits.pprof, c->limits.max_body_bytes};
+    struct scrape_settings ss = { &c->limits.pprof, c->limits.max_body_bytes };
     char err[256];
 
     ASSERT_EQ(scrape_manager_apply(e->m, doc, c->scrape, c->n_scrape, &ss, err, sizeof(err)), 0);
@@ -144,7 +147,7 @@ static void apply(struct env *e, struct conf_doc *doc)
 static void env_init(struct env *e, bool hold)
 {
     struct workq_opts wo = { .max_inflight = 1, .max_backlog = 16 };
-    struct scrape_manager_opts o = {0};
+    struct scrape_manager_opts o = { 0 };
     struct disc_group g;
     char err[256];
 
@@ -234,7 +237,7 @@ static uint64_t off_by(uint64_t t, uint64_t offset)
 static bool all_scraped(const struct env *e, size_t times)
 {
     for (int i = 0; i < N_TARGETS; i++) {
-        uint64_t t[8] = {0};
+        uint64_t t[8] = { 0 };
 
         if (starts_of(e->want_url[i], t, 8) < times)
             return false;
@@ -252,7 +255,7 @@ TEST(each_pair_scrapes_on_its_offset)
     RUN_UNTIL(&e.loop, all_scraped(&e, 3), 6000);
     ASSERT_TRUE(all_scraped(&e, 3));
     for (int i = 0; i < N_TARGETS; i++) {
-        uint64_t t[8] = {0};
+        uint64_t t[8] = { 0 };
         size_t n = starts_of(e.want_url[i], t, 8);
 
         /* The first scrape comes within one interval, on the offset. */
@@ -283,7 +286,7 @@ TEST(a_pair_never_has_two_requests_in_flight)
     t_end = clock_wall_ns() + 2 * INTERVAL_NS + SLACK_NS;
     RUN_UNTIL(&e.loop, clock_wall_ns() > t_end, 4000);
     for (int i = 0; i < N_TARGETS; i++) {
-        uint64_t t[8] = {0};
+        uint64_t t[8] = { 0 };
 
         ASSERT_EQ(starts_of(e.want_url[i], t, 8), 1);
     }
@@ -314,7 +317,7 @@ TEST(reapplying_the_same_config_keeps_the_schedule)
     after = fake.n;
     ASSERT_LE(after - before, 2 * N_TARGETS + N_TARGETS / 2);
     for (int i = 0; i < N_TARGETS; i++) {
-        uint64_t t[8] = {0};
+        uint64_t t[8] = { 0 };
         size_t n = starts_of(e.want_url[i], t, 8);
 
         for (size_t k = 0; k < n; k++)

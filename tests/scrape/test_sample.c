@@ -124,7 +124,7 @@ TEST(fewer_places_keep_the_best_ranked_of_the_chosen)
 
 TEST(groups_read_final_then_discovered_labels)
 {
-    struct scrape_sampling_cfg s = {(char *[]){"namespace", "__meta_controller"}, 2, 3};
+    struct scrape_sampling_cfg s = { (char *[]){ "namespace", "__meta_controller" }, 2, 3 };
     struct labels fin = LABELS_INIT, disc = LABELS_INIT, other = LABELS_INIT;
 
     ASSERT_EQ(labels_set(&fin, "namespace", "shop"), 0);

@@ -10,25 +10,48 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "scrape/internal.h"
 #include "common/buf.h"
+#include "scrape/internal.h"
 #include "test.h"
 
 static struct scrape_profile_cfg go_profiles[] = {
-    {.name = "process_cpu", .path = "/debug/pprof/profile", .kind = SCRAPE_KIND_DURATION,
-     .enabled = true, .delta = true, .send_name = "process_cpu"},
-    {.name = "memory", .path = "/debug/pprof/allocs", .kind = SCRAPE_KIND_CUMULATIVE_MEMORY,
-     .enabled = true, .send_name = "memory"},
-    {.name = "goroutine", .path = "/debug/pprof/goroutine", .kind = SCRAPE_KIND_GAUGE,
-     .enabled = true, .send_name = "goroutine"},
-    {.name = "mutex", .path = "/debug/pprof/mutex", .kind = SCRAPE_KIND_CUMULATIVE_CONTENTION,
-     .enabled = true, .send_name = "mutex"},
-    {.name = "block", .path = "/debug/pprof/block", .kind = SCRAPE_KIND_CUMULATIVE_CONTENTION,
-     .enabled = true, .send_name = "block"},
-    {.name = "fgprof", .path = "/debug/fgprof", .kind = SCRAPE_KIND_DURATION, .enabled = false,
-     .delta = true, .send_name = "fgprof"},
-    {.name = "godeltaprof_memory", .path = "/debug/pprof/delta_heap", .kind = SCRAPE_KIND_DELTA,
-     .enabled = false, .send_name = "memory"},
+    { .name = "process_cpu",
+      .path = "/debug/pprof/profile",
+      .kind = SCRAPE_KIND_DURATION,
+      .enabled = true,
+      .delta = true,
+      .send_name = "process_cpu" },
+    { .name = "memory",
+      .path = "/debug/pprof/allocs",
+      .kind = SCRAPE_KIND_CUMULATIVE_MEMORY,
+      .enabled = true,
+      .send_name = "memory" },
+    { .name = "goroutine",
+      .path = "/debug/pprof/goroutine",
+      .kind = SCRAPE_KIND_GAUGE,
+      .enabled = true,
+      .send_name = "goroutine" },
+    { .name = "mutex",
+      .path = "/debug/pprof/mutex",
+      .kind = SCRAPE_KIND_CUMULATIVE_CONTENTION,
+      .enabled = true,
+      .send_name = "mutex" },
+    { .name = "block",
+      .path = "/debug/pprof/block",
+      .kind = SCRAPE_KIND_CUMULATIVE_CONTENTION,
+      .enabled = true,
+      .send_name = "block" },
+    { .name = "fgprof",
+      .path = "/debug/fgprof",
+      .kind = SCRAPE_KIND_DURATION,
+      .enabled = false,
+      .delta = true,
+      .send_name = "fgprof" },
+    { .name = "godeltaprof_memory",
+      .path = "/debug/pprof/delta_heap",
+      .kind = SCRAPE_KIND_DELTA,
+      .enabled = false,
+      .send_name = "memory" },
 };
 #define N_GO_PROFILES (sizeof(go_profiles) / sizeof(go_profiles[0]))
 
@@ -60,9 +83,12 @@ static void build(const struct scrape_job_cfg *sc, const struct relabel_rules *r
 static struct relabel_rules *one_rule(const char *source, const char *regex, const char *target,
                                       const char *action)
 {
-    char *src[] = {(char *)source};
-    struct relabel_cfg c = {.source_labels = src, .n_source_labels = 1, .regex = (char *)regex,
-                            .target_label = (char *)target, .action = (char *)action};
+    char *src[] = { (char *)source };
+    struct relabel_cfg c = { .source_labels = src,
+                             .n_source_labels = 1,
+                             .regex = (char *)regex,
+                             .target_label = (char *)target,
+                             .action = (char *)action };
     struct relabel_rules *rs = NULL;
     char err[256];
 
@@ -91,8 +117,11 @@ static size_t count(const char *hay, const char *needle)
 
 TEST(offset_vector_from_reference)
 {
-    struct scrape_profile_cfg one = {.name = "custom", .path = "/debug/pprof/profile",
-                              .kind = SCRAPE_KIND_GAUGE, .enabled = true, .send_name = "custom"};
+    struct scrape_profile_cfg one = { .name = "custom",
+                                      .path = "/debug/pprof/profile",
+                                      .kind = SCRAPE_KIND_GAUGE,
+                                      .enabled = true,
+                                      .send_name = "custom" };
     struct scrape_job_cfg sc;
     struct target_result r;
     uint64_t seed = scrape_offset_seed("node-1", NULL);
@@ -107,7 +136,7 @@ TEST(offset_vector_from_reference)
     scrape_init(&sc);
     sc.profiles = &one;
     sc.n_profiles = 1;
-    build(&sc, NULL, (const char *[]){"__address__", "10.1.2.3:4040", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "10.1.2.3:4040", NULL }, &r);
     ASSERT_NULL(r.error);
     ASSERT_EQ(r.n_pairs, 1);
     ASSERT_STR_EQ(r.pairs[0].url, "http://10.1.2.3:4040/debug/pprof/profile");
@@ -129,8 +158,9 @@ TEST(offset_seed_includes_external_labels)
 TEST(first_delay_is_next_aligned_instant)
 {
     /* brute-force oracle: the first t > now with t % interval == offset */
-    static const uint64_t cases[][3] = {{4, 15, 100}, {0, 15, 90}, {14, 15, 90}, {10, 15, 100},
-                                        {3, 7, 0},    {6, 7, 6},   {0, 1, 5}};
+    static const uint64_t cases[][3] = { { 4, 15, 100 },  { 0, 15, 90 }, { 14, 15, 90 },
+                                         { 10, 15, 100 }, { 3, 7, 0 },   { 6, 7, 6 },
+                                         { 0, 1, 5 } };
 
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         uint64_t off = cases[i][0], iv = cases[i][1], now = cases[i][2], t = now + 1;
@@ -153,15 +183,15 @@ TEST(defaults_are_added_before_rules)
 {
     struct scrape_job_cfg sc;
     struct target_result r;
-    char *seconds[] = {"7", "8"};
-    struct conf_param params[] = {{.key = "seconds", .values = seconds, .n_values = 2}};
+    char *seconds[] = { "7", "8" };
+    struct conf_param params[] = { { .key = "seconds", .values = seconds, .n_values = 2 } };
 
     scrape_init(&sc);
     sc.interval_ms = 90000;
     sc.path_prefix = "/app";
     sc.params = params;
     sc.n_params = 1;
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", "job", "mine", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", "job", "mine", NULL }, &r);
     ASSERT_STR_EQ(labels_get(&r.discovered, "job"), "mine"); /* not overwritten */
     ASSERT_STR_EQ(labels_get(&r.discovered, "__scheme__"), "http");
     ASSERT_STR_EQ(labels_get(&r.discovered, "__scrape_interval__"), "1m30s");
@@ -178,17 +208,17 @@ TEST(address_rules)
     static const struct {
         const char *addr, *scheme, *port, *want_addr, *want_err;
     } v[] = {
-        {"10.0.0.1:6060", "http", NULL, "10.0.0.1:6060", NULL},
-        {"10.0.0.1", "http", NULL, "10.0.0.1:80", NULL},
-        {"10.0.0.1", "https", NULL, "10.0.0.1:443", NULL},
-        {"[fd00::1]", "http", NULL, "[fd00::1]:80", NULL},
-        {"fd00::1", "http", NULL, "fd00::1", NULL}, /* cannot take a port: left alone */
-        {"host", "ftp", NULL, NULL, "invalid scheme: \"ftp\""},
-        {"a/b", "http", NULL, NULL, "\"a/b\" is not a valid hostname"},
-        {NULL, "http", NULL, NULL, "no address"},
-        {"10.0.0.1:6060", "http", "4040", "10.0.0.1:4040", NULL},
-        {"10.0.0.1", "https", "4040", "10.0.0.1:4040", NULL},
-        {"[fd00::1]:80", "http", "4040", "[fd00::1]:4040", NULL},
+        { "10.0.0.1:6060", "http", NULL, "10.0.0.1:6060", NULL },
+        { "10.0.0.1", "http", NULL, "10.0.0.1:80", NULL },
+        { "10.0.0.1", "https", NULL, "10.0.0.1:443", NULL },
+        { "[fd00::1]", "http", NULL, "[fd00::1]:80", NULL },
+        { "fd00::1", "http", NULL, "fd00::1", NULL }, /* cannot take a port: left alone */
+        { "host", "ftp", NULL, NULL, "invalid scheme: \"ftp\"" },
+        { "a/b", "http", NULL, NULL, "\"a/b\" is not a valid hostname" },
+        { NULL, "http", NULL, NULL, "no address" },
+        { "10.0.0.1:6060", "http", "4040", "10.0.0.1:4040", NULL },
+        { "10.0.0.1", "https", "4040", "10.0.0.1:4040", NULL },
+        { "[fd00::1]:80", "http", "4040", "[fd00::1]:4040", NULL },
     };
 
     for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
@@ -233,8 +263,8 @@ TEST(instance_meta_and_utf8)
 
     scrape_init(&sc);
     build(&sc, NULL,
-          (const char *[]){"__address__", "h:1", "instance", "mine", "__meta_x", "1", "__tmp_y",
-                           "2", NULL},
+          (const char *[]){ "__address__", "h:1", "instance", "mine", "__meta_x", "1", "__tmp_y",
+                            "2", NULL },
           &r);
     ASSERT_STR_EQ(labels_get(&r.labels, "instance"), "mine");
     ASSERT_NULL(labels_get(&r.labels, "__meta_x"));
@@ -243,7 +273,7 @@ TEST(instance_meta_and_utf8)
     ASSERT_NULL(labels_get(&pair(&r, "memory")->labels, "__tmp_y"));
     target_result_done(&r);
 
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", "a", "x\xff", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", "a", "x\xff", NULL }, &r);
     ASSERT_STR_EQ(r.error, "invalid label value for \"a\": \"x\\xff\"");
     ASSERT_EQ(r.n_pairs, 0);
     target_result_done(&r);
@@ -256,14 +286,14 @@ TEST(bad_scrape_interval_label)
     struct target_result r;
 
     scrape_init(&sc);
-    build(&sc, rs, (const char *[]){"__address__", "h:1", "x", "soon", NULL}, &r);
+    build(&sc, rs, (const char *[]){ "__address__", "h:1", "x", "soon", NULL }, &r);
     ASSERT_STR_EQ(r.error, "error parsing scrape interval: not a valid duration string: \"soon\"");
     target_result_done(&r);
-    build(&sc, rs, (const char *[]){"__address__", "h:1", "x", "0s", NULL}, &r);
+    build(&sc, rs, (const char *[]){ "__address__", "h:1", "x", "0s", NULL }, &r);
     ASSERT_STR_EQ(r.error, "scrape interval cannot be 0");
     target_result_done(&r);
     /* a relabeled interval drives the pairs */
-    build(&sc, rs, (const char *[]){"__address__", "h:1", "x", "1m", NULL}, &r);
+    build(&sc, rs, (const char *[]){ "__address__", "h:1", "x", "1m", NULL }, &r);
     ASSERT_NULL(r.error);
     ASSERT_EQ(pair(&r, "process_cpu")->interval_ms, 60000);
     ASSERT_EQ(pair(&r, "process_cpu")->seconds, 59);
@@ -279,7 +309,7 @@ TEST(dropped_target_is_silent)
     struct buf b;
 
     scrape_init(&sc);
-    build(&sc, rs, (const char *[]){"__address__", "h:1", NULL}, &r);
+    build(&sc, rs, (const char *[]){ "__address__", "h:1", NULL }, &r);
     ASSERT_TRUE(r.dropped);
     ASSERT_NULL(r.error);
     ASSERT_EQ(r.n_pairs, 0);
@@ -312,7 +342,7 @@ TEST(json_shape_like_promtool)
     json_object *o, *d, *l;
 
     scrape_init(&sc);
-    build(&sc, NULL, (const char *[]){"__address__", "h", "__meta_a", "1", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h", "__meta_a", "1", NULL }, &r);
     buf_init(&b, 1 << 20);
     ASSERT_EQ(target_result_json(&r, false, &b), 0);
     o = json_tokener_parse(b.data);
@@ -337,10 +367,10 @@ TEST(profile_overrides_by_canonical_name_or_alias)
 
     scrape_init(&sc);
     build(&sc, NULL,
-          (const char *[]){"__address__", "h:1", "__profile_cpu_enabled", "false",
-                           "__profile_fgprof_enabled", "true", "__profile_mem_path", "/custom/heap",
-                           "__profile_goroutines_param_debug", "1", "__profile_mutex_enabled",
-                           "maybe", NULL},
+          (const char *[]){ "__address__", "h:1", "__profile_cpu_enabled", "false",
+                            "__profile_fgprof_enabled", "true", "__profile_mem_path",
+                            "/custom/heap", "__profile_goroutines_param_debug", "1",
+                            "__profile_mutex_enabled", "maybe", NULL },
           &r);
     ASSERT_NULL(r.error);
     ASSERT_NULL(pair(&r, "process_cpu"));
@@ -351,8 +381,8 @@ TEST(profile_overrides_by_canonical_name_or_alias)
     ASSERT_STR_EQ(pair(&r, "block")->url, "http://h:1/debug/pprof/block");
     target_result_done(&r);
     build(&sc, NULL,
-          (const char *[]){"__address__", "h:1", "__profile_process_cpu_enabled", "false",
-                           "__profile_godeltaprof_memory_enabled", "true", NULL},
+          (const char *[]){ "__address__", "h:1", "__profile_process_cpu_enabled", "false",
+                            "__profile_godeltaprof_memory_enabled", "true", NULL },
           &r);
     ASSERT_NULL(pair(&r, "process_cpu"));
     ASSERT_STR_EQ(pair(&r, "godeltaprof_memory")->url, "http://h:1/debug/pprof/delta_heap");
@@ -361,12 +391,13 @@ TEST(profile_overrides_by_canonical_name_or_alias)
 
 TEST(params_set_once_with_precedence)
 {
-    char *p30[] = {"30"}, *j10[] = {"10"}, *b1[] = {"1"}, *a2[] = {"2"}, *sp[] = {"a b&c/"};
-    struct conf_param prof_params[] = {{.key = "seconds", .values = p30, .n_values = 1}};
-    struct conf_param job_params[] = {{.key = "seconds", .values = j10, .n_values = 1},
-                                     {.key = "b", .values = b1, .n_values = 1},
-                                     {.key = "a", .values = a2, .n_values = 1},
-                                     {.key = "q", .values = sp, .n_values = 1}};
+    char *p30[] = { "30" }, *j10[] = { "10" }, *b1[] = { "1" }, *a2[] = { "2" },
+         *sp[] = { "a b&c/" };
+    struct conf_param prof_params[] = { { .key = "seconds", .values = p30, .n_values = 1 } };
+    struct conf_param job_params[] = { { .key = "seconds", .values = j10, .n_values = 1 },
+                                       { .key = "b", .values = b1, .n_values = 1 },
+                                       { .key = "a", .values = a2, .n_values = 1 },
+                                       { .key = "q", .values = sp, .n_values = 1 } };
     struct scrape_profile_cfg cpu = go_profiles[0];
     struct scrape_job_cfg sc;
     struct target_result r;
@@ -378,7 +409,7 @@ TEST(params_set_once_with_precedence)
     sc.profiles = &cpu;
     sc.n_profiles = 1;
     /* profile params alone */
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", NULL }, &r);
     ASSERT_STR_EQ(r.pairs[0].url, "http://h:1/debug/pprof/profile?seconds=30");
     ASSERT_EQ(r.pairs[0].seconds, 30);
     ASSERT_EQ(r.pairs[0].timeout_ms, 40000);
@@ -386,19 +417,18 @@ TEST(params_set_once_with_precedence)
     /* job params override, keys sorted, values escaped like url.Values */
     sc.params = job_params;
     sc.n_params = 4;
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
-    ASSERT_STR_EQ(r.pairs[0].url,
-                  "http://h:1/debug/pprof/profile?a=2&b=1&q=a+b%26c%2F&seconds=10");
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", NULL }, &r);
+    ASSERT_STR_EQ(r.pairs[0].url, "http://h:1/debug/pprof/profile?a=2&b=1&q=a+b%26c%2F&seconds=10");
     target_result_done(&r);
     /* __param_seconds (here from the target) overrides the job */
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", "__param_seconds", "20", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", "__param_seconds", "20", NULL }, &r);
     ASSERT_EQ(count(r.pairs[0].url, "seconds="), 1);
     ASSERT_NOT_NULL(strstr(r.pairs[0].url, "seconds=20"));
     target_result_done(&r);
     /* and __profile_<alias>_param_seconds overrides everything */
     build(&sc, NULL,
-          (const char *[]){"__address__", "h:1", "__param_seconds", "20",
-                           "__profile_cpu_param_seconds", "5", NULL},
+          (const char *[]){ "__address__", "h:1", "__param_seconds", "20",
+                            "__profile_cpu_param_seconds", "5", NULL },
           &r);
     ASSERT_EQ(count(r.pairs[0].url, "seconds="), 1);
     ASSERT_NOT_NULL(strstr(r.pairs[0].url, "seconds=5"));
@@ -411,13 +441,13 @@ TEST(params_set_once_with_precedence)
      * error (never an overflowing timeout, never a profile that ends
      * before it starts). */
     {
-        static const char *const bad[] = { "99999999999", "-1", "0", "60", "1e3", "5x",
+        static const char *const bad[] = { "99999999999",          "-1", "0", "60", "1e3", "5x",
                                            "184467440737095516160" };
 
         for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
             build(&sc, NULL,
-                  (const char *[]){"__address__", "h:1", "__profile_cpu_param_seconds", bad[i],
-                                   NULL},
+                  (const char *[]){ "__address__", "h:1", "__profile_cpu_param_seconds", bad[i],
+                                    NULL },
                   &r);
             if (!r.error || r.n_pairs != 0)
                 test__fail(__FILE__, __LINE__, "seconds=\"%s\" accepted", bad[i]);
@@ -425,7 +455,7 @@ TEST(params_set_once_with_precedence)
             target_result_done(&r);
         }
         build(&sc, NULL,
-              (const char *[]){"__address__", "h:1", "__profile_cpu_param_seconds", "59", NULL},
+              (const char *[]){ "__address__", "h:1", "__profile_cpu_param_seconds", "59", NULL },
               &r);
         ASSERT_NULL(r.error);
         ASSERT_EQ(r.pairs[0].seconds, 59);
@@ -439,7 +469,7 @@ TEST(duration_profiles_get_seconds)
     struct target_result r;
 
     scrape_init(&sc);
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", NULL }, &r);
     ASSERT_STR_EQ(pair(&r, "process_cpu")->url, "http://h:1/debug/pprof/profile?seconds=14");
     ASSERT_EQ(pair(&r, "process_cpu")->seconds, 14);
     ASSERT_EQ(pair(&r, "process_cpu")->timeout_ms, 24000);
@@ -449,13 +479,13 @@ TEST(duration_profiles_get_seconds)
     target_result_done(&r);
     sc.interval_ms = 2000;
     sc.timeout_ms = 1000;
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", NULL }, &r);
     ASSERT_EQ(pair(&r, "process_cpu")->seconds, 1);
     target_result_done(&r);
     /* A 1 s interval leaves no room for a 1 s profile (the loader refuses it
      * in a job; from a target's __scrape_interval__ it is the target's
      * error). */
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", "__scrape_interval__", "1s", NULL},
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", "__scrape_interval__", "1s", NULL },
           &r);
     ASSERT_NOT_NULL(r.error);
     ASSERT_NOT_NULL(strstr(r.error, "process_cpu: seconds must be a whole number"));
@@ -473,8 +503,8 @@ TEST(sent_labels)
     scrape_init(&sc);
     go_profiles[6].enabled = true;
     build(&sc, NULL,
-          (const char *[]){"__address__", "h:1", "env", "dev", "__spy_name__", "gospy",
-                           "service_name", "app", "__meta_k", "v", NULL},
+          (const char *[]){ "__address__", "h:1", "env", "dev", "__spy_name__", "gospy",
+                            "service_name", "app", "__meta_k", "v", NULL },
           &r);
     go_profiles[6].enabled = false;
     p = pair(&r, "memory");
@@ -496,21 +526,29 @@ TEST(sent_labels)
 TEST(profile_rules_shape_and_drop_pairs)
 {
     struct relabel_cfg cfgs[] = {
-        {.source_labels = (char *[]){"__name__"}, .n_source_labels = 1, .regex = "block",
-         .action = "drop"},
-        {.source_labels = (char *[]){"__name__", "__delta__"}, .n_source_labels = 2,
-         .regex = "(.+);false", .target_label = "kind", .replacement = "delta-${1}"},
-        {.source_labels = (char *[]){"__name__"}, .n_source_labels = 1, .regex = "goroutine",
-         .target_label = "__name__", .replacement = ""},
+        { .source_labels = (char *[]){ "__name__" },
+          .n_source_labels = 1,
+          .regex = "block",
+          .action = "drop" },
+        { .source_labels = (char *[]){ "__name__", "__delta__" },
+          .n_source_labels = 2,
+          .regex = "(.+);false",
+          .target_label = "kind",
+          .replacement = "delta-${1}" },
+        { .source_labels = (char *[]){ "__name__" },
+          .n_source_labels = 1,
+          .regex = "goroutine",
+          .target_label = "__name__",
+          .replacement = "" },
     };
     struct scrape_job_cfg sc;
     struct target_result r, plain;
     char err[256];
 
     scrape_init(&sc);
-    ASSERT_EQ(relabel_rules_new(cfgs, 3, RELABEL_SCHEME_UNSET, &sc.profile_rules, err,
-                                sizeof(err)), 0);
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &r);
+    ASSERT_EQ(relabel_rules_new(cfgs, 3, RELABEL_SCHEME_UNSET, &sc.profile_rules, err, sizeof(err)),
+              0);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", NULL }, &r);
     ASSERT_NULL(r.error);
     /* block dropped by the rule, goroutine for losing its __name__ */
     ASSERT_NULL(pair(&r, "block"));
@@ -521,7 +559,7 @@ TEST(profile_rules_shape_and_drop_pairs)
     ASSERT_NULL(labels_get(&pair(&r, "process_cpu")->labels, "kind"));
     relabel_rules_free(sc.profile_rules);
     sc.profile_rules = NULL;
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", NULL}, &plain);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", NULL }, &plain);
     ASSERT_EQ(plain.pairs_dropped, 0);
     ASSERT_NOT_NULL(pair(&plain, "block"));
     ASSERT_NE(pair(&plain, "memory")->key, pair(&r, "memory")->key);
@@ -546,36 +584,35 @@ static const char *service_name_of(const char *const *kv)
 
 TEST(service_name_chain)
 {
-    ASSERT_STR_EQ(service_name_of((const char *[]){"__address__", "h:1", "service_name", "a",
-                                                   "__name__", "b", NULL}),
+    ASSERT_STR_EQ(service_name_of((const char *[]){ "__address__", "h:1", "service_name", "a",
+                                                    "__name__", "b", NULL }),
                   "a");
-    ASSERT_STR_EQ(service_name_of((const char *[]){"__address__", "h:1", "__name__", "b",
-                                                   "__meta_kubernetes_namespace", "ns", NULL}),
+    ASSERT_STR_EQ(service_name_of((const char *[]){ "__address__", "h:1", "__name__", "b",
+                                                    "__meta_kubernetes_namespace", "ns", NULL }),
                   "b");
     ASSERT_STR_EQ(
         service_name_of((const char *[]){
             "__address__", "h:1", "__meta_kubernetes_pod_annotation_pyroscope_io_service_name",
             "annotated", "__meta_kubernetes_namespace", "ns",
-            "__meta_kubernetes_pod_container_name", "c", NULL}),
+            "__meta_kubernetes_pod_container_name", "c", NULL }),
         "annotated");
-    ASSERT_STR_EQ(service_name_of((const char *[]){"__address__", "h:1",
-                                                   "__meta_kubernetes_namespace", "ns",
-                                                   "__meta_kubernetes_pod_container_name", "c",
-                                                   "__meta_docker_container_name", "d", NULL}),
-                  "ns/c");
-    ASSERT_STR_EQ(service_name_of((const char *[]){"__address__", "h:1",
-                                                   "__meta_kubernetes_namespace", "ns",
-                                                   "__meta_docker_container_name", "d", NULL}),
-                  "d");
     ASSERT_STR_EQ(
-        service_name_of((const char *[]){"__address__", "h:1",
-                                         "__meta_dockerswarm_container_label_service_name", "s1",
-                                         "__meta_dockerswarm_service_name", "s2", NULL}),
-        "s1");
-    ASSERT_STR_EQ(service_name_of((const char *[]){"__address__", "h:1",
-                                                   "__meta_dockerswarm_service_name", "s2", NULL}),
+        service_name_of((const char *[]){ "__address__", "h:1", "__meta_kubernetes_namespace", "ns",
+                                          "__meta_kubernetes_pod_container_name", "c",
+                                          "__meta_docker_container_name", "d", NULL }),
+        "ns/c");
+    ASSERT_STR_EQ(
+        service_name_of((const char *[]){ "__address__", "h:1", "__meta_kubernetes_namespace", "ns",
+                                          "__meta_docker_container_name", "d", NULL }),
+        "d");
+    ASSERT_STR_EQ(service_name_of((const char *[]){
+                      "__address__", "h:1", "__meta_dockerswarm_container_label_service_name", "s1",
+                      "__meta_dockerswarm_service_name", "s2", NULL }),
+                  "s1");
+    ASSERT_STR_EQ(service_name_of((const char *[]){
+                      "__address__", "h:1", "__meta_dockerswarm_service_name", "s2", NULL }),
                   "s2");
-    ASSERT_STR_EQ(service_name_of((const char *[]){"__address__", "h:1", NULL}), "unspecified");
+    ASSERT_STR_EQ(service_name_of((const char *[]){ "__address__", "h:1", NULL }), "unspecified");
 }
 
 TEST(dedup_key_stability)
@@ -584,12 +621,13 @@ TEST(dedup_key_stability)
     struct target_result a, b, c, d;
 
     scrape_init(&sc);
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", "env", "x", "__meta_a", "1", NULL}, &a);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", "env", "x", "__meta_a", "1", NULL },
+          &a);
     build(&sc, NULL,
-          (const char *[]){"__address__", "h:1", "env", "x", "__meta_a", "2", "__tmp", "z", NULL},
+          (const char *[]){ "__address__", "h:1", "env", "x", "__meta_a", "2", "__tmp", "z", NULL },
           &b);
-    build(&sc, NULL, (const char *[]){"__address__", "h:1", "env", "y", NULL}, &c);
-    build(&sc, NULL, (const char *[]){"__address__", "h:2", "instance", "h:1", "env", "x", NULL},
+    build(&sc, NULL, (const char *[]){ "__address__", "h:1", "env", "y", NULL }, &c);
+    build(&sc, NULL, (const char *[]){ "__address__", "h:2", "instance", "h:1", "env", "x", NULL },
           &d);
     /* hidden labels do not matter; public labels and the URL do */
     ASSERT_U64_EQ(pair(&a, "memory")->key, pair(&b, "memory")->key);
@@ -613,10 +651,10 @@ TEST(path_prefix_and_scheme)
     scrape_init(&sc);
     sc.path_prefix = "/base/";
     sc.scheme = "https";
-    build(&sc, NULL, (const char *[]){"__address__", "h", NULL}, &r);
+    build(&sc, NULL, (const char *[]){ "__address__", "h", NULL }, &r);
     ASSERT_STR_EQ(pair(&r, "memory")->url, "https://h:443/base/debug/pprof/allocs");
     target_result_done(&r);
-    build(&sc, rs, (const char *[]){"__address__", "h:1", "__meta_prefix", "other", NULL}, &r);
+    build(&sc, rs, (const char *[]){ "__address__", "h:1", "__meta_prefix", "other", NULL }, &r);
     ASSERT_STR_EQ(pair(&r, "memory")->url, "https://h:1/other/debug/pprof/allocs");
     target_result_done(&r);
     relabel_rules_free(rs);
@@ -625,32 +663,46 @@ TEST(path_prefix_and_scheme)
 /* Seed 001's kubernetes-pods job, as Pyroscope documents it. */
 TEST(seed_kubernetes_pods_rules)
 {
-    char *s_scrape[] = {"__meta_kubernetes_pod_annotation_pyroscope_io_scrape"};
-    char *s_app[] = {"__meta_kubernetes_pod_annotation_pyroscope_io_application_name"};
-    char *s_scheme[] = {"__meta_kubernetes_pod_annotation_pyroscope_io_scheme"};
-    char *s_port[] = {"__address__", "__meta_kubernetes_pod_annotation_pyroscope_io_port"};
-    char *s_ns[] = {"__meta_kubernetes_namespace"};
-    char *s_pod[] = {"__meta_kubernetes_pod_name"};
-    char *s_phase[] = {"__meta_kubernetes_pod_phase"};
+    char *s_scrape[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scrape" };
+    char *s_app[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_application_name" };
+    char *s_scheme[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scheme" };
+    char *s_port[] = { "__address__", "__meta_kubernetes_pod_annotation_pyroscope_io_port" };
+    char *s_ns[] = { "__meta_kubernetes_namespace" };
+    char *s_pod[] = { "__meta_kubernetes_pod_name" };
+    char *s_phase[] = { "__meta_kubernetes_pod_phase" };
     struct relabel_cfg rules[] = {
-        {.source_labels = s_scrape, .n_source_labels = 1, .action = "keep", .regex = "true"},
-        {.source_labels = s_app, .n_source_labels = 1, .action = "replace",
-         .target_label = "__name__"},
-        {.source_labels = s_scheme, .n_source_labels = 1, .action = "replace",
-         .regex = "(https?)", .target_label = "__scheme__"},
-        {.source_labels = s_port, .n_source_labels = 2, .action = "replace",
-         .regex = "([^:]+)(?::\\d+)?;(\\d+)", .replacement = "$1:$2",
-         .target_label = "__address__"},
-        {.action = "labelmap", .regex = "__meta_kubernetes_pod_label_(.+)"},
-        {.source_labels = s_ns, .n_source_labels = 1, .action = "replace",
-         .target_label = "kubernetes_namespace"},
-        {.source_labels = s_pod, .n_source_labels = 1, .action = "replace",
-         .target_label = "kubernetes_pod_name"},
-        {.source_labels = s_phase, .n_source_labels = 1,
-         .regex = "Pending|Succeeded|Failed|Completed", .action = "drop"},
-        {.action = "labelmap",
-         .regex = "__meta_kubernetes_pod_annotation_pyroscope_io_profile_(.+)",
-         .replacement = "__profile_$1"},
+        { .source_labels = s_scrape, .n_source_labels = 1, .action = "keep", .regex = "true" },
+        { .source_labels = s_app,
+          .n_source_labels = 1,
+          .action = "replace",
+          .target_label = "__name__" },
+        { .source_labels = s_scheme,
+          .n_source_labels = 1,
+          .action = "replace",
+          .regex = "(https?)",
+          .target_label = "__scheme__" },
+        { .source_labels = s_port,
+          .n_source_labels = 2,
+          .action = "replace",
+          .regex = "([^:]+)(?::\\d+)?;(\\d+)",
+          .replacement = "$1:$2",
+          .target_label = "__address__" },
+        { .action = "labelmap", .regex = "__meta_kubernetes_pod_label_(.+)" },
+        { .source_labels = s_ns,
+          .n_source_labels = 1,
+          .action = "replace",
+          .target_label = "kubernetes_namespace" },
+        { .source_labels = s_pod,
+          .n_source_labels = 1,
+          .action = "replace",
+          .target_label = "kubernetes_pod_name" },
+        { .source_labels = s_phase,
+          .n_source_labels = 1,
+          .regex = "Pending|Succeeded|Failed|Completed",
+          .action = "drop" },
+        { .action = "labelmap",
+          .regex = "__meta_kubernetes_pod_annotation_pyroscope_io_profile_(.+)",
+          .replacement = "__profile_$1" },
     };
     struct relabel_rules *rs = NULL;
     struct scrape_job_cfg sc;
@@ -662,18 +714,27 @@ TEST(seed_kubernetes_pods_rules)
     scrape_init(&sc);
     sc.job_name = "kubernetes-pods";
     build(&sc, rs,
-          (const char *[]){"__address__", "10.1.2.3:8080",
-                           "__meta_kubernetes_pod_annotation_pyroscope_io_scrape", "true",
-                           "__meta_kubernetes_pod_annotation_pyroscope_io_application_name",
-                           "ride-sharing",
-                           "__meta_kubernetes_pod_annotation_pyroscope_io_scheme", "https",
-                           "__meta_kubernetes_pod_annotation_pyroscope_io_port", "6060",
-                           "__meta_kubernetes_pod_label_app", "web",
-                           "__meta_kubernetes_namespace", "prod",
-                           "__meta_kubernetes_pod_name", "web-1",
-                           "__meta_kubernetes_pod_phase", "Running",
-                           "__meta_kubernetes_pod_annotation_pyroscope_io_profile_cpu_enabled",
-                           "false", NULL},
+          (const char *[]){ "__address__",
+                            "10.1.2.3:8080",
+                            "__meta_kubernetes_pod_annotation_pyroscope_io_scrape",
+                            "true",
+                            "__meta_kubernetes_pod_annotation_pyroscope_io_application_name",
+                            "ride-sharing",
+                            "__meta_kubernetes_pod_annotation_pyroscope_io_scheme",
+                            "https",
+                            "__meta_kubernetes_pod_annotation_pyroscope_io_port",
+                            "6060",
+                            "__meta_kubernetes_pod_label_app",
+                            "web",
+                            "__meta_kubernetes_namespace",
+                            "prod",
+                            "__meta_kubernetes_pod_name",
+                            "web-1",
+                            "__meta_kubernetes_pod_phase",
+                            "Running",
+                            "__meta_kubernetes_pod_annotation_pyroscope_io_profile_cpu_enabled",
+                            "false",
+                            NULL },
           &r);
     ASSERT_NULL(r.error);
     ASSERT_FALSE(r.dropped);
@@ -688,13 +749,13 @@ TEST(seed_kubernetes_pods_rules)
     free(s);
     target_result_done(&r);
     /* not annotated: dropped; completed pods: dropped */
-    build(&sc, rs, (const char *[]){"__address__", "10.1.2.3:8080", NULL}, &r);
+    build(&sc, rs, (const char *[]){ "__address__", "10.1.2.3:8080", NULL }, &r);
     ASSERT_TRUE(r.dropped);
     target_result_done(&r);
     build(&sc, rs,
-          (const char *[]){"__address__", "10.1.2.3",
-                           "__meta_kubernetes_pod_annotation_pyroscope_io_scrape", "true",
-                           "__meta_kubernetes_pod_phase", "Succeeded", NULL},
+          (const char *[]){ "__address__", "10.1.2.3",
+                            "__meta_kubernetes_pod_annotation_pyroscope_io_scrape", "true",
+                            "__meta_kubernetes_pod_phase", "Succeeded", NULL },
           &r);
     ASSERT_TRUE(r.dropped);
     target_result_done(&r);

@@ -46,9 +46,9 @@ TEST(bench_initial_sync_and_churn)
     uv_loop_t loop;
     struct net_client *http;
     struct disc_manager *m;
-    struct tcfg c = {0};
-    struct tjob sc = {0};
-    struct disc_k8s_cfg sd = {0};
+    struct tcfg c = { 0 };
+    struct tjob sc = { 0 };
+    struct disc_k8s_cfg sd = { 0 };
     char err[256];
     size_t targets = 0;
     double c0, c1, c2;

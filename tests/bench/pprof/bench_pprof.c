@@ -25,8 +25,8 @@
 
 #include <libdeflate.h>
 
-#include "pprof/pprof.h"
 #include "pprof/internal.h"
+#include "pprof/pprof.h"
 
 #define MAX_ITERS 1000
 
@@ -111,7 +111,7 @@ static double median_ms(uint64_t *v, int n)
 
 static size_t last_keys; /* keys the state held after the last delta_once() */
 static enum pprof_delta_kind kind = PPROF_DELTA_MEMORY; /* -k */
-static struct pprof_filter filter; /* -F */
+static struct pprof_filter filter;                      /* -F */
 
 /* -F labels: drops the `bytes` label of Go heap samples, or `span_id`. */
 static bool keep_label(const char *key, size_t len, void *ud)
@@ -122,7 +122,7 @@ static bool keep_label(const char *key, size_t len, void *ud)
 }
 
 /* -F types: drops the first column of each kind. */
-static const char *const drop_types[] = {"alloc_objects", "contentions", "samples"};
+static const char *const drop_types[] = { "alloc_objects", "contentions", "samples" };
 
 /* A fresh state with the options' kind and filter. */
 static struct pprof_delta *new_delta(void)
@@ -167,8 +167,8 @@ static int floor_setup(struct floor_bufs *fb, const uint8_t *cur, size_t cur_len
             goto fail;
         fb->bound = libdeflate_gzip_compress_bound(fb->comp, fb->raw_len);
         if (!(fb->gz = malloc(fb->bound)) ||
-            !(fb->gz_len = libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz,
-                                                    fb->bound)))
+            !(fb->gz_len =
+                  libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz, fb->bound)))
             goto fail;
     }
     return 0;
@@ -180,8 +180,8 @@ fail:
 /* libdeflate's gzip of the raw bytes, at a level above 0. */
 static int floor_gzip(struct floor_bufs *fb)
 {
-    return fb->comp && libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz,
-                                                fb->bound) == 0
+    return fb->comp &&
+                   libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz, fb->bound) == 0
                ? -1
                : 0;
 }
@@ -210,9 +210,9 @@ static bool first_ok(int rc)
 }
 
 static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, size_t cur_len,
-                       const struct pprof_limits *lim, struct pprof__phase_ns *ph,
-                       uint64_t *cpu_ns, size_t *out_len, size_t *state_bytes,
-                       long *held_kb, struct floor_bufs *other)
+                       const struct pprof_limits *lim, struct pprof__phase_ns *ph, uint64_t *cpu_ns,
+                       size_t *out_len, size_t *state_bytes, long *held_kb,
+                       struct floor_bufs *other)
 {
     struct pprof_delta *d = new_delta();
     uint8_t *out = NULL;
@@ -238,8 +238,7 @@ static void delta_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur,
      * this VM), a few percent of a 10 us mutex delta. */
     c0 = ns(ph ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID);
     if (ph)
-        rc = pprof__delta_process_timed(d, cur, cur_len, lim, &out, out_len, err, sizeof(err),
-                                        ph);
+        rc = pprof__delta_process_timed(d, cur, cur_len, lim, &out, out_len, err, sizeof(err), ph);
     else
         rc = pprof_delta_process(d, cur, cur_len, lim, &out, out_len, err, sizeof(err));
     *cpu_ns = ns(ph ? CLOCK_PROCESS_CPUTIME_ID : CLOCK_THREAD_CPUTIME_ID) - c0;
@@ -277,9 +276,8 @@ static int pairs_once(const uint8_t *prev, size_t prev_len, const uint8_t *cur, 
         first = pprof_delta_process(ds[i], prev, prev_len, lim, &out, &out_len, err, sizeof(err));
         free(out);
         out = NULL;
-        if (!first_ok(first) ||
-            pprof_delta_process(ds[i], cur, cur_len, lim, &out, &out_len, err, sizeof(err)) !=
-                PPROF_DELTA_EMITTED)
+        if (!first_ok(first) || pprof_delta_process(ds[i], cur, cur_len, lim, &out, &out_len, err,
+                                                    sizeof(err)) != PPROF_DELTA_EMITTED)
             goto out;
         free(out);
         state += pprof_delta_mem(ds[i]);
@@ -297,8 +295,7 @@ out:
 /* The check of a profile sent as it came (CPU, goroutine, godeltaprof),
  * timed two ways: gunzipped into a fresh buffer that is then freed, as
  * the agent once did, and pprof_gzip_check() into the thread's scratch. */
-static int check_once(const uint8_t *cur, size_t cur_len, const struct pprof_limits *lim,
-                      int iters)
+static int check_once(const uint8_t *cur, size_t cur_len, const struct pprof_limits *lim, int iters)
 {
     static uint64_t fresh[MAX_ITERS], scratch[MAX_ITERS];
 
@@ -375,9 +372,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2) {
-        fprintf(stderr,
-                "usage: bench_pprof [-l level] [-n iters] [-k memory|contention|none] "
-                "[-F labels|types] [-m [-f] | -p pairs | -c] prev cur\n");
+        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-k memory|contention|none] "
+                        "[-F labels|types] [-m [-f] | -p pairs | -c] prev cur\n");
         return 2;
     }
     prev = slurp(argv[optind], &prev_len);
@@ -407,8 +403,8 @@ int main(int argc, char **argv)
          * delta (baseline included) adds to it at its peak. */
         struct pprof__phase_ns ph;
         long base = status_kb("VmRSS"), base_anon = anon_kb(), held = 0;
-        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes,
-                   &held, NULL);
+        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[0], &out_len, &state_bytes, &held,
+                   NULL);
         printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
                "state_bytes=%zu state_keys=%zu out_bytes=%zu\n",
                status_kb("VmHWM"), base, held, base_anon, state_bytes, last_keys, out_len);
@@ -430,9 +426,9 @@ int main(int argc, char **argv)
         return 1;
     raw_len = fb.raw_len;
     for (int i = 0; i < iters; i++) {
-        struct pprof__phase_ns ph = {0};
-        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[i], &out_len, &state_bytes,
-                   NULL, &other);
+        struct pprof__phase_ns ph = { 0 };
+        delta_once(prev, prev_len, cur, cur_len, &lim, &ph, &cpu[i], &out_len, &state_bytes, NULL,
+                   &other);
         gunzip[i] = ph.gunzip;
         decode[i] = ph.decode;
         delta[i] = ph.delta;

@@ -19,64 +19,94 @@
 #define N_TARGETS 10000
 #define RUNS 7
 
-static char *s_scrape[] = {"__meta_kubernetes_pod_annotation_pyroscope_io_scrape"};
-static char *s_app[] = {"__meta_kubernetes_pod_annotation_pyroscope_io_application_name"};
-static char *s_scheme[] = {"__meta_kubernetes_pod_annotation_pyroscope_io_scheme"};
-static char *s_port[] = {"__address__", "__meta_kubernetes_pod_annotation_pyroscope_io_port"};
-static char *s_ns[] = {"__meta_kubernetes_namespace"};
-static char *s_pod[] = {"__meta_kubernetes_pod_name"};
-static char *s_phase[] = {"__meta_kubernetes_pod_phase"};
-static char *s_node[] = {"__meta_kubernetes_pod_node_name"};
-static char *s_ctr[] = {"__meta_kubernetes_pod_container_name"};
-static char *s_init[] = {"__meta_kubernetes_pod_container_init"};
-static char *s_addr[] = {"__address__"};
+static char *s_scrape[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scrape" };
+static char *s_app[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_application_name" };
+static char *s_scheme[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scheme" };
+static char *s_port[] = { "__address__", "__meta_kubernetes_pod_annotation_pyroscope_io_port" };
+static char *s_ns[] = { "__meta_kubernetes_namespace" };
+static char *s_pod[] = { "__meta_kubernetes_pod_name" };
+static char *s_phase[] = { "__meta_kubernetes_pod_phase" };
+static char *s_node[] = { "__meta_kubernetes_pod_node_name" };
+static char *s_ctr[] = { "__meta_kubernetes_pod_container_name" };
+static char *s_init[] = { "__meta_kubernetes_pod_container_init" };
+static char *s_addr[] = { "__address__" };
 
 static struct relabel_cfg rules[] = {
     /* seed 001, kubernetes-pods */
-    {.source_labels = s_scrape, .n_source_labels = 1, .action = "keep", .regex = "true"},
-    {.source_labels = s_app, .n_source_labels = 1, .action = "replace", .target_label = "__name__"},
-    {.source_labels = s_scheme, .n_source_labels = 1, .action = "replace", .regex = "(https?)",
-     .target_label = "__scheme__"},
-    {.source_labels = s_port, .n_source_labels = 2, .action = "replace",
-     .regex = "([^:]+)(?::\\d+)?;(\\d+)", .replacement = "$1:$2", .target_label = "__address__"},
-    {.action = "labelmap", .regex = "__meta_kubernetes_pod_label_(.+)"},
-    {.source_labels = s_ns, .n_source_labels = 1, .action = "replace",
-     .target_label = "kubernetes_namespace"},
-    {.source_labels = s_pod, .n_source_labels = 1, .action = "replace",
-     .target_label = "kubernetes_pod_name"},
-    {.source_labels = s_phase, .n_source_labels = 1, .regex = "Pending|Succeeded|Failed|Completed",
-     .action = "drop"},
-    {.action = "labelmap", .regex = "__meta_kubernetes_pod_annotation_pyroscope_io_profile_(.+)",
-     .replacement = "__profile_$1"},
+    { .source_labels = s_scrape, .n_source_labels = 1, .action = "keep", .regex = "true" },
+    { .source_labels = s_app,
+      .n_source_labels = 1,
+      .action = "replace",
+      .target_label = "__name__" },
+    { .source_labels = s_scheme,
+      .n_source_labels = 1,
+      .action = "replace",
+      .regex = "(https?)",
+      .target_label = "__scheme__" },
+    { .source_labels = s_port,
+      .n_source_labels = 2,
+      .action = "replace",
+      .regex = "([^:]+)(?::\\d+)?;(\\d+)",
+      .replacement = "$1:$2",
+      .target_label = "__address__" },
+    { .action = "labelmap", .regex = "__meta_kubernetes_pod_label_(.+)" },
+    { .source_labels = s_ns,
+      .n_source_labels = 1,
+      .action = "replace",
+      .target_label = "kubernetes_namespace" },
+    { .source_labels = s_pod,
+      .n_source_labels = 1,
+      .action = "replace",
+      .target_label = "kubernetes_pod_name" },
+    { .source_labels = s_phase,
+      .n_source_labels = 1,
+      .regex = "Pending|Succeeded|Failed|Completed",
+      .action = "drop" },
+    { .action = "labelmap",
+      .regex = "__meta_kubernetes_pod_annotation_pyroscope_io_profile_(.+)",
+      .replacement = "__profile_$1" },
     /* six more, as DaemonSet/shard setups add them */
-    {.source_labels = s_node, .n_source_labels = 1, .target_label = "node"},
-    {.source_labels = s_ctr, .n_source_labels = 1, .target_label = "container"},
-    {.source_labels = s_init, .n_source_labels = 1, .regex = "true", .action = "drop"},
-    {.source_labels = s_addr, .n_source_labels = 1, .modulus = 4, .target_label = "__tmp_shard",
-     .action = "hashmod"},
-    {.source_labels = s_ns, .n_source_labels = 1, .regex = "kube-.*", .action = "drop"},
-    {.action = "labeldrop", .regex = "pod_template_hash|controller_revision_hash"},
+    { .source_labels = s_node, .n_source_labels = 1, .target_label = "node" },
+    { .source_labels = s_ctr, .n_source_labels = 1, .target_label = "container" },
+    { .source_labels = s_init, .n_source_labels = 1, .regex = "true", .action = "drop" },
+    { .source_labels = s_addr,
+      .n_source_labels = 1,
+      .modulus = 4,
+      .target_label = "__tmp_shard",
+      .action = "hashmod" },
+    { .source_labels = s_ns, .n_source_labels = 1, .regex = "kube-.*", .action = "drop" },
+    { .action = "labeldrop", .regex = "pod_template_hash|controller_revision_hash" },
 };
 
 /* Rules that all go through the regex engine (no literal or prefix shape). */
-static char *s_pod_uid[] = {"__meta_kubernetes_pod_uid"};
+static char *s_pod_uid[] = { "__meta_kubernetes_pod_uid" };
 static struct relabel_cfg engine_rules[] = {
-    {.source_labels = s_addr, .n_source_labels = 1, .regex = "([^:]+)(?::\\d+)?",
-     .replacement = "$1", .target_label = "__tmp_host"},
-    {.source_labels = s_ns, .n_source_labels = 1, .regex = "(?i)(prod|staging|dev)",
-     .action = "keep"},
-    {.source_labels = s_pod, .n_source_labels = 1, .regex = "(.+)-[0-9a-f]{9}-(\\d+)",
-     .replacement = "$1", .target_label = "app"},
-    {.source_labels = s_node, .n_source_labels = 1, .regex = "node-3[5-9]", .action = "drop"},
-    {.action = "labelmap", .regex = "__meta_kubernetes_pod_(container_\\w+)"},
-    {.source_labels = s_pod_uid, .n_source_labels = 1, .regex = "([0-9a-f]{8})-.*",
-     .target_label = "uid8"},
+    { .source_labels = s_addr,
+      .n_source_labels = 1,
+      .regex = "([^:]+)(?::\\d+)?",
+      .replacement = "$1",
+      .target_label = "__tmp_host" },
+    { .source_labels = s_ns,
+      .n_source_labels = 1,
+      .regex = "(?i)(prod|staging|dev)",
+      .action = "keep" },
+    { .source_labels = s_pod,
+      .n_source_labels = 1,
+      .regex = "(.+)-[0-9a-f]{9}-(\\d+)",
+      .replacement = "$1",
+      .target_label = "app" },
+    { .source_labels = s_node, .n_source_labels = 1, .regex = "node-3[5-9]", .action = "drop" },
+    { .action = "labelmap", .regex = "__meta_kubernetes_pod_(container_\\w+)" },
+    { .source_labels = s_pod_uid,
+      .n_source_labels = 1,
+      .regex = "([0-9a-f]{8})-.*",
+      .target_label = "uid8" },
 };
 
 /* The pathological rule: Go and RE2 answer in linear time. */
-static char *s_annotation[] = {"__meta_kubernetes_pod_annotation_x"};
+static char *s_annotation[] = { "__meta_kubernetes_pod_annotation_x" };
 static struct relabel_cfg pathological_rule[] = {
-    {.source_labels = s_annotation, .n_source_labels = 1, .regex = "(a+)+$", .action = "keep"},
+    { .source_labels = s_annotation, .n_source_labels = 1, .regex = "(a+)+$", .action = "keep" },
 };
 
 static void make_pathological_target(struct labels *ls, unsigned i)

@@ -16,8 +16,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct conf_doc *doc = NULL;
     int rc;
 
-    rc = agent_config_load_string((const char *)data, size, "fuzz.yaml", CONF_EXPAND_ENV, &doc,
-                                  err, sizeof(err));
+    rc = agent_config_load_string((const char *)data, size, "fuzz.yaml", CONF_EXPAND_ENV, &doc, err,
+                                  sizeof(err));
     if (rc == 0 && (!doc || !agent_config(doc)))
         abort();
     if (rc < 0 && (doc || err[0] == '\0'))

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "discovery/internal.h"
 #include "../fuzz_invariants.h"
+#include "discovery/internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

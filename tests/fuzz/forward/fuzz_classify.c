@@ -17,8 +17,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static const char *const ids[3] = {"11111111-1111-4111-8111-111111111111",
-                                       "22222222-2222-4222-8222-222222222222", ""};
+    static const char *const ids[3] = { "11111111-1111-4111-8111-111111111111",
+                                        "22222222-2222-4222-8222-222222222222", "" };
     uint8_t states[3];
     char msg[FWD__ERRLEN];
     long status;
@@ -29,7 +29,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     status = (long)((data[0] << 8) | data[1]) % 600;
     memset(states, 0xff, sizeof(states));
-    v = fwd__classify(0, status, (const char *)data + 2, size - 2, ids, 3, states, msg, sizeof(msg));
+    v = fwd__classify(0, status, (const char *)data + 2, size - 2, ids, 3, states, msg,
+                      sizeof(msg));
     FUZZ_ASSERT(v >= FWD_V_OK && v <= FWD_V_REFUSED);
     FUZZ_ASSERT((v == FWD_V_OK) == (status >= 200 && status < 300));
     if (status >= 300 && status < 400)

@@ -58,7 +58,7 @@ static bool scan_buf(const uint8_t *b, size_t n, char *path, struct fwd__seg_sca
 /* Loads every record the scan kept (owned profiles in out). */
 static void load_all(const char *path, const struct fwd__seg_scan *sc, struct fwd_profile **out)
 {
-    struct fwd__seg_load l = {0};
+    struct fwd__seg_load l = { 0 };
 
     snprintf(l.path, sizeof(l.path), "%s", path);
     l.recs = sc->recs;
@@ -73,7 +73,7 @@ static void load_all(const char *path, const struct fwd__seg_scan *sc, struct fw
 
 static void raw(const uint8_t *data, size_t size)
 {
-    struct fwd__seg_scan a = {0}, b = {0};
+    struct fwd__seg_scan a = { 0 }, b = { 0 };
     char path[64];
     int fd;
 
@@ -81,7 +81,7 @@ static void raw(const uint8_t *data, size_t size)
         return;
     for (size_t i = 0; i < a.n; i++) {
         struct fwd_profile *p[1];
-        struct fwd__seg_scan one = {.recs = &a.recs[i], .n = 1};
+        struct fwd__seg_scan one = { .recs = &a.recs[i], .n = 1 };
 
         load_all(path, &one, p);
         check(p[0] != NULL, "a record the scan kept does not decode");
@@ -109,11 +109,11 @@ static bool same(const struct fwd_profile *a, const struct fwd_profile *b)
 
 static void structured(const uint8_t *data, size_t size)
 {
-    struct fwd_profile *orig[MAXREC] = {0}, *got[MAXREC] = {0};
+    struct fwd_profile *orig[MAXREC] = { 0 }, *got[MAXREC] = { 0 };
     size_t offs[MAXREC + 1], n = data[0] % MAXREC + 1, pos = 1, len = FWD_SEG_HDR, cut;
-    bool hit[MAXREC] = {false};
+    bool hit[MAXREC] = { false };
     size_t n_hit = 0, n_whole, kept;
-    struct fwd__seg_scan sc = {0};
+    struct fwd__seg_scan sc = { 0 };
     uint8_t *file = malloc(FWD_SEG_HDR), *clean = NULL;
     char path[64];
 

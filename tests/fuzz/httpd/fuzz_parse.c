@@ -55,8 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 abort();
             (void)httpd__req_cross_origin(&q);
             buf_reset(&out);
-            httpd__resp_head(&out, st ? st : 200, NULL, st ? 0 : path.len, !q.keep_alive,
-                             false);
+            httpd__resp_head(&out, st ? st : 200, NULL, st ? 0 : path.len, !q.keep_alive, false);
             requests++;
             if (st || !q.keep_alive)
                 break;

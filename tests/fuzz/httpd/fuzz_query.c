@@ -165,7 +165,7 @@ static void check_origin_form(const char *t, size_t tl, const char *path, size_t
 
             FUZZ_ASSERT(hi >= 0 && lo >= 0); /* a bad escape is a 400 */
             c = (char)(hi << 4 | lo);
-            FUZZ_ASSERT(c != '\0');          /* so is %00 */
+            FUZZ_ASSERT(c != '\0'); /* so is %00 */
             i += 2;
         }
         dec[o++] = c;

@@ -26,10 +26,9 @@ static bool keep_even_keys(const char *key, size_t len, void *ud)
     return len % 2 == 0;
 }
 
-static const char *const filter_types[] = {"alloc_space", "delay", "inuse_objects", ""};
+static const char *const filter_types[] = { "alloc_space", "delay", "inuse_objects", "" };
 
-static void feed(struct pprof_delta *d, const uint8_t *p, size_t n,
-                 const struct pprof_limits *lim)
+static void feed(struct pprof_delta *d, const uint8_t *p, size_t n, const struct pprof_limits *lim)
 {
     uint8_t *out = NULL;
     size_t out_len = 0;
@@ -51,7 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct pprof_limits lim;
     struct pprof_delta *d;
-    struct pprof_filter filter = {0};
+    struct pprof_filter filter = { 0 };
     size_t a_len;
 
     if (size < 3)

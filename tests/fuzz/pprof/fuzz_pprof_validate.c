@@ -6,8 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "pprof/pprof.h"
 #include "../fuzz_invariants.h"
+#include "pprof/pprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

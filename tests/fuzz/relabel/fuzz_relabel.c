@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     char *buf, *field[MAX_FIELDS];
     size_t nf = 0;
-    char *src[] = {"a", "b"};
+    char *src[] = { "a", "b" };
     struct relabel_cfg c;
     struct relabel_rules *rs = NULL;
     struct labels ls = LABELS_INIT;
@@ -61,8 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (eq && eq != field[i])
             labels_setn(&ls, field[i], (size_t)(eq - field[i]), eq + 1, strlen(eq + 1));
     }
-    if (relabel_rules_new(&c, 1, (size & 1) ? RELABEL_SCHEME_LEGACY : RELABEL_SCHEME_UTF8, &rs,
-                          err, sizeof(err)) == 0) {
+    if (relabel_rules_new(&c, 1, (size & 1) ? RELABEL_SCHEME_LEGACY : RELABEL_SCHEME_UTF8, &rs, err,
+                          sizeof(err)) == 0) {
         if (relabel_apply(rs, &ls) == 1) {
             for (size_t i = 0; i + 1 < ls.n; i++)
                 if (strcmp(ls.v[i].name, ls.v[i + 1].name) >= 0 || label_value_len(&ls.v[i]) == 0)
