@@ -33,6 +33,8 @@ TESTS=(
   chromium
   # sanitizers, fuzzing, memory checks
   clang libclang-rt-14-dev valgrind
+  # the C layout check (.clang-format)
+  clang-format
 )
 
 case "${1:-}" in
