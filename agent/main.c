@@ -567,13 +567,14 @@ static int run(const char *config_path, unsigned flags, const char *log_level, b
         if (addr && *addr) {
             struct httpd_opts so = {
                 .addr = addr,
+                .loop = &loop,
                 .handler = agent__status_handler,
                 .ud = &a,
                 .header_timeout_ms = agent_config(a.doc)->header_timeout_ms,
                 .web = web,
             };
 
-            r = httpd_new(&loop, &so, &a.status, err, sizeof(err));
+            r = httpd_new(&so, &a.status, err, sizeof(err));
             if (r < 0) {
                 log_error("cannot start the status server", "err", err);
                 a.exit_code = 1;

@@ -100,6 +100,7 @@ int httpd_check_addr(const char *addr, char *err, size_t errlen);
  * `ud` (given to every handler call) and `web` (of which the server takes
  * a reference). */
 struct httpd_opts {
+    uv_loop_t *loop;       /**< the loop it runs on; required */
     const char *addr;      /**< where to listen (see httpd_check_addr) */
     httpd_handler handler; /**< called once per request; required */
     void *ud;              /**< the handler's */
@@ -118,7 +119,7 @@ struct httpd_opts {
     struct httpd_web *web;
 };
 
-/** Makes a server on `loop` listening on `o->addr`. Requests larger than
+/** Makes a server on `o->loop` listening on `o->addr`. Requests larger than
  * 1 MiB (headers 16 KiB) get 413/431. A request must arrive whole within
  * the header timeout of its first byte or of the accept; an idle
  * keep-alive connection, or one whose answer makes no progress, closes after
@@ -131,8 +132,7 @@ struct httpd_opts {
  * Returns 0 and the server in `*out` (closed with httpd_close), or a
  * negative errno with `*out` NULL and, in `err`, what went wrong, the
  * address included ("listen on 127.0.0.1:4100: address already in use"). */
-int httpd_new(uv_loop_t *loop, const struct httpd_opts *o, struct httpd **out, char *err,
-              size_t errlen);
+int httpd_new(const struct httpd_opts *o, struct httpd **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int httpd_port(const struct httpd *s);
 /** Wakes the parked stream whose state is `stream_state`: its function is

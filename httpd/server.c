@@ -1138,9 +1138,9 @@ int httpd_check_addr(const char *addr, char *err, size_t errlen)
     return parse_addr(addr, &ss, &any, err, errlen) < 0 ? -EINVAL : 0;
 }
 
-int httpd_new(uv_loop_t *loop, const struct httpd_opts *o, struct httpd **out, char *err,
-              size_t errlen)
+int httpd_new(const struct httpd_opts *o, struct httpd **out, char *err, size_t errlen)
 {
+    uv_loop_t *loop;
     struct sockaddr_storage ss;
     struct sockaddr_storage bound;
     int blen = sizeof(bound);
@@ -1149,10 +1149,11 @@ int httpd_new(uv_loop_t *loop, const struct httpd_opts *o, struct httpd **out, c
     int rc;
 
     *out = NULL;
-    if (!o) {
-        snprintf(err, errlen, "no server options");
+    if (!o || !o->loop) {
+        snprintf(err, errlen, "no server options or loop");
         return -EINVAL;
     }
+    loop = o->loop;
     rc = parse_addr(o->addr, &ss, &any, err, errlen);
     if (rc < 0)
         return rc;

@@ -173,10 +173,11 @@ static int server_up_opts(uv_loop_t *loop, struct hstate *h, const char *addr,
 
     memset(h, 0, sizeof(*h));
     ASSERT_EQ(uv_loop_init(loop), 0);
+    so.loop = loop;
     so.addr = addr;
     so.handler = handler;
     so.ud = h;
-    rc = httpd_new(loop, &so, &h->s, err, sizeof(err));
+    rc = httpd_new(&so, &h->s, err, sizeof(err));
     if (rc < 0)
         fprintf(stderr, "httpd_new: %s\n", err);
     ASSERT_EQ(rc, 0);
@@ -969,8 +970,8 @@ TEST(listen_addresses)
         char addr[64];
 
         snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = addr, .handler = handler }, &s2,
-                            err, sizeof(err)),
+        ASSERT_EQ(httpd_new(&(struct httpd_opts){ .loop = &loop, .addr = addr, .handler = handler },
+                            &s2, err, sizeof(err)),
                   UV_EADDRINUSE);
         ASSERT_NULL(s2);
         ASSERT_NOT_NULL(strstr(err, "address already in use"));
@@ -983,18 +984,19 @@ TEST(listen_addresses)
         static const char *const bad[] = { "nocolon", "1.2.3.4:70000", "example.com:80", "::1:80" };
 
         err[0] = '\0';
-        ASSERT_EQ(httpd_new(&loop, &(struct httpd_opts){ .addr = bad[i], .handler = handler }, &s2,
-                            err, sizeof(err)),
-                  -EINVAL);
+        ASSERT_EQ(
+            httpd_new(&(struct httpd_opts){ .loop = &loop, .addr = bad[i], .handler = handler },
+                      &s2, err, sizeof(err)),
+            -EINVAL);
         ASSERT_NULL(s2);
         ASSERT_NOT_NULL(strstr(err, bad[i]));
     }
     /* Every refusal says why. */
-    ASSERT_EQ(
-        httpd_new(&loop, &(struct httpd_opts){ .addr = "127.0.0.1:0" }, &s2, err, sizeof(err)),
-        -EINVAL);
+    ASSERT_EQ(httpd_new(&(struct httpd_opts){ .loop = &loop, .addr = "127.0.0.1:0" }, &s2, err,
+                        sizeof(err)),
+              -EINVAL);
     ASSERT_NOT_NULL(strstr(err, "handler"));
-    ASSERT_EQ(httpd_new(&loop, NULL, &s2, err, sizeof(err)), -EINVAL);
+    ASSERT_EQ(httpd_new(NULL, &s2, err, sizeof(err)), -EINVAL);
     ASSERT_NOT_NULL(strstr(err, "options"));
     ASSERT_EQ(finish_loop(&loop, 1000), 0);
 }
