@@ -54,20 +54,15 @@
 _Static_assert(SHA256_DIGEST_LENGTH == sizeof(((struct httpd__auth *)0)->cache[0]),
                "the cache holds SHA-256 digests");
 
-/* A FIFO of waiters, linked through their `next`. */
-struct wq {
-    struct httpd__auth_wait *head, *tail;
-};
-
 /* A client address with checks waiting or running, or a recent failure. */
 struct httpd__auth_peer {
     unsigned char addr[16];
     bool used;
-    bool running;    /* one of its checks runs */
-    unsigned queued; /* waiters in q */
-    struct wq q;
-    uint64_t served;    /* serial of its last check (or arrival): round robin */
-    uint64_t failed_ms; /* loop time of its last wrong password; 0: none */
+    bool running;                      /* one of its checks runs */
+    unsigned queued;                   /* waiters in q */
+    STAILQ_HEAD(, httpd__auth_wait) q; /* waiting, first come first */
+    uint64_t served;                   /* serial of its last check (or arrival): round robin */
+    uint64_t failed_ms;                /* loop time of its last wrong password; 0: none */
 };
 
 /* One check, owned by its thread until it is handed to the loop. */
@@ -95,47 +90,6 @@ static void free_secret(char *p)
     if (p)
         OPENSSL_cleanse(p, strlen(p));
     free(p);
-}
-
-static void wq_push(struct wq *q, struct httpd__auth_wait *w)
-{
-    w->next = NULL;
-    if (q->tail)
-        q->tail->next = w;
-    else
-        q->head = w;
-    q->tail = w;
-}
-
-static struct httpd__auth_wait *wq_pop(struct wq *q)
-{
-    struct httpd__auth_wait *w = q->head;
-
-    if (!w)
-        return NULL;
-    q->head = w->next;
-    if (!q->head)
-        q->tail = NULL;
-    w->next = NULL;
-    return w;
-}
-
-static void wq_remove(struct wq *q, struct httpd__auth_wait *w)
-{
-    struct httpd__auth_wait *prev = NULL;
-
-    for (struct httpd__auth_wait *x = q->head; x; prev = x, x = x->next) {
-        if (x != w)
-            continue;
-        if (prev)
-            prev->next = w->next;
-        else
-            q->head = w->next;
-        if (q->tail == w)
-            q->tail = prev;
-        w->next = NULL;
-        return;
-    }
 }
 
 static bool cache_key(const char *user, const char *pass, const char *hash, unsigned char *md)
@@ -414,10 +368,11 @@ static void auth_start_next(struct httpd__auth *a)
     struct httpd__auth_peer *p;
 
     while (!a->closing && a->running < AUTH_RUNNING && (p = next_peer(a)) != NULL) {
-        struct httpd__auth_wait *w = wq_pop(&p->q);
+        struct httpd__auth_wait *w = STAILQ_FIRST(&p->q);
         const char *hash = httpd__web_hash(w->web, w->user);
         struct httpd__auth_job *j = calloc(1, sizeof(*j));
 
+        STAILQ_REMOVE_HEAD(&p->q, link);
         p->queued--;
         w->queued_at = NULL;
         if (j) {
@@ -467,6 +422,7 @@ static struct httpd__auth_peer *find_peer(struct httpd__auth *a, const unsigned 
         free_slot = idle;
     if (free_slot) {
         memset(free_slot, 0, sizeof(*free_slot));
+        STAILQ_INIT(&free_slot->q);
         free_slot->used = true;
         free_slot->served = ++a->serial; /* behind those already waiting */
         memcpy(free_slot->addr, addr, sizeof(free_slot->addr));
@@ -508,7 +464,7 @@ int httpd__auth_begin(struct httpd__auth *a, struct httpd__auth_wait *w,
     w->waiting = true;
     w->queued_at = p;
     p->queued++;
-    wq_push(&p->q, w);
+    STAILQ_INSERT_TAIL(&p->q, w, link);
     auth_start_next(a);
     return 1;
 }
@@ -518,7 +474,7 @@ int httpd__auth_begin(struct httpd__auth *a, struct httpd__auth_wait *w,
 void httpd__auth_cancel(struct httpd__auth_wait *w)
 {
     if (w->queued_at) {
-        wq_remove(&w->queued_at->q, w);
+        STAILQ_REMOVE(&w->queued_at->q, w, httpd__auth_wait, link);
         w->queued_at->queued--;
         w->queued_at = NULL;
     }

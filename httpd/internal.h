@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/queue.h>
 
 #include "common/buf.h"
 #include "httpd/httpd.h"
@@ -198,13 +199,13 @@ struct httpd__auth {
  * accept (httpd__auth_set_peer). Fields are auth.c's, except that the
  * server reads `user` (the accepted user) and `waiting`. */
 struct httpd__auth_wait {
-    char *user, *pass;                  /* the request's credentials (password cleansed) */
-    bool waiting;                       /* its check is queued or running: done() follows */
-    unsigned char addr[16];             /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
-    const struct httpd_web *web;        /* the connection's, borrowed */
-    struct httpd__auth_wait *next;      /* in its address queue */
-    struct httpd__auth_peer *queued_at; /* the address queue it waits in, or NULL */
-    struct httpd__auth_job *job;        /* its running check, or NULL */
+    char *user, *pass;                   /* the request's credentials (password cleansed) */
+    bool waiting;                        /* its check is queued or running: done() follows */
+    unsigned char addr[16];              /* client address: IPv6, v4-mapped; IPv6 cut to /64 */
+    const struct httpd_web *web;         /* the connection's, borrowed */
+    STAILQ_ENTRY(httpd__auth_wait) link; /* in its address queue */
+    struct httpd__auth_peer *queued_at;  /* the address queue it waits in, or NULL */
+    struct httpd__auth_job *job;         /* its running check, or NULL */
 };
 
 /* Sets up `a` (nothing allocated yet); `done` gets every verdict that

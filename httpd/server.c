@@ -52,6 +52,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/queue.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -81,8 +82,8 @@ struct conn {
     uv_timer_t timer; /* header, idle, then linger timeout */
     uv_shutdown_t shut;
     struct httpd *s;
-    struct conn *prev, *next; /* every connection, newest first */
-    struct conn *run_next;    /* the run queue */
+    struct conn *prev, *next;    /* every connection, newest first */
+    STAILQ_ENTRY(conn) run_link; /* the run queue */
     bool queued;
     struct httpd__req req;
     struct buf path;
@@ -124,11 +125,6 @@ struct write_req {
     size_t len;
 };
 
-struct cq {
-    struct conn *head, *tail;
-    size_t link; /* offset of the queue's `next` member in struct conn */
-};
-
 struct httpd {
     uv_loop_t *loop;
     uv_tcp_t listener;
@@ -136,7 +132,7 @@ struct httpd {
     httpd_handler handler;
     void *ud;
     struct conn *conns;
-    struct cq run; /* connections with work for a turn */
+    STAILQ_HEAD(, conn) run; /* connections with work for a turn */
     size_t n_open;
     size_t max_conns;
     uint64_t accepted;
@@ -203,50 +199,6 @@ static void conn_handle_closed(uv_handle_t *h)
     server_maybe_free(s);
 }
 
-/* A FIFO of connections linked through the member at `link`. */
-#define CQ_NEXT(q, c) (*(struct conn **)((char *)(c) + (q)->link))
-
-static void cq_push(struct cq *q, struct conn *c)
-{
-    CQ_NEXT(q, c) = NULL;
-    if (q->tail)
-        CQ_NEXT(q, q->tail) = c;
-    else
-        q->head = c;
-    q->tail = c;
-}
-
-static struct conn *cq_pop(struct cq *q)
-{
-    struct conn *c = q->head;
-
-    if (!c)
-        return NULL;
-    q->head = CQ_NEXT(q, c);
-    if (!q->head)
-        q->tail = NULL;
-    CQ_NEXT(q, c) = NULL;
-    return c;
-}
-
-static void cq_remove(struct cq *q, struct conn *c)
-{
-    struct conn *prev = NULL;
-
-    for (struct conn *x = q->head; x; prev = x, x = CQ_NEXT(q, x)) {
-        if (x != c)
-            continue;
-        if (prev)
-            CQ_NEXT(q, prev) = CQ_NEXT(q, c);
-        else
-            q->head = CQ_NEXT(q, c);
-        if (q->tail == c)
-            q->tail = prev;
-        CQ_NEXT(q, c) = NULL;
-        return;
-    }
-}
-
 static void run_enqueue(struct conn *c)
 {
     struct httpd *s = c->s;
@@ -254,24 +206,26 @@ static void run_enqueue(struct conn *c)
     if (c->queued)
         return;
     c->queued = true;
-    cq_push(&s->run, c);
+    STAILQ_INSERT_TAIL(&s->run, c, run_link);
     if (!s->closing && !uv_is_active((uv_handle_t *)&s->idle))
         uv_idle_start(&s->idle, server_turn);
 }
 
 static struct conn *run_pop(struct httpd *s)
 {
-    struct conn *c = cq_pop(&s->run);
+    struct conn *c = STAILQ_FIRST(&s->run);
 
-    if (c)
+    if (c) {
+        STAILQ_REMOVE_HEAD(&s->run, run_link);
         c->queued = false;
+    }
     return c;
 }
 
 static void run_remove(struct conn *c)
 {
     if (c->queued)
-        cq_remove(&c->s->run, c);
+        STAILQ_REMOVE(&c->s->run, c, conn, run_link);
     c->queued = false;
 }
 
@@ -938,7 +892,7 @@ static void server_turn(uv_idle_t *h)
         conn_turn(c);
         conn_kick(c);
     }
-    if (!s->run.head || s->closing)
+    if (STAILQ_EMPTY(&s->run) || s->closing)
         uv_idle_stop(&s->idle);
 }
 
@@ -1172,7 +1126,7 @@ int httpd_new(const struct httpd_opts *o, struct httpd **out, char *err, size_t 
     s->idle_ms = o->idle_timeout_ms ? o->idle_timeout_ms : HTTPD__IDLE_MS;
     s->header_ms = o->header_timeout_ms ? o->header_timeout_ms : HTTPD__HEADER_MS;
     s->web = httpd_web_ref(o->web);
-    s->run.link = offsetof(struct conn, run_next);
+    STAILQ_INIT(&s->run);
     s->max_conns = HTTPD__MAX_CONNS;
     httpd__auth_init(&s->auth, loop, auth_done, s);
     uv_tcp_init(loop, &s->listener);
