@@ -17,6 +17,7 @@
 
 #include "common/workq.h"
 #include "test.h"
+#include "tests/common/workq_test.h"
 
 static atomic_int running, peak;
 static int order[64], n_order, cancelled;
@@ -56,21 +57,6 @@ static void reset(int together)
     atomic_store(&running, 0);
 }
 
-/* A queue on `loop`, or the test fails with the constructor's message. */
-static struct workq *new_queue(uv_loop_t *loop, unsigned max_inflight, unsigned max_backlog)
-{
-    const struct workq_opts o = { .loop = loop,
-                                  .max_inflight = max_inflight,
-                                  .max_backlog = max_backlog };
-    struct workq *q;
-    char err[128] = "";
-    int rc = workq_new(&o, &q, err, sizeof(err));
-
-    if (rc < 0)
-        test__fail(__FILE__, __LINE__, "workq_new: %d %s", rc, err);
-    return q;
-}
-
 TEST(workq_runs_exactly_the_window_and_bounds_the_backlog)
 {
     struct workq_stats st;
@@ -79,7 +65,7 @@ TEST(workq_runs_exactly_the_window_and_bounds_the_backlog)
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
     reset(2);
-    q = new_queue(&loop, 2, 5);
+    q = test_workq_new(&loop, 2, 5);
     for (int i = 0; i < 7; i++)
         ASSERT_EQ(workq_submit(q, WORKQ_SKIPPABLE, job, after, (void *)(intptr_t)i), 0);
     /* 2 running + 5 queued: the next skippable job is refused and counted;
@@ -108,7 +94,7 @@ TEST(workq_window_of_one_keeps_order)
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
     reset(1);
-    q = new_queue(&loop, 1, 32);
+    q = test_workq_new(&loop, 1, 32);
     for (int i = 0; i < 20; i++)
         ASSERT_EQ(workq_submit(q, WORKQ_SKIPPABLE, job, after, (void *)(intptr_t)i), 0);
     ASSERT_EQ(uv_run(&loop, UV_RUN_DEFAULT), 0);
@@ -127,7 +113,7 @@ TEST(workq_cancel_backlog)
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
     reset(1);
-    q = new_queue(&loop, 1, 10);
+    q = test_workq_new(&loop, 1, 10);
     for (int i = 0; i < 6; i++)
         ASSERT_EQ(workq_submit(q, 0, job, after, (void *)(intptr_t)i), 0);
     workq_cancel_backlog(q);
@@ -163,7 +149,7 @@ TEST(workq_budget_bounds_running_costs)
     ASSERT_EQ(uv_loop_init(&loop), 0);
     reset(3);
     atomic_store(&cost_peak, 0);
-    q = new_queue(&loop, 4, 8);
+    q = test_workq_new(&loop, 4, 8);
     workq_set_budget(q, 100);
     for (int i = 0; i < 4; i++)
         ASSERT_EQ(workq_submit_cost(q, WORKQ_SKIPPABLE, costs[i], costly_job, after,
@@ -197,7 +183,7 @@ TEST(workq_waiting_bytes_stay_within_the_budget)
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
     reset(1);
-    q = new_queue(&loop, 1, 8);
+    q = test_workq_new(&loop, 1, 8);
     workq_set_budget(q, 100);
     /* One runs; the others wait, holding their bytes. */
     ASSERT_EQ(workq_submit_held(q, WORKQ_SKIPPABLE, 10, 1000, job, after, (void *)1), 0);
@@ -235,7 +221,7 @@ TEST(workq_charges_take_their_share_of_the_budget)
 
     ASSERT_EQ(uv_loop_init(&loop), 0);
     reset(1);
-    q = new_queue(&loop, 2, 8);
+    q = test_workq_new(&loop, 2, 8);
     workq_set_budget(q, 100);
     ASSERT_EQ(workq_charge(q, 30), 0);
     ASSERT_EQ(workq_charge(q, 30), -EAGAIN); /* past half the budget: nothing charged */

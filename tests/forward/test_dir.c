@@ -16,6 +16,7 @@
 #include "forward/internal.h"
 #include "tcfg.h"
 #include "test.h"
+#include "tests/common/workq_test.h"
 
 static char tmpdir[256];
 
@@ -70,20 +71,6 @@ static void close_fwd(uv_loop_t *loop, struct fwd *f)
     fwd_close(f, 1000, closed, &done);
     ASSERT_EQ(uv_run(loop, UV_RUN_DEFAULT), 0);
     ASSERT_EQ(done, 1);
-}
-
-/* A work queue of `max_inflight` on `loop`, or the test fails with the
- * constructor's message. */
-static struct workq *new_queue(uv_loop_t *loop, unsigned max_inflight)
-{
-    const struct workq_opts o = { .loop = loop, .max_inflight = max_inflight, .max_backlog = 64 };
-    struct workq *q;
-    char err[128] = "";
-    int rc = workq_new(&o, &q, err, sizeof(err));
-
-    if (rc < 0)
-        test__fail(__FILE__, __LINE__, "workq_new: %d %s", rc, err);
-    return q;
 }
 
 /* A forwarder without an HTTP client (directory sinks need none). */
@@ -154,7 +141,7 @@ TEST(dir_writes_exact_bytes_and_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    wq = new_queue(&loop, 4);
+    wq = test_workq_new(&loop, 4, 64);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
     f = new_fwd(&loop, wq);
@@ -215,7 +202,7 @@ TEST(dir_cap_deletes_oldest_and_rebuilds_index)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    wq = new_queue(&loop, 4);
+    wq = test_workq_new(&loop, 4, 64);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     snprintf(sub, sizeof(sub), "%s/svc/process_cpu", tmpdir);
     dir_cfg(&c, &r, url, 1ull << 30);
@@ -332,7 +319,7 @@ TEST(dir_uses_compiled_write_rules_and_adds_external_labels)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    wq = new_queue(&loop, 4);
+    wq = test_workq_new(&loop, 4, 64);
     snprintf(url, sizeof(url), "file://%s/out", tmpdir);
     snprintf(url2, sizeof(url2), "file://%s/plain", tmpdir);
     /* r[1]: no rules, no labels of its own: the global ones still come. */
@@ -404,7 +391,7 @@ TEST(dir_relative_url_and_reload_keeps_endpoint)
     ASSERT_NOT_NULL(getcwd(cwd, sizeof(cwd)));
     ASSERT_EQ(chdir(tmpdir), 0);
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    wq = new_queue(&loop, 4);
+    wq = test_workq_new(&loop, 4, 64);
     dir_cfg(&c, &r, "file://./rel", 1 << 30);
     f = new_fwd(&loop, wq);
     ASSERT_EQ(tcfg_apply(f, &c, err, sizeof(err)), 0);
@@ -446,7 +433,7 @@ TEST(dir_cancelled_write_is_done_later)
 
     mktmp();
     ASSERT_EQ(uv_loop_init(&loop), 0);
-    wq = new_queue(&loop, 1);
+    wq = test_workq_new(&loop, 1, 64);
     snprintf(url, sizeof(url), "file://%s", tmpdir);
     dir_cfg(&c, &r, url, 1 << 30);
     f = new_fwd(&loop, wq);

@@ -3,8 +3,10 @@
  * longjmps back here so the remaining tests still run. */
 #include "test.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define MAX_TESTS 1024
 
@@ -45,6 +47,25 @@ const char *test_data_path(const char *name)
 
     snprintf(path, sizeof(path), "%s/%s", dir ? dir : "tests/data", name);
     return path;
+}
+
+void test__promtool_metrics(const char *file, int line, const char *text, size_t len)
+{
+    char path[] = "/tmp/proflet-metrics-XXXXXX", cmd[256];
+    int fd = mkstemp(path), rc;
+    bool written;
+
+    if (fd < 0)
+        test__fail(file, line, "mkstemp: %s", strerror(errno));
+    written = write(fd, text, len) == (ssize_t)len;
+    close(fd);
+    snprintf(cmd, sizeof(cmd), "/usr/bin/promtool check metrics < %s", path);
+    rc = written ? system(cmd) : -1;
+    unlink(path);
+    if (!written)
+        test__fail(file, line, "could not write %zu bytes of metrics to %s", len, path);
+    if (rc != 0)
+        test__fail(file, line, "promtool check metrics refused the text (status %d)", rc);
 }
 
 static bool selected(int argc, char **argv, const char *name)

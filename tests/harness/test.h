@@ -24,6 +24,10 @@ void test__fail(const char *file, int line, const char *fmt, ...)
 int test_main(int argc, char **argv);
 /** Path of a data file: $TEST_DATA_DIR/name, or tests/data/name. Static buffer. */
 const char *test_data_path(const char *name);
+/** Fails the test unless `promtool check metrics` (the oracle for the
+ * exposition format) accepts the `len` bytes of `text`. */
+#define ASSERT_PROMTOOL_METRICS(text, len) test__promtool_metrics(__FILE__, __LINE__, (text), (len))
+void test__promtool_metrics(const char *file, int line, const char *text, size_t len);
 
 #define TEST(name)                                                 \
     static void test_##name(void);                                 \
