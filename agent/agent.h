@@ -53,15 +53,16 @@ struct agent {
     bool reload_running; /**< a load is on the work queue */
     bool reload_again;   /**< asked for meanwhile: one more load follows */
     const char *reload_again_why;
+    struct agent__reload_wait *reload_waits;      /**< POST /-/reload: the running load's */
+    struct agent__reload_wait *reload_waits_next; /**< ... and the one after it */
     int exit_code;
 };
 
 /* reload.c */
 /** Loads the configuration file and applies it to every module, all on
- * the loop thread (start-up, before the loop runs, and POST /-/reload,
- * whose answer waits for the outcome); an invalid file or one a module
- * refuses leaves the running configuration in place. Returns 0 or a
- * negative code (logged). */
+ * the loop thread: start-up only, before the loop runs. An invalid file
+ * or one a module refuses leaves the running configuration in place.
+ * Returns 0 or a negative code (logged). */
 int agent__reload(struct agent *a, const char *why);
 
 /** Asks for a reload, loaded on the work queue and applied on the loop
@@ -69,6 +70,15 @@ int agent__reload(struct agent *a, const char *why);
  * load runs is coalesced into one more load after it. Returns 0, or a
  * negative code if no load could start (counted and logged). */
 int agent__reload_request(struct agent *a, const char *why);
+
+/** A POST /-/reload waiting for its outcome: the load it asked for (the
+ * next one, if a load was already running) is applied, then its answer is
+ * written with httpd_finish (200, or 500 when the file or a module refused
+ * it; 503 at shutdown). Made with agent__reload_wait, given back with
+ * agent__reload_wait_free (the status server's `later_free`). */
+struct agent__reload_wait;
+int agent__reload_wait(struct agent *a, struct agent__reload_wait **out);
+void agent__reload_wait_free(void *wait);
 
 /* status.c */
 struct httpd_request;

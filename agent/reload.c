@@ -6,14 +6,16 @@
  * running configuration in place; at start it fails start-up
  * (docs/design.md "Configuration").
  *
- * A reload on SIGHUP reads, parses and checks the file (and compiles its
- * rules) as one job of the work queue, which owns its copy of the path and the
- * document it loads until the loop takes it: a file of thousands of jobs
- * takes seconds to load, and the loop goes on scraping meanwhile. Only the
- * apply runs on the loop. One load runs at a time; reloads asked for while
- * it runs are coalesced into one more load after it, so that the last
- * request sees the file as it was then. Start-up loads on the loop, before
- * it runs, and so does POST /-/reload, whose answer says the outcome.
+ * A reload (SIGHUP, POST /-/reload) reads, parses and checks the file (and
+ * compiles its rules) as one job of the work queue, which owns its copy of
+ * the path and the document it loads until the loop takes it: a file of
+ * thousands of jobs takes seconds to load, and the loop goes on scraping
+ * meanwhile. Only the apply runs on the loop. One load runs at a time;
+ * reloads asked for while it runs are coalesced into one more load after
+ * it, so that the last request sees the file as it was then. A POST waits
+ * for the load it asked for and is answered with its outcome (the server
+ * holds the request; the waits are listed here until answered or their
+ * connection closes). Start-up loads on the loop, before it runs.
  *
  * Loop thread only, but for the job's function. The agent keeps a
  * reference to the configuration in force; modules keep their own for what
@@ -29,6 +31,7 @@
 #include "common/log.h"
 #include "discovery/discovery.h"
 #include "forward/forward.h"
+#include "httpd/httpd.h"
 #include "scrape/scrape.h"
 
 /* The discovery half of the jobs, as the discovery manager takes it. */
@@ -204,6 +207,72 @@ static void reload_work(void *arg)
 
 static int start_load(struct agent *a, const char *why);
 
+/* ------------------------------------------------- answers to POST /-/reload */
+
+struct agent__reload_wait {
+    struct agent__reload_wait *next, **pprev; /* pprev NULL: in no list */
+};
+
+static void wait_push(struct agent__reload_wait **head, struct agent__reload_wait *w)
+{
+    w->next = *head;
+    if (w->next)
+        w->next->pprev = &w->next;
+    *head = w;
+    w->pprev = head;
+}
+
+void agent__reload_wait_free(void *wait)
+{
+    struct agent__reload_wait *w = wait;
+
+    if (w->pprev) {
+        *w->pprev = w->next;
+        if (w->next)
+            w->next->pprev = w->pprev;
+    }
+    free(w);
+}
+
+/* Answers every request of `*head`; the server gives each back through
+ * agent__reload_wait_free, so the list is taken first. */
+static void answer_waits(struct agent *a, struct agent__reload_wait **head, int status,
+                         const char *text)
+{
+    struct agent__reload_wait *w = *head, *next;
+
+    *head = NULL;
+    for (; w; w = next) {
+        next = w->next;
+        w->next = NULL;
+        w->pprev = NULL;
+        if (a->status)
+            httpd_finish(a->status, w, status, NULL, text);
+        else
+            free(w);
+    }
+}
+
+int agent__reload_wait(struct agent *a, struct agent__reload_wait **out)
+{
+    struct agent__reload_wait *w = calloc(1, sizeof(*w));
+    bool running = a->reload_running;
+    int r;
+
+    *out = NULL;
+    if (!w)
+        return -ENOMEM;
+    r = agent__reload_request(a, "http");
+    if (r < 0) {
+        free(w);
+        return r;
+    }
+    /* A load already running may have read the file before this request. */
+    wait_push(running ? &a->reload_waits_next : &a->reload_waits, w);
+    *out = w;
+    return 0;
+}
+
 static void reload_after(void *arg, int status)
 {
     struct reload_job *j = arg;
@@ -212,10 +281,15 @@ static void reload_after(void *arg, int status)
 
     a->reload_running = false;
     /* Cancelled at shutdown, or done after it began: nothing to apply. */
-    if (status < 0 || a->stopping)
+    if (status < 0 || a->stopping) {
         conf_doc_unref(j->doc);
-    else
-        apply(a, j->doc, j->rc, j->err, sizeof(j->err), j->why, j->load_ns); /* logs */
+        answer_waits(a, &a->reload_waits, 503, "proflet is shutting down\n");
+    } else if (apply(a, j->doc, j->rc, j->err, sizeof(j->err), j->why, j->load_ns) < 0) { /* logs */
+        answer_waits(a, &a->reload_waits, 500,
+                     "reload failed; the running configuration is kept (see log)\n");
+    } else {
+        answer_waits(a, &a->reload_waits, 200, "configuration reloaded\n");
+    }
     free(j->path);
     free(j);
     if (a->reload_again && !a->stopping) {
@@ -226,10 +300,17 @@ static void reload_after(void *arg, int status)
             a->last_reload_ok = false;
             log_error("configuration reload could not start", "trigger", a->reload_again_why, "err",
                       strerror(-r));
+            answer_waits(a, &a->reload_waits_next, 500,
+                         "reload failed; the running configuration is kept (see log)\n");
+        } else if ((a->reload_waits = a->reload_waits_next) != NULL) {
+            a->reload_waits->pprev = &a->reload_waits;
+            a->reload_waits_next = NULL;
         }
     }
-    if (a->stopping)
+    if (a->stopping) {
         a->reload_again = false;
+        answer_waits(a, &a->reload_waits_next, 503, "proflet is shutting down\n");
+    }
 }
 
 /* Starts a load on the work queue. */

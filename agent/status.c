@@ -4,7 +4,8 @@
  * /targets (docs/design.md "Modules").
  *
  * Loop thread only: every handler answers synchronously from the modules'
- * state, except /api/v1/targets and /metrics, which the server streams part
+ * state, except POST /-/reload, answered once its load is applied
+ * (reload.c), and /api/v1/targets and /metrics, which the server streams part
  * by part (from a scrape_targets_iter, from cursors into the scrape and
  * discovery metrics; freed by the server when the answer ends or its
  * connection closes, always before the scrape manager goes); each module
@@ -255,11 +256,17 @@ void agent__status_handler(const struct httpd_request *req, struct httpd_respons
             resp->status = 403;
             buf_puts(&resp->body, "Lifecycle API is not enabled (start proflet with "
                                   "--web.enable-lifecycle, or send SIGHUP).\n");
-        } else if (agent__reload(a, "http") < 0) {
-            resp->status = 500;
-            buf_puts(&resp->body, "reload failed; the running configuration is kept (see log)\n");
         } else {
-            buf_puts(&resp->body, "configuration reloaded\n");
+            /* Loaded off the loop; answered once applied (reload.c). */
+            struct agent__reload_wait *w;
+
+            if (agent__reload_wait(a, &w) < 0) {
+                resp->status = a->stopping ? 503 : 500;
+                buf_puts(&resp->body, "reload could not start (see log)\n");
+            } else {
+                resp->later = w;
+                resp->later_free = agent__reload_wait_free;
+            }
         }
     } else if (strcmp(req->path, "/api/v1/targets") == 0 && get) {
         char job[1024];

@@ -52,6 +52,15 @@ struct httpd_response {
     httpd_stream_fn stream;
     void *stream_state;
     void (*stream_free)(void *state);
+    /** Set by a handler that answers later, with httpd_finish(s, later,
+     * ...): nothing is written now (status, body and stream are ignored),
+     * and the connection is neither read nor served until then; the idle
+     * timeout still closes it. The server gives `later` back through
+     * `later_free` exactly once: after httpd_finish has written the
+     * answer, or when the connection closes first (the handler must then
+     * forget it). */
+    void *later;
+    void (*later_free)(void *later);
 };
 
 /** The value of the first `key` in a raw query string, percent-decoded
@@ -135,6 +144,12 @@ struct httpd_opts {
 int httpd_new(const struct httpd_opts *o, struct httpd **out, char *err, size_t errlen);
 /** The bound port (useful with port 0). */
 int httpd_port(const struct httpd *s);
+/** Answers the request deferred with `later` (struct httpd_response):
+ * `status` and `text` (copied; "text/plain; charset=utf-8" unless
+ * `content_type`), then `later` goes back through its free function. A
+ * token whose connection has closed is no longer known: nothing happens. */
+void httpd_finish(struct httpd *s, void *later, int status, const char *content_type,
+                  const char *text);
 /** Wakes the parked stream whose state is `stream_state`: its function is
  * called again in a coming turn. Nothing happens if no connection streams
  * it any more (its stream_free has run then). Loop thread. */

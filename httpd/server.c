@@ -116,6 +116,13 @@ struct conn {
     struct httpd_web *web;      /* the web config of its accept (a reference) */
     struct httpd__auth_wait aw; /* aw.waiting: the parsed request waits for the check */
     bool auth_ok;
+    /* An answer the handler gives later (httpd_finish), with what the
+     * request said about the answer's form. */
+    struct {
+        void *token;
+        void (*free)(void *token);
+        bool head_only, keep;
+    } later;
 };
 
 struct write_req {
@@ -239,6 +246,18 @@ static void stream_end(struct conn *c)
         fr(st);
 }
 
+/* The handler's token of a deferred answer goes back to it, once. */
+static void later_end(struct conn *c)
+{
+    void (*fr)(void *) = c->later.free;
+    void *token = c->later.token;
+
+    c->later.token = NULL;
+    c->later.free = NULL;
+    if (token && fr)
+        fr(token);
+}
+
 static void conn_close(struct conn *c)
 {
     if (c->state == CONN_CLOSING)
@@ -249,6 +268,7 @@ static void conn_close(struct conn *c)
     run_remove(c);
     httpd__auth_cancel(&c->aw);
     stream_end(c);
+    later_end(c);
     /* Pending writes and the shutdown get their callbacks (UV_ECANCELED)
      * before the close callbacks. */
     uv_close((uv_handle_t *)&c->tcp, conn_handle_closed);
@@ -350,7 +370,7 @@ static void stop_reading(struct conn *c)
  * parse or a stream to continue), or more input. */
 static void conn_kick(struct conn *c)
 {
-    if (c->state != CONN_OPEN || c->aw.waiting)
+    if (c->state != CONN_OPEN || c->aw.waiting || c->later.token)
         return;
     if (c->out_pending > OUT_HIGH) {
         stop_reading(c);
@@ -802,6 +822,19 @@ static void dispatch(struct conn *c)
         buf_done(&resp.body);
         if (resp.stream_free)
             resp.stream_free(resp.stream_state);
+        if (resp.later && resp.later_free)
+            resp.later_free(resp.later);
+        return;
+    }
+    if (resp.later) { /* answered by httpd_finish(); nothing else is kept */
+        buf_done(&resp.body);
+        if (resp.stream_free)
+            resp.stream_free(resp.stream_state);
+        c->later.token = resp.later;
+        c->later.free = resp.later_free;
+        c->later.head_only = head_only;
+        c->later.keep = keep && !http10;
+        arm_idle(c);
         return;
     }
     if (resp.status < 200 || resp.status > 999) {
@@ -1158,6 +1191,35 @@ int httpd_new(const struct httpd_opts *o, struct httpd **out, char *err, size_t 
 int httpd_port(const struct httpd *s)
 {
     return s ? s->port : -1;
+}
+
+void httpd_finish(struct httpd *s, void *token, int status, const char *content_type,
+                  const char *text)
+{
+    struct conn *c;
+    struct buf body;
+    bool keep;
+    int rc;
+
+    for (c = s->conns; c && c->later.token != token; c = c->next)
+        ;
+    if (!token || !c)
+        return;
+    keep = c->later.keep;
+    buf_init(&body, HTTPD__MAX_RESP_BODY);
+    buf_puts(&body, text ? text : "");
+    rc = send_answer(c, status < 200 || status > 999 ? 500 : status, content_type, &body, body.len,
+                     c->later.head_only, !keep, !keep);
+    buf_done(&body);
+    later_end(c);
+    if (rc < 0) {
+        conn_close(c);
+        return;
+    }
+    if (c->state == CONN_OPEN) {
+        arm_idle(c);
+        conn_kick(c); /* the next pipelined request, if any */
+    }
 }
 
 void httpd_resume(struct httpd *s, const void *stream_state)

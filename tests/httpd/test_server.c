@@ -40,6 +40,9 @@ struct hstate {
     void *parked;     /* the parked stream's state (compared, never read) */
     int parked_calls; /* calls of its stream function */
     int park_ms;      /* when the timer resumes it; 0: never */
+    /* /later: an answer the handler gives later, from the same timer */
+    void *later;      /* its token (compared, never read once freed) */
+    int laters_freed; /* tokens given back by the server */
 };
 
 /* A streamed answer: `left` parts of 10 KiB, each "part N" padded. */
@@ -107,6 +110,21 @@ static int parked_part(struct buf *out, size_t chunk, void *state)
     return 0;
 }
 
+static void later_timer_cb(uv_timer_t *t)
+{
+    struct hstate *h = t->data;
+
+    httpd_finish(h->s, h->later, 201, NULL, "later");
+}
+
+static void later_free(void *token)
+{
+    struct hstate *h = *(struct hstate **)token;
+
+    h->laters_freed++;
+    free(token);
+}
+
 static void handler(const struct httpd_request *req, struct httpd_response *resp, void *ud)
 {
     struct hstate *h = ud;
@@ -146,6 +164,16 @@ static void handler(const struct httpd_request *req, struct httpd_response *resp
         resp->stream = parked_part;
         resp->stream_state = st;
         resp->stream_free = stream_free_plain;
+    } else if (strcmp(req->path, "/later") == 0) {
+        struct hstate **token = malloc(sizeof(*token));
+
+        *token = h;
+        h->later = token;
+        buf_puts(&resp->body, "not this"); /* ignored: the answer comes later */
+        resp->later = token;
+        resp->later_free = later_free;
+        if (h->park_ms)
+            uv_timer_start(&h->park_timer, later_timer_cb, (uint64_t)h->park_ms, 0);
     } else if (strcmp(req->path, "/k16") == 0) {
         while (resp->body.len < 16 * 1024)
             buf_puts(&resp->body, "0123456789abcdef");
@@ -1199,6 +1227,76 @@ TEST(parked_stream_ends_at_the_idle_timeout)
     ASSERT_EQ(h.streams_freed, 1);
     httpd_resume(h.s, h.parked); /* gone: nothing happens */
     ASSERT_EQ(h.parked_calls, 1);
+    uv_close((uv_handle_t *)&h.park_timer, NULL);
+    server_down(&loop, &h);
+}
+
+static void job_later(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_sends(c, "GET /later HTTP/1.1\r\nHost: t\r\n\r\nGET /plain HTTP/1.1\r\nHost: t\r\n\r\n");
+    rec_response(x, c, false);
+    rec_response(x, c, false);
+    c_close(c);
+}
+
+/* A deferred answer is written when the handler gives it, and the request
+ * pipelined behind it waits for it; the token comes back once. */
+TEST(deferred_answer_comes_when_finished)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = { 0 };
+    int port = server_up(&loop, &h, "127.0.0.1:0");
+
+    uv_timer_init(&loop, &h.park_timer);
+    h.park_timer.data = &h;
+    h.park_ms = 150;
+    run_job(&loop, port, job_later, &x);
+    ASSERT_EQ(x.errors, 0);
+    ASSERT_EQ(x.n, 2);
+    ASSERT_EQ(x.r[0].status, 201);
+    ASSERT_STR_EQ(x.r[0].body, "later");
+    ASSERT_EQ(x.r[1].status, 200);
+    ASSERT(strstr(x.r[1].body, "/plain") != NULL);
+    ASSERT_EQ(h.laters_freed, 1);
+    rec_free(&x);
+    uv_close((uv_handle_t *)&h.park_timer, NULL);
+    server_down(&loop, &h);
+}
+
+static void job_later_forever(struct job *j)
+{
+    struct rec *x = j->arg;
+    struct conn *c = c_open(j->port);
+
+    c_sends(c, "GET /later HTTP/1.1\r\nHost: t\r\n\r\n");
+    while (c_fill(c) == 0)
+        ;
+    x->eof = c->len == 0; /* closed without an answer */
+    c_close(c);
+}
+
+/* An answer never given does not hold the connection for ever: the idle
+ * timeout closes it, the token comes back, and finishing it afterwards
+ * writes nothing. */
+TEST(deferred_answer_ends_at_the_idle_timeout)
+{
+    uv_loop_t loop;
+    struct hstate h;
+    struct rec x = { 0 };
+    int port =
+        server_up_opts(&loop, &h, "127.0.0.1:0", &(struct httpd_opts){ .idle_timeout_ms = 300 });
+
+    uv_timer_init(&loop, &h.park_timer);
+    h.park_timer.data = &h;
+    run_job(&loop, port, job_later_forever, &x);
+    ASSERT(x.eof);
+    RUN_UNTIL(&loop, h.laters_freed == 1, 5000);
+    httpd_finish(h.s, h.later, 200, NULL, "too late"); /* gone: nothing happens */
+    ASSERT_EQ(h.laters_freed, 1);
     uv_close((uv_handle_t *)&h.park_timer, NULL);
     server_down(&loop, &h);
 }

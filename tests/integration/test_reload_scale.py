@@ -7,7 +7,9 @@ every job is built a slice per loop turn, so neither start-up, nor an
 unchanged SIGHUP, nor a burst of them, nor one that changes a job stalls
 the loop past the watchdog's limit (lib.LOOP_LAG_MAX), and the new
 configuration is in force after it. A burst of SIGHUPs sent while a load
-runs is coalesced into one more load.
+runs is coalesced into one more load. POST /-/reload is loaded off the
+loop the same way and answered once its load is applied: two at once
+both say 200, and the change they asked for is in force when they do.
 
 The figures, before and after the apply kept unchanged jobs, are in
 docs/benchmarks.md "Reloads". Under ASan the load alone takes
@@ -16,6 +18,7 @@ PROFLET_RELOAD_JOBS sets the number of jobs; the figures are printed."""
 import os
 import re
 import signal
+import threading
 
 import lib
 from lib import *
@@ -58,7 +61,7 @@ def main():
     with environment() as (tmp, procs):
         sport, dead = free_port(), free_port()
         sink = os.path.join(tmp, "sink")
-        p = start_proflet(tmp, procs, config(sport, dead, sink, "a"))
+        p = start_proflet(tmp, procs, config(sport, dead, sink, "a"), extra=("--web.enable-lifecycle",))
         wait_for("proflet ready", lambda: alive(p) and http_get(f"http://127.0.0.1:{sport}/-/ready")[0] == 200,
                  timeout=300)
         wait_for("every job's targets", lambda: env_of(sport, f"job{N - 1}") == "a", timeout=300)
@@ -85,6 +88,21 @@ def main():
         check(env_of(sport, f"job{N - 1}") == "a", "the last job's label changed")
         burst = reloads(p) - n
         check(2 <= burst <= 3, f"5 SIGHUPs and 1 more made {burst} reloads: not coalesced")
+
+        # Two POSTs at once, after a change: each is answered once a load
+        # that read the change is applied, not before and not on the loop.
+        with open(p.config_path + ".new", "w") as f:
+            f.write(config(sport, dead, sink, "c"))
+        os.replace(p.config_path + ".new", p.config_path)
+        codes = []
+        posts = [threading.Thread(target=lambda: codes.append(
+            http_post(f"http://127.0.0.1:{sport}/-/reload", timeout=300)[0])) for _ in range(2)]
+        for t in posts:
+            t.start()
+        for t in posts:
+            t.join(timeout=310)
+        check(codes == [200, 200], f"two POST /-/reload answered {codes}")
+        check(env_of(sport, "job0") == "c", "POST /-/reload answered before its change was applied")
 
         check(stop(p, timeout=60) == 0, "exit status after SIGTERM")
         busy, wall = getattr(p, "lag_seen", None), getattr(p, "lag_wall", None)
