@@ -13,6 +13,7 @@
 #include "common/buf.h"
 #include "scrape/internal.h"
 #include "test.h"
+#include "tests/relabel/seed_pods_rules.h"
 
 static struct scrape_profile_cfg go_profiles[] = {
     { .name = "process_cpu",
@@ -663,54 +664,16 @@ TEST(path_prefix_and_scheme)
 /* Seed 001's kubernetes-pods job, as Pyroscope documents it. */
 TEST(seed_kubernetes_pods_rules)
 {
-    char *s_scrape[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scrape" };
-    char *s_app[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_application_name" };
-    char *s_scheme[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scheme" };
-    char *s_port[] = { "__address__", "__meta_kubernetes_pod_annotation_pyroscope_io_port" };
-    char *s_ns[] = { "__meta_kubernetes_namespace" };
-    char *s_pod[] = { "__meta_kubernetes_pod_name" };
-    char *s_phase[] = { "__meta_kubernetes_pod_phase" };
-    struct relabel_cfg rules[] = {
-        { .source_labels = s_scrape, .n_source_labels = 1, .action = "keep", .regex = "true" },
-        { .source_labels = s_app,
-          .n_source_labels = 1,
-          .action = "replace",
-          .target_label = "__name__" },
-        { .source_labels = s_scheme,
-          .n_source_labels = 1,
-          .action = "replace",
-          .regex = "(https?)",
-          .target_label = "__scheme__" },
-        { .source_labels = s_port,
-          .n_source_labels = 2,
-          .action = "replace",
-          .regex = "([^:]+)(?::\\d+)?;(\\d+)",
-          .replacement = "$1:$2",
-          .target_label = "__address__" },
-        { .action = "labelmap", .regex = "__meta_kubernetes_pod_label_(.+)" },
-        { .source_labels = s_ns,
-          .n_source_labels = 1,
-          .action = "replace",
-          .target_label = "kubernetes_namespace" },
-        { .source_labels = s_pod,
-          .n_source_labels = 1,
-          .action = "replace",
-          .target_label = "kubernetes_pod_name" },
-        { .source_labels = s_phase,
-          .n_source_labels = 1,
-          .regex = "Pending|Succeeded|Failed|Completed",
-          .action = "drop" },
-        { .action = "labelmap",
-          .regex = "__meta_kubernetes_pod_annotation_pyroscope_io_profile_(.+)",
-          .replacement = "__profile_$1" },
-    };
+    struct relabel_cfg rules[] = { SEED_PODS_RULES };
     struct relabel_rules *rs = NULL;
     struct scrape_job_cfg sc;
     struct target_result r;
     char err[256];
     char *s;
 
-    ASSERT_EQ(relabel_rules_new(rules, 9, RELABEL_SCHEME_UNSET, &rs, err, sizeof(err)), 0);
+    ASSERT_EQ(
+        relabel_rules_new(rules, SEED_PODS_N_RULES, RELABEL_SCHEME_UNSET, &rs, err, sizeof(err)),
+        0);
     scrape_init(&sc);
     sc.job_name = "kubernetes-pods";
     build(&sc, rs,

@@ -15,17 +15,11 @@
 #include <time.h>
 
 #include "relabel/relabel.h"
+#include "tests/relabel/seed_pods_rules.h"
 
 #define N_TARGETS 10000
 #define RUNS 7
 
-static char *s_scrape[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scrape" };
-static char *s_app[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_application_name" };
-static char *s_scheme[] = { "__meta_kubernetes_pod_annotation_pyroscope_io_scheme" };
-static char *s_port[] = { "__address__", "__meta_kubernetes_pod_annotation_pyroscope_io_port" };
-static char *s_ns[] = { "__meta_kubernetes_namespace" };
-static char *s_pod[] = { "__meta_kubernetes_pod_name" };
-static char *s_phase[] = { "__meta_kubernetes_pod_phase" };
 static char *s_node[] = { "__meta_kubernetes_pod_node_name" };
 static char *s_ctr[] = { "__meta_kubernetes_pod_container_name" };
 static char *s_init[] = { "__meta_kubernetes_pod_container_init" };
@@ -33,38 +27,7 @@ static char *s_addr[] = { "__address__" };
 
 static struct relabel_cfg rules[] = {
     /* seed 001, kubernetes-pods */
-    { .source_labels = s_scrape, .n_source_labels = 1, .action = "keep", .regex = "true" },
-    { .source_labels = s_app,
-      .n_source_labels = 1,
-      .action = "replace",
-      .target_label = "__name__" },
-    { .source_labels = s_scheme,
-      .n_source_labels = 1,
-      .action = "replace",
-      .regex = "(https?)",
-      .target_label = "__scheme__" },
-    { .source_labels = s_port,
-      .n_source_labels = 2,
-      .action = "replace",
-      .regex = "([^:]+)(?::\\d+)?;(\\d+)",
-      .replacement = "$1:$2",
-      .target_label = "__address__" },
-    { .action = "labelmap", .regex = "__meta_kubernetes_pod_label_(.+)" },
-    { .source_labels = s_ns,
-      .n_source_labels = 1,
-      .action = "replace",
-      .target_label = "kubernetes_namespace" },
-    { .source_labels = s_pod,
-      .n_source_labels = 1,
-      .action = "replace",
-      .target_label = "kubernetes_pod_name" },
-    { .source_labels = s_phase,
-      .n_source_labels = 1,
-      .regex = "Pending|Succeeded|Failed|Completed",
-      .action = "drop" },
-    { .action = "labelmap",
-      .regex = "__meta_kubernetes_pod_annotation_pyroscope_io_profile_(.+)",
-      .replacement = "__profile_$1" },
+    SEED_PODS_RULES,
     /* six more, as DaemonSet/shard setups add them */
     { .source_labels = s_node, .n_source_labels = 1, .target_label = "node" },
     { .source_labels = s_ctr, .n_source_labels = 1, .target_label = "container" },
@@ -74,7 +37,7 @@ static struct relabel_cfg rules[] = {
       .modulus = 4,
       .target_label = "__tmp_shard",
       .action = "hashmod" },
-    { .source_labels = s_ns, .n_source_labels = 1, .regex = "kube-.*", .action = "drop" },
+    { .source_labels = seed_pods_ns, .n_source_labels = 1, .regex = "kube-.*", .action = "drop" },
     { .action = "labeldrop", .regex = "pod_template_hash|controller_revision_hash" },
 };
 
@@ -86,11 +49,11 @@ static struct relabel_cfg engine_rules[] = {
       .regex = "([^:]+)(?::\\d+)?",
       .replacement = "$1",
       .target_label = "__tmp_host" },
-    { .source_labels = s_ns,
+    { .source_labels = seed_pods_ns,
       .n_source_labels = 1,
       .regex = "(?i)(prod|staging|dev)",
       .action = "keep" },
-    { .source_labels = s_pod,
+    { .source_labels = seed_pods_pod,
       .n_source_labels = 1,
       .regex = "(.+)-[0-9a-f]{9}-(\\d+)",
       .replacement = "$1",
