@@ -65,7 +65,7 @@ static int limits_post(struct conf_load *ld, struct conf_node *n)
         return conf_fail(ld, w, "workers must be at least 1");
     if (conf_uint(budget) < (1u << 20))
         return conf_fail(ld, budget, "memory-budget must be at least 1MiB");
-    return pprof_limits_check(ld, n);
+    return 0;
 }
 
 static const struct conf_section limits_section = {
@@ -185,12 +185,26 @@ static int top_post(struct conf_load *ld, struct conf_node *n)
     return fwd_cfg_check_names(ld, conf_get(n, "remote-write"));
 }
 
+/* Deltas are compressed once, as they are made, with the first endpoint's
+ * setting; an endpoint that asks for another compresses them again as it
+ * sends (docs/design.md "Compression"). */
+static int top_finish(struct conf_load *ld, const struct conf_node *n, void *obj)
+{
+    struct agent_config *c = obj;
+
+    (void)ld, (void)n;
+    c->limits.pprof.compression =
+        c->n_remote ? c->remote[0].compression : PPROF_DEFAULT_COMPRESSION;
+    return 0;
+}
+
 static const struct conf_section top_section = {
     .name = "top level",
     .fields = top_fields,
     .keys = top_key_tables,
     .pre = top_pre,
     .post = top_post,
+    .finish = top_finish,
 };
 
 static const struct conf_section *const own_sections[] = {

@@ -223,7 +223,7 @@ static void on_cluster_changed(void *ud)
  * endpoint adds the external labels (global, then its own), which win over
  * target labels as in Alloy's pyroscope.write, once, as it sends. */
 static void on_profile(const struct labels *labels, uint8_t *data, size_t len, int64_t start_ns,
-                       int64_t end_ns, void *ud)
+                       int64_t end_ns, int compression, void *ud)
 {
     struct agent *a = ud;
     struct labels ls = LABELS_INIT;
@@ -245,6 +245,7 @@ static void on_profile(const struct labels *labels, uint8_t *data, size_t len, i
     labels_done(&ls);
     if (!prof)
         return;
+    prof->compression = compression;
     fwd_submit(a->fwd, prof);
     fwd_profile_unref(prof);
 }

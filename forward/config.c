@@ -102,6 +102,8 @@ static const cyaml_schema_field_t remote_fields[] = {
     CYAML_FIELD_UINT("max-backoff", OPT, struct cfg_remote, max_backoff_ms),
     CYAML_FIELD_UINT("max-retries", OPT, struct cfg_remote, max_retries),
     CYAML_FIELD_BOOL("gzip", OPT, struct cfg_remote, gzip_request),
+    CYAML_FIELD_ENUM("compression", OPT, struct cfg_remote, compression, pprof_compression_strings,
+                     PPROF_COMPRESS_COUNT),
     CYAML_FIELD_BOOL("retry-on-http-429", OPT, struct cfg_remote, retry_on_http_429),
     CYAML_FIELD_SEQUENCE_COUNT("external-labels", OPT | PTR, struct cfg_remote, external_labels,
                                n_external_labels, &conf_kv_entry, 0, UNL),
@@ -120,6 +122,8 @@ const cyaml_schema_value_t fwd_remote_cfg_entry = {
 static const char *const min_backoff_aliases[] = { "min-backoff-period", NULL };
 static const char *const max_backoff_aliases[] = { "max-backoff-period", NULL };
 static const char *const max_retries_aliases[] = { "max-backoff-retries", NULL };
+
+static const char *const compressions[] = { "none", "fastest", "balanced", "smallest", NULL };
 
 static const struct conf_key remote_keys[] = {
     { .key = "headers", .mapkind = CONF_MAP_KV },
@@ -141,6 +145,7 @@ static const struct conf_key remote_keys[] = {
       .aliases = max_retries_aliases },
     CONF_KEY_NUM("max-inflight", CONF_UNIT_NONE, DEF_MAX_INFLIGHT),
     { .key = "retry-on-http-429", .def = "true" },
+    { .key = "compression", .def = "balanced", .choices = compressions },
     CONF_KEY_NUM("max-dir-bytes", CONF_UNIT_BYTES, DEF_DIR_MAX_BYTES),
     { 0 },
 };
@@ -354,6 +359,7 @@ void fwd_cfg_remote_init(struct cfg_remote *c)
     c->max_backoff_ms = DEF_MAX_BACKOFF_MS;
     c->max_retries = DEF_MAX_RETRIES;
     c->retry_on_http_429 = true;
+    c->compression = PPROF_DEFAULT_COMPRESSION;
     c->batch_max_profiles = DEF_BATCH_MAX_PROFILES;
     c->batch_max_bytes = DEF_BATCH_MAX_BYTES;
     c->batch_max_wait_ms = DEF_BATCH_MAX_WAIT_MS;

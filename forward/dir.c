@@ -62,9 +62,11 @@ struct write_job {
     char *root;
     char svc[COMP_MAX + 1], name[COMP_MAX + 1], base[64];
     uint64_t ms;
-    uint64_t bytes; /* out */
-    int err;        /* out */
-    char msg[160];  /* out */
+    enum pprof_compression compression; /* the endpoint's */
+    uint64_t bytes;                     /* out: written, sidecar included */
+    size_t sent;                        /* out: the profile's bytes written */
+    int err;                            /* out */
+    char msg[160];                      /* out */
 };
 
 struct delete_job {
@@ -127,7 +129,7 @@ static int ent_cmp(const void *a, const void *b)
 
 /* ------------------------------------------------------------ pool work */
 
-static char *sidecar_json(const struct fwd_profile *p, uint64_t ms)
+static char *sidecar_json(const struct fwd_profile *p, size_t bytes, uint64_t ms)
 {
     struct json_object *o = json_object_new_object(), *l = json_object_new_object();
     char *s = NULL;
@@ -146,7 +148,7 @@ static char *sidecar_json(const struct fwd_profile *p, uint64_t ms)
     json_object_object_add(o, "start_ns", json_object_new_int64(p->start_ns));
     json_object_object_add(o, "end_ns", json_object_new_int64(p->end_ns));
     json_object_object_add(o, "written_ms", json_object_new_int64((int64_t)ms));
-    json_object_object_add(o, "bytes", json_object_new_int64((int64_t)p->len));
+    json_object_object_add(o, "bytes", json_object_new_int64((int64_t)bytes));
     s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
     json_object_put(o);
     return s;
@@ -157,6 +159,9 @@ static void write_work(struct fwd__job *job)
     struct write_job *j = container_of(job, struct write_job, job);
     char dir[4096], name[128];
     char *json = NULL;
+    const uint8_t *data;
+    uint8_t *owned = NULL;
+    size_t len;
     int r;
 
     if ((size_t)snprintf(dir, sizeof(dir), "%s/%s/%s", j->root, j->svc, j->name) >= sizeof(dir)) {
@@ -166,7 +171,10 @@ static void write_work(struct fwd__job *job)
     r = fsutil_mkdir_p(dir, 0755);
     if (r < 0)
         goto out;
-    json = sidecar_json(j->p, j->ms);
+    r = fwd__profile_body(j->p, j->compression, &data, &len, &owned);
+    if (r < 0)
+        goto out;
+    json = sidecar_json(j->p, len, j->ms);
     if (!json) {
         r = -ENOMEM;
         goto out;
@@ -176,18 +184,20 @@ static void write_work(struct fwd__job *job)
     if (r < 0)
         goto out;
     snprintf(name, sizeof(name), "%s.pb.gz", j->base);
-    r = fsutil_write_atomic(dir, name, j->p->data, j->p->len, false);
+    r = fsutil_write_atomic(dir, name, data, len, false);
     if (r < 0) {
         snprintf(name, sizeof(name), "%s/%s.json", dir, j->base);
         unlink(name);
         goto out;
     }
-    j->bytes = strlen(json) + j->p->len;
+    j->bytes = strlen(json) + len;
+    j->sent = len;
 out:
     if (r < 0)
         snprintf(j->msg, sizeof(j->msg), "write %s: %s", dir, strerror(-r));
     j->err = r;
     free(json);
+    free(owned);
 }
 
 static void delete_work(struct fwd__job *job)
@@ -349,7 +359,7 @@ static void write_done(struct fwd__job *job)
         char *rel = NULL;
 
         ep->st.sent_profiles++;
-        ep->st.sent_bytes += j->p->len;
+        ep->st.sent_bytes += j->sent;
         if (asprintf(&rel, "%s/%s/%s", j->svc, j->name, j->base) >= 0 &&
             index_push(&d->idx, rel, j->ms, j->bytes) == 0) {
             d->total += j->bytes;
@@ -388,6 +398,7 @@ static void start_write(struct dir_sink *d, struct fwd_profile *p)
     j->d = d;
     j->p = p; /* the pending reference moves to the job */
     j->ms = clock_wall_ms();
+    j->compression = ep->cfg->compression;
     fwd__path_component(svc ? svc : "unspecified", j->svc, sizeof(j->svc));
     fwd__path_component(name ? name : "unknown", j->name, sizeof(j->name));
     snprintf(j->base, sizeof(j->base), "%" PRIu64 "-%s", j->ms, p->id);
@@ -397,7 +408,10 @@ static void start_write(struct dir_sink *d, struct fwd_profile *p)
             *c = '_';
     }
     ep->st.requests++;
-    r = fwd__job_submit(ep->f, &j->job, 0, write_work, write_done);
+    /* Compressing again inflates the profile first (gzip'd pprof: 3-5x). */
+    bool again = fwd__recompress_needed(p, j->compression);
+
+    r = fwd__job_submit(ep->f, &j->job, again ? (uint64_t)p->len * 6 : 0, write_work, write_done);
     if (r < 0) {
         fwd__ep_drop(ep, FWD_DROP_IO, 1, p->len);
         fwd__ep_error(ep, "queue write: %s", uv_strerror(r));
@@ -407,6 +421,7 @@ static void start_write(struct dir_sink *d, struct fwd_profile *p)
         return;
     }
     d->jobs++;
+    ep->st.recompressed_profiles += again;
 }
 
 static void pump(struct dir_sink *d)
@@ -433,6 +448,7 @@ static void pump(struct dir_sink *d)
  * adds them: the profile comes with the target's labels only. */
 static struct fwd_profile *relabelled(struct fwd_ep *ep, struct fwd_profile *p)
 {
+    struct fwd_profile *q;
     struct labels fin = LABELS_INIT;
     uint8_t *data;
     int kept;
@@ -445,11 +461,13 @@ static struct fwd_profile *relabelled(struct fwd_ep *ep, struct fwd_profile *p)
         return NULL;
     }
     memcpy(data, p->data, p->len);
-    p = fwd__profile_new_id(&fin, data, p->len, p->start_ns, p->end_ns, p->id);
+    q = fwd__profile_new_id(&fin, data, p->len, p->start_ns, p->end_ns, p->id);
     labels_done(&fin);
-    if (!p)
+    if (!q)
         fwd__ep_drop(ep, FWD_DROP_IO, 1, 0);
-    return p;
+    else
+        q->compression = p->compression;
+    return q;
 }
 
 static void dir_submit(struct fwd_ep *ep, struct fwd_profile *p)

@@ -476,6 +476,8 @@ static const struct prom_family families[] = {
     U64("proflet_remote_ambiguous_profiles_total", "counter",
         "Profiles resent after an outcome the server did not report (timeout, reset).",
         ambiguous_profiles),
+    U64("proflet_remote_recompressed_profiles_total", "counter",
+        "Profiles compressed again for the endpoint's compression setting.", recompressed_profiles),
     BY_REASON("proflet_remote_dropped_profiles_total", "Profiles dropped, by reason.",
               dropped_profiles),
     BY_REASON("proflet_remote_dropped_bytes_total", "Profile bytes dropped, by reason.",
@@ -568,6 +570,8 @@ void fwd_endpoints_visit(const struct fwd *f,
             .failed_requests = ep->st.failed_requests,
             .last_error = ep->last_error,
             .last_error_ms = ep->last_error_ms,
+            .compression = pprof_compression_name(ep->cfg->compression),
+            .encoder = pprof_compression_encoder(ep->cfg->compression),
         };
 
         for (int r = 0; r < FWD_DROP__N; r++)

@@ -17,6 +17,7 @@
 #include "common/labels.h"
 #include "conf/conf.h"
 #include "net/net.h"
+#include "pprof/pprof.h"
 #include "relabel/relabel.h"
 
 struct net_client;
@@ -39,7 +40,12 @@ struct cfg_remote {
     uint64_t max_backoff_ms;    /**< default 5m */
     unsigned max_retries;       /**< default 10; 0 = retry for ever (spool) */
     bool gzip_request;          /**< gzip the PushRequest body; default false */
-    bool retry_on_http_429;     /**< default true; false: a 429 drops the batch (Alloy's
+    /** How the profiles sent here are compressed (and the PushRequest body
+     * with `gzip`); default balanced. A profile written with another
+     * setting is compressed again for this endpoint as it is sent; one
+     * sent as it came is sent unchanged (docs/design.md "Compression"). */
+    enum pprof_compression compression;
+    bool retry_on_http_429; /**< default true; false: a 429 drops the batch (Alloy's
                                      retry_on_http_429) */
     struct conf_kv *external_labels;
     unsigned n_external_labels;
@@ -90,8 +96,12 @@ void fwd_cfg_spool_init(struct cfg_spool *s);
 /** An immutable, reference-counted profile ready to send. */
 struct fwd_profile {
     struct labels labels; /**< final labels: service_name, __name__, job, instance, ... */
-    uint8_t *data;        /**< gzip pprof bytes */
+    uint8_t *data;        /**< pprof bytes, gzip or plain */
     size_t len;
+    /** The enum pprof_compression `data` was written with, or -1 (what
+     * fwd_profile_new() sets): sent as it came, to every endpoint. The
+     * creator may set it before the first fwd_submit(). */
+    int compression;
     int64_t start_ns; /**< scrape window (used by /ingest from/until) */
     int64_t end_ns;
     char id[37]; /**< random UUID, the RawSample ID */
@@ -160,6 +170,8 @@ struct fwd_endpoint_view {
     uint64_t dropped_profiles; /**< for every reason */
     const char *last_error;    /**< "" if none */
     uint64_t last_error_ms;    /**< wall ms, 0 if none */
+    const char *compression;   /**< the setting ("balanced") */
+    const char *encoder;       /**< what it runs as ("igzip level 2") */
 };
 /** Calls `fn` for each active endpoint, in configuration order. */
 void fwd_endpoints_visit(const struct fwd *f,

@@ -42,7 +42,8 @@ struct fwd__stats {
     uint64_t retried_profiles, retried_bytes;
     uint64_t failed_requests;
     uint64_t requests;
-    uint64_t ambiguous_profiles; /* resent after an outcome nobody reported */
+    uint64_t ambiguous_profiles;    /* resent after an outcome nobody reported */
+    uint64_t recompressed_profiles; /* written with another setting than this endpoint's */
     uint64_t dropped_profiles[FWD_DROP__N], dropped_bytes[FWD_DROP__N];
     uint64_t queue_len, queue_bytes;
     uint64_t inflight_profiles; /* in requests on the wire or being encoded */
@@ -163,11 +164,24 @@ int fwd__labels_validate(const struct labels *ls, char *err, size_t errlen);
 /* True if `s[0..n)` is valid UTF-8. */
 bool fwd__utf8_valid(const char *s, size_t n);
 
+/* Decompressed size past which a profile is not compressed again for an
+ * endpoint (sent as it is): pprof's default max-decompressed. */
+#define FWD_RECOMPRESS_MAX PPROF_DEFAULT_MAX_DECOMPRESSED
+/* Whether endpoint compression `c` wants other bytes than `p`'s. */
+bool fwd__recompress_needed(const struct fwd_profile *p, enum pprof_compression c);
+/* The bytes of `p` as an endpoint with compression `c` sends them: `p`'s
+ * own, borrowed, or compressed again into `*owned` (malloc'd, the
+ * caller's; NULL when borrowed). A profile that cannot be compressed
+ * again (damaged, too large) is sent as it is. Returns 0 or -ENOMEM. Any
+ * thread. */
+int fwd__profile_body(const struct fwd_profile *p, enum pprof_compression c, const uint8_t **data,
+                      size_t *len, uint8_t **owned);
 /* Builds a PushRequest for `n` profiles, one series each, labelled
  * `ls[i]` (the profile's labels already merged with the endpoint's
- * external labels). Returns 0 and a malloc'd body. */
+ * external labels), each profile's bytes as compression `c` wants them.
+ * Returns 0 and a malloc'd body. */
 int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *ls, size_t n,
-                     uint8_t **out, size_t *out_len);
+                     enum pprof_compression c, uint8_t **out, size_t *out_len);
 /* Merges external labels into a copy of `src`. */
 int fwd__labels_merge(struct labels *dst, const struct labels *src, const struct conf_kv *ext,
                       unsigned n_ext);

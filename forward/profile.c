@@ -54,6 +54,7 @@ struct fwd_profile *fwd__profile_new_id(struct labels *labels, uint8_t *data, si
     labels_move(&p->labels, labels);
     p->data = data;
     p->len = len;
+    p->compression = -1;
     p->start_ns = start_ns;
     p->end_ns = end_ns;
     if (id) {

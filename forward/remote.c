@@ -468,9 +468,21 @@ static void enc_work(struct fwd__job *job)
     uint8_t *gz;
     size_t gzlen;
 
-    q->enc_err = fwd__push_encode(q->ps, q->ls, q->n, &q->body, &q->body_len);
+    enum pprof_compression c = q->rm->ep->cfg->compression;
+
+    if (q->rm->ep->cfg->protocol == CFG_PROTO_INGEST) {
+        const uint8_t *data;
+
+        q->enc_err = fwd__profile_body(q->ps[0], c, &data, &q->body_len, &q->body);
+        q->send = data;
+        q->send_len = q->body_len;
+        return;
+    }
+    q->enc_err = fwd__push_encode(q->ps, q->ls, q->n, c, &q->body, &q->body_len);
     if (q->enc_err == 0 && q->gzip) {
-        q->enc_err = pprof_gzip(q->body, q->body_len, 1, &gz, &gzlen);
+        q->enc_err =
+            pprof_compress(q->body, q->body_len,
+                           c == PPROF_COMPRESS_NONE ? PPROF_COMPRESS_FASTEST : c, &gz, &gzlen);
         if (q->enc_err == 0) {
             free(q->body);
             q->body = gz;
@@ -538,13 +550,23 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
             req_free(q);
             return;
         }
-        send_req(rm, q);
-        return;
+        if (!fwd__recompress_needed(batch[0]->p, ep->cfg->compression)) {
+            send_req(rm, q);
+            return;
+        }
     }
     q->gzip = ep->cfg->gzip_request;
     q->encoding = true;
     inflight_add(rm, q); /* counts against the window; series busy */
-    /* Its peak memory is about the request body: the profiles' bytes. */
+    /* Its peak memory is about the request body, the profiles' bytes, or
+     * for profiles compressed again, their inflated bytes: gzip'd pprof
+     * inflates 3-5x. */
+    size_t again = 0;
+
+    for (size_t i = 0; i < n; i++)
+        again += fwd__recompress_needed(batch[i]->p, ep->cfg->compression);
+    if (again)
+        bytes *= 6;
     r = fwd__job_submit(ep->f, &q->job, bytes, enc_work, enc_done);
     if (r < 0) {
         inflight_remove(rm, q);
@@ -554,6 +576,7 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
         return;
     }
     rm->jobs++;
+    ep->st.recompressed_profiles += again;
 }
 
 static void on_timer(uv_timer_t *t);

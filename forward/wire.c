@@ -2,11 +2,13 @@
 /* Wire helpers for the remote sinks (docs/design.md "Modules"): label
  * validation against the server's limits, the final labels of a profile
  * (external labels, write rules), PushRequest encoding (protobuf-c), the push
- * and /ingest URLs, and the classification of a response into what to do with
+ * and /ingest URLs, the bytes each endpoint sends of a profile (its compression, docs/design.md
+ * "Compression"), and the classification of a response into what to do with
  * each profile of the request.
  *
- * Pure functions: no loop, no globals. fwd__push_encode()
- * may run in the pool; fwd__classify() parses untrusted bytes and is fuzzed. */
+ * Pure functions: no loop, no globals. fwd__push_encode() and
+ * fwd__profile_body() may run in the pool; fwd__classify() parses untrusted
+ * bytes and is fuzzed. */
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -93,32 +95,65 @@ int fwd__labels_final(const struct fwd_ep *ep, struct labels *dst, const struct 
     return r < 0 ? -ENOMEM : r;
 }
 
+bool fwd__recompress_needed(const struct fwd_profile *p, enum pprof_compression c)
+{
+    return p->compression >= 0 && p->compression != (int)c;
+}
+
+int fwd__profile_body(const struct fwd_profile *p, enum pprof_compression c, const uint8_t **data,
+                      size_t *len, uint8_t **owned)
+{
+    int r;
+
+    *data = p->data;
+    *len = p->len;
+    *owned = NULL;
+    if (!fwd__recompress_needed(p, c))
+        return 0;
+    r = pprof_recompress(p->data, p->len, FWD_RECOMPRESS_MAX, c, owned, len);
+    if (r == -ENOMEM)
+        return r;
+    if (r < 0) {
+        *len = p->len;
+        return 0;
+    }
+    *data = *owned;
+    return 0;
+}
+
 int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *ls, size_t n,
-                     uint8_t **out, size_t *out_len)
+                     enum pprof_compression c, uint8_t **out, size_t *out_len)
 {
     Push__V1__PushRequest req = PUSH__V1__PUSH_REQUEST__INIT;
     Push__V1__RawProfileSeries *series = NULL, **sp = NULL;
     Push__V1__RawSample *samples = NULL, **smp = NULL;
     Types__V1__LabelPair *pairs = NULL, **pp = NULL;
+    uint8_t **owned = NULL;
     size_t npairs = 0, k = 0;
     uint8_t *buf = NULL;
     int r = -ENOMEM;
 
     for (size_t i = 0; i < n; i++)
         npairs += ls[i]->n;
+    owned = calloc(n ? n : 1, sizeof(*owned));
     series = calloc(n ? n : 1, sizeof(*series));
     sp = calloc(n ? n : 1, sizeof(*sp));
     samples = calloc(n ? n : 1, sizeof(*samples));
     smp = calloc(n ? n : 1, sizeof(*smp));
     pairs = calloc(npairs ? npairs : 1, sizeof(*pairs));
     pp = calloc(npairs ? npairs : 1, sizeof(*pp));
-    if (!series || !sp || !samples || !smp || !pairs || !pp)
+    if (!owned || !series || !sp || !samples || !smp || !pairs || !pp)
         goto out;
     for (size_t i = 0; i < n; i++) {
+        const uint8_t *data;
+        size_t len;
+
+        if (fwd__profile_body(p[i], c, &data, &len, &owned[i]) < 0)
+            goto out;
         push__v1__raw_profile_series__init(&series[i]);
         push__v1__raw_sample__init(&samples[i]);
-        samples[i].raw_profile.data = p[i]->data;
-        samples[i].raw_profile.len = p[i]->len;
+        samples[i].raw_profile.data = (uint8_t *)data;
+        samples[i].raw_profile.len = len;
         samples[i].id = (char *)p[i]->id;
         smp[i] = &samples[i];
         series[i].n_samples = 1;
@@ -143,6 +178,9 @@ int fwd__push_encode(struct fwd_profile *const *p, const struct labels *const *l
     *out = buf;
     r = 0;
 out:
+    for (size_t i = 0; owned && i < n; i++)
+        free(owned[i]);
+    free(owned);
     free(series);
     free(sp);
     free(samples);

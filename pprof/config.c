@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The caps pprof applies to every profile, as configured under `limits:`:
- * their metadata (defaults are the PPROF_DEFAULT_* constants) and range
- * check (docs/design.md "Configuration"). Const data and a pure check; any
- * thread. */
+ * their metadata (defaults are the PPROF_DEFAULT_* constants), and the
+ * names of the output compression settings (docs/design.md
+ * "Configuration"). Const data; any thread. */
 #include "pprof/pprof.h"
 
 const struct conf_key pprof_limits_keys[] = {
@@ -13,16 +13,17 @@ const struct conf_key pprof_limits_keys[] = {
     CONF_KEY_NUM("max-strings", CONF_UNIT_NONE, PPROF_DEFAULT_MAX_STRINGS),
     CONF_KEY_NUM("max-labels", CONF_UNIT_NONE, PPROF_DEFAULT_MAX_LABELS),
     CONF_KEY_NUM("max-stack-depth", CONF_UNIT_NONE, PPROF_DEFAULT_MAX_STACK_DEPTH),
-    CONF_KEY_NUM("gzip-level", CONF_UNIT_NONE, PPROF_DEFAULT_GZIP_LEVEL),
     { 0 },
 };
 
-int pprof_limits_check(struct conf_load *ld, struct conf_node *limits)
-{
-    struct conf_node *v = conf_get(limits, "gzip-level");
-    const char *s = conf_str(v);
+const cyaml_strval_t pprof_compression_strings[PPROF_COMPRESS_COUNT] = {
+    { "none", PPROF_COMPRESS_NONE },
+    { "fastest", PPROF_COMPRESS_FASTEST },
+    { "balanced", PPROF_COMPRESS_BALANCED },
+    { "smallest", PPROF_COMPRESS_SMALLEST },
+};
 
-    if (v && (s[0] == '-' || conf_uint(v) > 12))
-        return conf_fail(ld, v, "gzip-level must be between 0 and 12, got %s", s);
-    return 0;
+const char *pprof_compression_name(enum pprof_compression c)
+{
+    return (unsigned)c < PPROF_COMPRESS_COUNT ? pprof_compression_strings[c].str : "?";
 }

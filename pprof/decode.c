@@ -38,7 +38,7 @@ void pprof_limits_default(struct pprof_limits *l)
     l->max_strings = PPROF_DEFAULT_MAX_STRINGS;
     l->max_labels = PPROF_DEFAULT_MAX_LABELS;
     l->max_stack_depth = PPROF_DEFAULT_MAX_STACK_DEPTH;
-    l->gzip_level = PPROF_DEFAULT_GZIP_LEVEL;
+    l->compression = PPROF_DEFAULT_COMPRESSION;
     l->max_memory = 0;
 }
 

@@ -505,7 +505,8 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         pprof__scratch_release();
         return baseline ? PPROF_DELTA_BASELINE : PPROF_DELTA_RESET;
     }
-    c.out_scratch = lim->gzip_level > 0; /* else the output is the caller's */
+    /* Else the output is the caller's. */
+    c.out_scratch = lim->compression != PPROF_COMPRESS_NONE;
     if ((rc = encode(&c, prev_time)) < 0)
         goto fail;
     if (ph) {
@@ -513,8 +514,8 @@ int pprof__delta_process_timed(struct pprof_delta *d, const uint8_t *in, size_t 
         ph->encode = t1 - t0;
         t0 = t1;
     }
-    if (lim->gzip_level > 0) {
-        if ((rc = pprof__gzip_cached(c.out, c.out_len, lim->gzip_level, out, out_len)) < 0) {
+    if (lim->compression != PPROF_COMPRESS_NONE) {
+        if ((rc = pprof__compress_cached(c.out, c.out_len, lim->compression, out, out_len)) < 0) {
             pprof__err(err, errlen, rc, "gzip failed: %s", pprof_strerror(rc));
             goto fail;
         }

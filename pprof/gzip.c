@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Capped gunzip and gzip of pprof bodies, with libdeflate (docs/design.md
- * "Deltas").
+/* Capped gunzip and gzip of pprof bodies (docs/design.md "Deltas"): libdeflate
+ * inflates, and the output is compressed by the encoder each compression
+ * setting maps to, ISA-L's igzip or libdeflate (docs/design.md
+ * "Compression").
  *
  * libdeflate decompresses whole buffers, not streams, so the output buffer
  * must be sized up front. The gzip trailer's ISIZE is only a hint (it is the
@@ -12,11 +14,15 @@
  * refused without inflating anything. Multi-member gzip (concatenated
  * streams) is accepted, like Go's gzip reader.
  *
- * Threading: pure functions; each call allocates its own (de)compressor.
+ * Threading: pure functions, with the calling thread's cached
+ * (de)compressors (pprof/scratch.c).
  * Ownership: inputs are borrowed, outputs are malloc'd and returned. */
 #include <errno.h>
 #include <libdeflate.h>
 #include <stdlib.h>
+#ifdef PROFLET_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 #include <string.h>
 
 #include "pprof/internal.h"
@@ -134,6 +140,109 @@ fail:
     return rc;
 }
 
+/* The encoder each setting runs as, chosen by measurement (docs/design.md
+ * "Compression"; figures: docs/benchmarks.md "Output compression"): ISA-L's
+ * igzip compresses 2-2.5x faster than libdeflate's fastest level for about
+ * a tenth more bytes, and nothing here compresses smaller at a bounded cost
+ * than libdeflate's level 6. igzip_level -1: libdeflate even when igzip is
+ * there. */
+static const struct setting {
+    int igzip_level;
+    int deflate_level;
+} settings[PPROF_COMPRESS_COUNT] = {
+    [PPROF_COMPRESS_NONE] = { -1, 0 },
+    [PPROF_COMPRESS_FASTEST] = { 0, 1 },
+    [PPROF_COMPRESS_BALANCED] = { 2, 1 },
+    [PPROF_COMPRESS_SMALLEST] = { -1, 6 },
+};
+
+bool pprof__igzip_off;
+
+/* igzip is used where it was built in and the CPU runs its fast paths:
+ * ISA-L picks its SIMD kernels at run time, and its portable C fallback
+ * is slower than libdeflate, so an x86-64 CPU without AVX2 uses libdeflate
+ * (aarch64 always has the NEON kernels). */
+static bool igzip_usable(void)
+{
+#if defined(PROFLET_HAVE_ISAL) && defined(__x86_64__)
+    return !pprof__igzip_off && __builtin_cpu_supports("avx2");
+#elif defined(PROFLET_HAVE_ISAL) && defined(__aarch64__)
+    return !pprof__igzip_off;
+#else
+    return false;
+#endif
+}
+
+static bool use_igzip(const struct setting *s, size_t in_len)
+{
+    return s->igzip_level >= 0 && in_len <= UINT32_MAX / 2 && igzip_usable();
+}
+
+const char *pprof_compression_encoder(enum pprof_compression c)
+{
+    static const char *const deflate_names[] = {
+        [1] = "libdeflate level 1", [6] = "libdeflate level 6"
+    };
+    static const char *const igzip_names[] = { "igzip level 0", "igzip level 1", "igzip level 2",
+                                               "igzip level 3" };
+    const struct setting *s;
+
+    if ((unsigned)c >= PPROF_COMPRESS_COUNT)
+        return "?";
+    if (c == PPROF_COMPRESS_NONE)
+        return "none";
+    s = &settings[c];
+    return use_igzip(s, 0) ? igzip_names[s->igzip_level] : deflate_names[s->deflate_level];
+}
+
+/* Room for any gzip of `n` bytes by either encoder: stored blocks (5 bytes
+ * of header each, at least 4 KiB of data) plus the gzip header and
+ * trailer, with slack. libdeflate's own bound is checked against it. */
+size_t pprof__gzip_bound(size_t n)
+{
+    return n + 5 * (n / 4096 + 1) + 64;
+}
+
+/* One stream into `buf`; 0 if it did not end within `cap` (it cannot,
+ * given pprof__gzip_bound(), but the caller then falls back to
+ * libdeflate). */
+static size_t igzip_into(const uint8_t *in, size_t in_len, int level, uint8_t *buf, size_t cap)
+{
+#ifdef PROFLET_HAVE_ISAL
+    struct isal_zstream *zs = pprof__scratch_igzip(level);
+
+    if (!zs || cap > UINT32_MAX)
+        return 0;
+    zs->next_in = (uint8_t *)in;
+    zs->avail_in = (uint32_t)in_len;
+    zs->next_out = buf;
+    zs->avail_out = (uint32_t)cap;
+    zs->end_of_stream = 1;
+    zs->flush = NO_FLUSH;
+    if (isal_deflate(zs) != COMP_OK || zs->internal_state.state != ZSTATE_END)
+        return 0;
+    return zs->total_out;
+#else
+    (void)in, (void)in_len, (void)level, (void)buf, (void)cap;
+    return 0;
+#endif
+}
+
+size_t pprof__encode_into(enum pprof_compression c, const uint8_t *in, size_t in_len, uint8_t *buf,
+                          size_t cap)
+{
+    const struct setting *s = &settings[c];
+    struct libdeflate_compressor *ld;
+    size_t n = 0;
+
+    if (use_igzip(s, in_len))
+        n = igzip_into(in, in_len, s->igzip_level, buf, cap);
+    if (n == 0 && (ld = pprof__scratch_compressor(s->deflate_level)) &&
+        libdeflate_gzip_compress_bound(ld, in_len) <= cap)
+        n = libdeflate_gzip_compress(ld, in, in_len, buf, cap);
+    return n;
+}
+
 /* Compresses into a buffer of the bound's size, then gives the caller a
  * block of the output's exact size, either by shrinking a malloc()'d
  * buffer (realloc() shrinks in place, or with mremap() for large blocks:
@@ -143,16 +252,31 @@ fail:
  * heap-16k). The scratch is that of the gunzipped input, which a delta no
  * longer reads when it compresses its output, and which it releases past
  * the retention cap; other callers (push bodies) would keep it. */
-static int gzip_with(struct libdeflate_compressor *c, const uint8_t *in, size_t in_len,
-                     bool scratch, uint8_t **out, size_t *out_len)
+static int encode(const uint8_t *in, size_t in_len, enum pprof_compression c, bool scratch,
+                  uint8_t **out, size_t *out_len)
 {
-    size_t bound = libdeflate_gzip_compress_bound(c, in_len), n;
-    uint8_t *buf = scratch ? pprof__scratch(PPROF__S_RAW, bound, false) : malloc(bound);
-    uint8_t *res;
+    size_t bound = pprof__gzip_bound(in_len), n;
+    uint8_t *buf, *res;
 
+    *out = NULL;
+    *out_len = 0;
+    if ((unsigned)c >= PPROF_COMPRESS_COUNT)
+        return -EINVAL;
+    if (c == PPROF_COMPRESS_NONE) {
+        if (scratch && !pprof__acct_charge(in_len))
+            return -ENOMEM;
+        if (!(res = malloc(in_len ? in_len : 1)))
+            return -ENOMEM;
+        if (in_len)
+            memcpy(res, in, in_len);
+        *out = res;
+        *out_len = in_len;
+        return 0;
+    }
+    buf = scratch ? pprof__scratch(PPROF__S_RAW, bound, false) : malloc(bound);
     if (!buf)
         return -ENOMEM;
-    n = libdeflate_gzip_compress(c, in, in_len, buf, bound);
+    n = pprof__encode_into(c, in, in_len, buf, bound);
     if (scratch) {
         if (n == 0 || !pprof__acct_charge(n) || !(res = malloc(n)))
             return -ENOMEM;
@@ -171,27 +295,29 @@ static int gzip_with(struct libdeflate_compressor *c, const uint8_t *in, size_t 
     return 0;
 }
 
-/* gzip_with() with the thread's cached compressor. */
-static int gzip_cached(const uint8_t *in, size_t in_len, int level, bool scratch, uint8_t **out,
-                       size_t *out_len)
+/* The thread's cached encoders: one per worker thread for every gzip of
+ * proflet (deltas, push bodies), not one allocation per call. */
+int pprof_compress(const uint8_t *in, size_t in_len, enum pprof_compression c, uint8_t **out,
+                   size_t *out_len)
 {
-    struct libdeflate_compressor *c;
+    return encode(in, in_len, c, false, out, out_len);
+}
+
+int pprof_recompress(const uint8_t *in, size_t in_len, size_t max, enum pprof_compression c,
+                     uint8_t **out, size_t *out_len)
+{
+    const uint8_t *raw;
+    size_t raw_len;
+    int rc;
 
     *out = NULL;
     *out_len = 0;
-    if (level < 0 || level > 12)
-        return -EINVAL;
-    c = pprof__scratch_compressor(level);
-    if (!c)
-        return -ENOMEM;
-    return gzip_with(c, in, in_len, scratch, out, out_len);
-}
-
-/* The thread's cached compressor: one per worker thread for every gzip
- * of proflet (deltas, push bodies), not one allocation per call. */
-int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
-{
-    return gzip_cached(in, in_len, level, false, out, out_len);
+    if ((rc = pprof__gunzip_scratch(in, in_len, max, &raw, &raw_len)) < 0)
+        return rc;
+    /* Out of the RAW scratch: the encoder must not reuse it. */
+    rc = encode(raw, raw_len, c, false, out, out_len);
+    pprof__scratch_release();
+    return rc;
 }
 
 /* pprof_gunzip() into the thread's scratch buffer, with the thread's cached
@@ -264,9 +390,10 @@ int pprof_gzip_check(const uint8_t *in, size_t in_len, size_t max)
     return pprof__gunzip_scratch(in, in_len, max, &raw, &raw_len);
 }
 
-int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len)
+int pprof__compress_cached(const uint8_t *in, size_t in_len, enum pprof_compression c,
+                           uint8_t **out, size_t *out_len)
 {
-    return gzip_cached(in, in_len, level, true, out, out_len);
+    return encode(in, in_len, c, true, out, out_len);
 }
 
 /* The first grant of a delta, per decompressed byte, before its structure

@@ -368,10 +368,27 @@ struct libdeflate_decompressor *pprof__scratch_decompressor(void);
 int pprof__gunzip_scratch(const uint8_t *in, size_t in_len, size_t max, const uint8_t **out,
                           size_t *out_len);
 
-/** Gzips with the thread's cached compressor through its RAW scratch into a
- * malloc'd buffer: for a delta, whose gunzipped input is dead by then and
- * which releases the scratch past its cap. */
-int pprof__gzip_cached(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
+/** pprof_compress() through the thread's RAW scratch into a malloc'd
+ * buffer: for a delta, whose gunzipped input is dead by then and which
+ * releases the scratch past its cap. */
+int pprof__compress_cached(const uint8_t *in, size_t in_len, enum pprof_compression c,
+                           uint8_t **out, size_t *out_len);
+/** Room for any gzip of `n` bytes, by any encoder. */
+size_t pprof__gzip_bound(size_t n);
+/** Gzips `in` into `buf` as setting `c` (not NONE) says, with the thread's
+ * cached encoders: the output's size, 0 if it did not fit or on OOM. */
+size_t pprof__encode_into(enum pprof_compression c, const uint8_t *in, size_t in_len, uint8_t *buf,
+                          size_t cap);
+/** Tests: true makes every setting use libdeflate, as on a build without
+ * ISA-L or a CPU without the SIMD igzip needs. */
+extern bool pprof__igzip_off;
+
+#ifdef PROFLET_HAVE_ISAL
+struct isal_zstream;
+/** The thread's igzip stream, set up for a new gzip stream at `level`
+ * (0..3) with its level buffer; NULL on OOM. Owned by the thread. */
+struct isal_zstream *pprof__scratch_igzip(int level);
+#endif
 
 /** Fills `err` with a formatted message and returns `code`. */
 int pprof__err(char *err, size_t errlen, int code, const char *fmt, ...)

@@ -23,7 +23,26 @@
 #define PPROF_DEFAULT_MAX_STRINGS 2000000
 #define PPROF_DEFAULT_MAX_LABELS 64
 #define PPROF_DEFAULT_MAX_STACK_DEPTH 4096
-#define PPROF_DEFAULT_GZIP_LEVEL 1
+
+/** How hard the profiles proflet writes are compressed, in an operator's
+ * words; each setting maps to the measured gzip encoder and level that
+ * serve it best on this build and CPU (docs/design.md "Compression"). The
+ * output is a standard gzip stream whatever the setting. */
+enum pprof_compression {
+    PPROF_COMPRESS_NONE,     /**< plain pprof, no gzip */
+    PPROF_COMPRESS_FASTEST,  /**< the least CPU */
+    PPROF_COMPRESS_BALANCED, /**< the default: little more CPU, fewer bytes */
+    PPROF_COMPRESS_SMALLEST, /**< the fewest bytes at a bounded cost */
+    PPROF_COMPRESS_COUNT
+};
+#define PPROF_DEFAULT_COMPRESSION PPROF_COMPRESS_BALANCED
+/** The settings' names ("none", "fastest", ...), for a libcyaml enum field. */
+extern const cyaml_strval_t pprof_compression_strings[PPROF_COMPRESS_COUNT];
+/** The name of a setting ("balanced"). */
+const char *pprof_compression_name(enum pprof_compression c);
+/** What a setting runs as on this build and CPU ("igzip level 2",
+ * "libdeflate level 6", "none"), for logs and status pages. */
+const char *pprof_compression_encoder(enum pprof_compression c);
 
 /** Hard caps applied to every profile. Past a cap a call fails with
  * PPROF_ETOOLARGE and a message such as
@@ -36,7 +55,10 @@ struct pprof_limits {
     size_t max_strings;
     size_t max_labels;      /**< labels per sample */
     size_t max_stack_depth; /**< locations per sample */
-    int gzip_level;         /**< output gzip level 0..12 (0: no compression) */
+    /** The output's compression. Not a configuration key here: each
+     * endpoint chooses its own, and the caller sets the one deltas are
+     * written with (docs/design.md "Compression"). */
+    enum pprof_compression compression;
     /** Bytes one pprof_delta_process() call may allocate: its grant under
      * the memory budget (0: no limit). Not a configuration key: the caller
      * sets it per job. Every buffer the call grows and every block it
@@ -50,19 +72,16 @@ struct pprof_limits {
 void pprof_limits_default(struct pprof_limits *l);
 
 /** The `limits:` keys pprof owns, for a struct pprof_limits member `m` of
- * `S`, their metadata, and their check (gzip-level range), for the post
- * hook of the section that lists them. */
-#define PPROF_LIMITS_FIELDS(S, m)                                                       \
-    CYAML_FIELD_UINT("max-decompressed", CYAML_FLAG_OPTIONAL, S, m.max_decompressed),   \
-        CYAML_FIELD_UINT("max-samples", CYAML_FLAG_OPTIONAL, S, m.max_samples),         \
-        CYAML_FIELD_UINT("max-locations", CYAML_FLAG_OPTIONAL, S, m.max_locations),     \
-        CYAML_FIELD_UINT("max-functions", CYAML_FLAG_OPTIONAL, S, m.max_functions),     \
-        CYAML_FIELD_UINT("max-strings", CYAML_FLAG_OPTIONAL, S, m.max_strings),         \
-        CYAML_FIELD_UINT("max-labels", CYAML_FLAG_OPTIONAL, S, m.max_labels),           \
-        CYAML_FIELD_UINT("max-stack-depth", CYAML_FLAG_OPTIONAL, S, m.max_stack_depth), \
-        CYAML_FIELD_INT("gzip-level", CYAML_FLAG_OPTIONAL, S, m.gzip_level)
+ * `S`, and their metadata. */
+#define PPROF_LIMITS_FIELDS(S, m)                                                     \
+    CYAML_FIELD_UINT("max-decompressed", CYAML_FLAG_OPTIONAL, S, m.max_decompressed), \
+        CYAML_FIELD_UINT("max-samples", CYAML_FLAG_OPTIONAL, S, m.max_samples),       \
+        CYAML_FIELD_UINT("max-locations", CYAML_FLAG_OPTIONAL, S, m.max_locations),   \
+        CYAML_FIELD_UINT("max-functions", CYAML_FLAG_OPTIONAL, S, m.max_functions),   \
+        CYAML_FIELD_UINT("max-strings", CYAML_FLAG_OPTIONAL, S, m.max_strings),       \
+        CYAML_FIELD_UINT("max-labels", CYAML_FLAG_OPTIONAL, S, m.max_labels),         \
+        CYAML_FIELD_UINT("max-stack-depth", CYAML_FLAG_OPTIONAL, S, m.max_stack_depth)
 extern const struct conf_key pprof_limits_keys[];
-int pprof_limits_check(struct conf_load *ld, struct conf_node *limits);
 
 /** Error codes (negative; -ENOMEM is also possible). */
 enum {
@@ -134,7 +153,7 @@ size_t pprof_delta_mem(const struct pprof_delta *d);
 
 /** Takes one scraped profile (gzip or plain pprof bytes, borrowed), updates
  * the state and, when it returns PPROF_DELTA_EMITTED, sets `*out`/`*out_len`
- * to a malloc'd gzip-compressed pprof (plain when gzip_level is 0) that the
+ * to a malloc'd pprof, compressed as lim->compression says, that the
  * caller frees. On error returns a negative code, writes a message into
  * `err`, and poisons the state so the next profile re-seeds it. */
 int pprof_delta_process(struct pprof_delta *d, const uint8_t *in, size_t in_len,
@@ -183,11 +202,17 @@ uint64_t pprof_delta_need(const struct pprof_delta *d, size_t raw);
 /** Number of keys (unique stacks with their labels) the state holds. */
 size_t pprof_delta_keys(const struct pprof_delta *d);
 
-/** Gzips `in` (borrowed) at libdeflate level 1..12 into a malloc'd buffer
- * that the caller frees, with the calling thread's cached compressor (one
- * per thread, kept between calls). Returns 0, -EINVAL for a bad level, or
- * -ENOMEM. Any thread. */
-int pprof_gzip(const uint8_t *in, size_t in_len, int level, uint8_t **out, size_t *out_len);
+/** Compresses `in` (borrowed) as `c` says into a malloc'd buffer that the
+ * caller frees (PPROF_COMPRESS_NONE: a copy), with the calling thread's
+ * cached encoder (one per thread, kept between calls). Returns 0, -EINVAL
+ * for an unknown setting, or -ENOMEM. Any thread. */
+int pprof_compress(const uint8_t *in, size_t in_len, enum pprof_compression c, uint8_t **out,
+                   size_t *out_len);
+/** Gunzips `in` (gzip or plain) within `max` bytes and compresses the result
+ * as `c` says, into a malloc'd buffer. Returns 0 or pprof_gunzip()'s and
+ * pprof_compress()'s codes. Any thread. */
+int pprof_recompress(const uint8_t *in, size_t in_len, size_t max, enum pprof_compression c,
+                     uint8_t **out, size_t *out_len);
 
 /** One frame of a flame graph: a function called from its parent's. */
 struct pprof_flame_node {
@@ -230,7 +255,7 @@ void pprof_flame_free(struct pprof_flame *f);
 
 /** Frees the calling thread's cached delta scratch memory. The threads
  * keep up to 48 MiB of buffers in all (what that holds: docs/benchmarks.md
- * "Delta memory") and one libdeflate compressor each between
+ * "Delta memory") and one gzip encoder each between
  * pprof_delta_process() calls, so that their pages stay mapped; they are
  * also freed when the thread exits. Optional. */
 void pprof_thread_cleanup(void);

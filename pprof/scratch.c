@@ -6,13 +6,14 @@
  * per-sample arrays, the output before gzip), freshly malloc'd on every
  * call, would come from mmap and go back with munmap, so every call would
  * page-fault on all of them. Instead each thread keeps its buffers, and its
- * libdeflate (de)compressor, from one call to the next: the pages stay
+ * gzip (de)compressors, from one call to the next: the pages stay
  * mapped and warm.
  *
  * Memory cost: what the threads retain between calls is capped for the
  * whole process, PPROF__SCRATCH_RETAIN bytes (48 MiB) in all, each thread
- * keeping its buffers only while the total stays under the cap, plus one
- * libdeflate compressor per thread (under 1 MiB). A call whose buffers do
+ * keeping its buffers only while the total stays under the cap, plus the
+ * gzip encoders a thread used (a libdeflate compressor under 1 MiB, an
+ * igzip stream and level buffer of about 400 KiB). A call whose buffers do
  * not fit frees them all at its end. The agent runs deltas on any of the
  * libuv pool's threads, and what they retain lies outside every job's
  * grant: one cap for the process, not one per thread, keeps that small
@@ -35,6 +36,9 @@
 #include <libdeflate.h>
 #include <pthread.h>
 #include <stdlib.h>
+#ifdef PROFLET_HAVE_ISAL
+#include <isa-l/igzip_lib.h>
+#endif
 
 #include "pprof/internal.h"
 
@@ -44,6 +48,11 @@ struct scratch {
     struct libdeflate_compressor *comp;
     int comp_level;
     struct libdeflate_decompressor *dec;
+#ifdef PROFLET_HAVE_ISAL
+    struct isal_zstream *zs;
+    uint8_t *zlevel_buf;
+    uint32_t zlevel_cap;
+#endif
     size_t retained; /* bytes of buf[] counted in retained_total */
     size_t grant;    /* bytes the current call may charge; 0: no limit */
     size_t charged;  /* bytes the current call has charged */
@@ -68,6 +77,10 @@ static void scratch_free(struct scratch *s)
         libdeflate_free_compressor(s->comp);
     if (s->dec)
         libdeflate_free_decompressor(s->dec);
+#ifdef PROFLET_HAVE_ISAL
+    free(s->zs);
+    free(s->zlevel_buf);
+#endif
     free(s);
 }
 
@@ -176,6 +189,36 @@ struct libdeflate_compressor *pprof__scratch_compressor(int level)
     s->comp_level = level;
     return s->comp;
 }
+
+#ifdef PROFLET_HAVE_ISAL
+struct isal_zstream *pprof__scratch_igzip(int level)
+{
+    static const uint32_t level_bytes[] = { ISAL_DEF_LVL0_DEFAULT, ISAL_DEF_LVL1_DEFAULT,
+                                            ISAL_DEF_LVL2_DEFAULT, ISAL_DEF_LVL3_DEFAULT };
+    struct scratch *s = scratch_get();
+    uint32_t need;
+
+    if (!s || level < 0 || level > 3)
+        return NULL;
+    need = level_bytes[level];
+    if (!s->zs && !(s->zs = malloc(sizeof(*s->zs))))
+        return NULL;
+    if (need > s->zlevel_cap) {
+        uint8_t *nb = realloc(s->zlevel_buf, need);
+
+        if (!nb)
+            return NULL;
+        s->zlevel_buf = nb;
+        s->zlevel_cap = need;
+    }
+    isal_deflate_init(s->zs);
+    s->zs->level = (uint32_t)level;
+    s->zs->level_buf = need ? s->zlevel_buf : NULL;
+    s->zs->level_buf_size = need;
+    s->zs->gzip_flag = IGZIP_GZIP;
+    return s->zs;
+}
+#endif
 
 struct libdeflate_decompressor *pprof__scratch_decompressor(void)
 {

@@ -90,11 +90,11 @@ static void clear_error(struct scrape_pair *p)
 
 /* Hands `data` (owned) on with the pair's labels. */
 static void emit_profile(struct scrape_pair *p, uint8_t *data, size_t len, int64_t start_ns,
-                         int64_t end_ns)
+                         int64_t end_ns, int compression)
 {
     if (p->stats)
         p->stats->profiles_out++;
-    p->m->on_profile(&p->tp.labels, data, len, start_ns, end_ns, p->m->ud);
+    p->m->on_profile(&p->tp.labels, data, len, start_ns, end_ns, compression, p->m->ud);
 }
 
 /* ------------------------------------------------------------ delta jobs */
@@ -169,7 +169,8 @@ static void delta_after(void *arg, int status)
         clear_error(p);
     } else {
         clear_error(p);
-        emit_profile(p, j->out, j->out_len, j->start_ns, j->end_ns);
+        emit_profile(p, j->out, j->out_len, j->start_ns, j->end_ns,
+                     j->passthrough ? -1 : (int)j->limits.compression);
         j->out = NULL;
     }
     free(j->in); /* a pass-through body that failed its gzip check */

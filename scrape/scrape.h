@@ -140,11 +140,12 @@ const char *scrape_profile_canonical(const char *name);
  * cumulative types (computed on the work queue). Loop thread only. */
 
 /** A profile ready to send: `labels` (borrowed for the call: the target's
- * labels, service_name, __name__...; no external labels) and the gzip
- * pprof `data` (ownership passes to the callee), for the window
- * [start_ns, end_ns]. */
+ * labels, service_name, __name__...; no external labels) and the pprof
+ * `data` (ownership passes to the callee), for the window [start_ns,
+ * end_ns]. `compression` is the enum pprof_compression a delta was written
+ * with (the settings' limits), or -1 for a profile sent as it came. */
 typedef void (*scrape_profile_cb)(const struct labels *labels, uint8_t *data, size_t len,
-                                  int64_t start_ns, int64_t end_ns, void *ud);
+                                  int64_t start_ns, int64_t end_ns, int compression, void *ud);
 
 /** A failed scrape, reported at most once a minute per pair (`suppressed`
  * counts the ones not reported since); strings borrowed for the call. */

@@ -15,7 +15,7 @@ BUILD=(
   build-essential meson ninja-build pkg-config
   # the libraries proflet links (see README "Dependencies")
   libuv1-dev libcurl4-openssl-dev libzstd-dev libprotobuf-c-dev
-  protobuf-c-compiler libcyaml-dev libre2-dev libdeflate-dev libjson-c-dev
+  protobuf-c-compiler libcyaml-dev libre2-dev libdeflate-dev libisal-dev libjson-c-dev
   libhttp-parser-dev libxxhash-dev libssl-dev libcrypt-dev libyaml-dev zlib1g-dev
 )
 DEMO=(

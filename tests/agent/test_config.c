@@ -148,7 +148,6 @@ TEST(defaults)
     ASSERT_U64_EQ(c->discovery.max_watch_line, 16ull << 20);
     ASSERT_EQ(c->limits.workers, 2);
     ASSERT_EQ(c->limits.max_jobs_backlog, 1024);
-    ASSERT_EQ(c->limits.pprof.gzip_level, 1);
 
     ASSERT_EQ(c->n_scrape, 1);
     ASSERT_STR_EQ(s->job_name, "a");
@@ -330,7 +329,7 @@ TEST(top_level_keys)
                             "segment_bytes: 1024, fsync: always}\n"
                             "limits: {max-body-bytes: 1KiB, max-samples: 10, max-locations: 11, "
                             "max-functions: 12, max-strings: 13, max-stack-depth: 14, "
-                            "max-watch-line: 15, max-jobs-backlog: 16, gzip-level: 6, "
+                            "max-watch-line: 15, max-jobs-backlog: 16, "
                             "max-decompressed: 2MiB}\n");
 
     ASSERT_STR_EQ(c->log_level, "debug");
@@ -355,7 +354,6 @@ TEST(top_level_keys)
     ASSERT_U64_EQ(c->limits.pprof.max_stack_depth, 14);
     ASSERT_U64_EQ(c->discovery.max_watch_line, 15);
     ASSERT_EQ(c->limits.max_jobs_backlog, 16);
-    ASSERT_EQ(c->limits.pprof.gzip_level, 6);
     cfg_free(c);
 
     c = LOAD_OK("limits: {workers: 3}\n");
@@ -378,6 +376,7 @@ TEST(remote_write)
                             "    max-backoff: 1m\n"
                             "    max-retries: 0\n"
                             "    gzip: true\n"
+                            "    compression: smallest\n"
                             "    external-labels: {k: v}\n"
                             "    batch: {max-profiles: 8, max-bytes: 1MiB, max-wait: 2s}\n"
                             "    queue: {max-profiles: 100, max_bytes: 8MiB}\n"
@@ -385,6 +384,7 @@ TEST(remote_write)
                             "  - url: http://localhost:4040\n"
                             "  - url: file:///var/lib/proflet/profiles\n"
                             "    max-dir-bytes: 10MiB\n"
+                            "    compression: none\n"
                             "    name: disk\n");
     const struct cfg_remote *r = &c->remote[0];
 
@@ -402,6 +402,7 @@ TEST(remote_write)
     ASSERT_U64_EQ(r->max_backoff_ms, 60000);
     ASSERT_EQ(r->max_retries, 0);
     ASSERT_TRUE(r->gzip_request);
+    ASSERT_EQ(r->compression, PPROF_COMPRESS_SMALLEST);
     ASSERT_STR_EQ(r->external_labels[0].key, "k");
     ASSERT_EQ(r->batch_max_profiles, 8);
     ASSERT_U64_EQ(r->batch_max_bytes, 1u << 20);
@@ -418,6 +419,7 @@ TEST(remote_write)
     ASSERT_U64_EQ(r->max_backoff_ms, 300000);
     ASSERT_EQ(r->max_retries, 10);
     ASSERT_FALSE(r->gzip_request);
+    ASSERT_EQ(r->compression, PPROF_COMPRESS_BALANCED);
     ASSERT_EQ(r->batch_max_profiles, 64);
     ASSERT_U64_EQ(r->batch_max_bytes, 4u << 20);
     ASSERT_U64_EQ(r->batch_max_wait_ms, 1000);
@@ -430,6 +432,7 @@ TEST(remote_write)
     ASSERT_EQ(r->protocol, CFG_PROTO_DIR);
     ASSERT_STR_EQ(r->name, "disk");
     ASSERT_U64_EQ(r->dir_max_bytes, 10u << 20);
+    ASSERT_EQ(r->compression, PPROF_COMPRESS_NONE);
     cfg_free(c);
 }
 

@@ -66,8 +66,9 @@ TEST(bad_enum_values)
            "t.yaml:1:25: expected one of utf8, legacy, got \"ascii\"");
     ERR_IS("scrape-configs:\n  - job-name: a\n    kubernetes-sd-configs: [{role: service}]\n",
            "t.yaml:3:36: expected one of pod, got \"service\"");
-    ERR_IS("limits: {gzip-level: 13}\n",
-           "t.yaml:1:22: gzip-level must be between 0 and 12, got 13");
+    ERR_IS("remote-write: [{url: 'http://h', compression: fast}]\n",
+           "t.yaml:1:47: expected one of none, fastest, balanced, smallest, got \"fast\"");
+    ERR_IS("limits: {gzip-level: 6}\n", "t.yaml:1:10: unknown key \"gzip-level\" in limits");
     ERR_IS("workers: 0\n", "t.yaml:1:10: workers must be at least 1");
 }
 

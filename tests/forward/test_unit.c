@@ -85,7 +85,7 @@ TEST(push_request_round_trips)
 
     for (int i = 0; i < 2; i++)
         ASSERT_EQ(fwd__labels_merge(&merged[i], &p[i]->labels, ext, 2), 0);
-    ASSERT_EQ(fwd__push_encode(p, ls, 2, &body, &len), 0);
+    ASSERT_EQ(fwd__push_encode(p, ls, 2, PPROF_COMPRESS_BALANCED, &body, &len), 0);
     req = push__v1__push_request__unpack(NULL, len, body);
     ASSERT_NOT_NULL(req);
     ASSERT_EQ(req->n_series, 2);
@@ -105,6 +105,75 @@ TEST(push_request_round_trips)
     labels_done(&merged[1]);
     fwd_profile_unref(p[0]);
     fwd_profile_unref(p[1]);
+}
+
+/* A delta written with one setting goes to an endpoint that asks for
+ * another compressed again, the same bytes inside; one sent as it came is
+ * sent unchanged whatever the endpoint asks. */
+TEST(push_request_compresses_again_for_the_endpoint)
+{
+    static const enum pprof_compression wants[] = { PPROF_COMPRESS_NONE, PPROF_COMPRESS_FASTEST,
+                                                    PPROF_COMPRESS_BALANCED,
+                                                    PPROF_COMPRESS_SMALLEST };
+    size_t raw_len = 200000;
+    uint8_t *raw = malloc(raw_len), *gz;
+    size_t gz_len;
+    struct fwd_profile *p[2];
+    struct labels merged[2] = { LABELS_INIT, LABELS_INIT };
+    const struct labels *ls[2] = { &merged[0], &merged[1] };
+
+    ASSERT_NOT_NULL(raw);
+    for (size_t i = 0; i < raw_len; i++)
+        raw[i] = (uint8_t)(i % 251 * (i / 4096 % 3) + i / 1000);
+    for (int w = 0; w < 4; w++) {
+        for (int i = 0; i < 2; i++) {
+            struct labels l = LABELS_INIT;
+
+            ASSERT_EQ(pprof_compress(raw, raw_len, PPROF_COMPRESS_FASTEST, &gz, &gz_len), 0);
+            ASSERT_EQ(labels_set(&l, "__name__", i ? "b" : "a"), 0);
+            p[i] = fwd_profile_new(&l, gz, gz_len, 1, 2);
+            labels_done(&l);
+            ASSERT_NOT_NULL(p[i]);
+            ASSERT_EQ(labels_copy(&merged[i], &p[i]->labels), 0);
+        }
+        p[0]->compression = PPROF_COMPRESS_FASTEST; /* a delta */
+        ASSERT_EQ(fwd__recompress_needed(p[0], wants[w]), wants[w] != PPROF_COMPRESS_FASTEST);
+        ASSERT_FALSE(fwd__recompress_needed(p[1], wants[w])); /* as it came */
+
+        uint8_t *body, *back;
+        size_t len, back_len;
+        Push__V1__PushRequest *req;
+
+        ASSERT_EQ(fwd__push_encode(p, ls, 2, wants[w], &body, &len), 0);
+        req = push__v1__push_request__unpack(NULL, len, body);
+        ASSERT_NOT_NULL(req);
+        const ProtobufCBinaryData *got0 = &req->series[0]->samples[0]->raw_profile;
+        const ProtobufCBinaryData *got1 = &req->series[1]->samples[0]->raw_profile;
+
+        ASSERT_EQ(got1->len, p[1]->len);
+        ASSERT_EQ(memcmp(got1->data, p[1]->data, p[1]->len), 0);
+        if (wants[w] == PPROF_COMPRESS_NONE) {
+            ASSERT_EQ(got0->len, raw_len);
+            ASSERT_EQ(memcmp(got0->data, raw, raw_len), 0);
+        } else {
+            ASSERT(got0->len > 2 && got0->data[0] == 0x1f && got0->data[1] == 0x8b);
+            ASSERT_EQ(pprof_gunzip(got0->data, got0->len, raw_len, &back, &back_len), 0);
+            ASSERT_EQ(back_len, raw_len);
+            ASSERT_EQ(memcmp(back, raw, raw_len), 0);
+            free(back);
+            /* The smallest setting is smaller than the fastest one. */
+            if (wants[w] == PPROF_COMPRESS_SMALLEST)
+                ASSERT_LT(got0->len, p[0]->len);
+        }
+        push__v1__push_request__free_unpacked(req, NULL);
+        free(body);
+        for (int i = 0; i < 2; i++) {
+            labels_done(&merged[i]);
+            merged[i] = (struct labels)LABELS_INIT;
+            fwd_profile_unref(p[i]);
+        }
+    }
+    free(raw);
 }
 
 TEST(urls)

@@ -59,9 +59,9 @@ static int read_file(const char *path, uint8_t **data, size_t *len)
 
 static void usage(void)
 {
-    fprintf(stderr,
-            "usage: pprof-delta [-k memory|contention] [-l gzip-level] [-m grant] [-o outdir] "
-            "file...\n");
+    fprintf(stderr, "usage: pprof-delta [-k memory|contention] [-z none|fastest|balanced|smallest] "
+                    "[-m grant] [-o outdir] "
+                    "file...\n");
 }
 
 int main(int argc, char **argv)
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
     int opt, status = 0;
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "k:l:m:o:")) != -1) {
+    while ((opt = getopt(argc, argv, "k:z:m:o:")) != -1) {
         switch (opt) {
         case 'k':
             if (strcmp(optarg, "memory") == 0) {
@@ -85,8 +85,15 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'l':
-            lim.gzip_level = atoi(optarg);
+        case 'z':
+            lim.compression = PPROF_COMPRESS_COUNT;
+            for (int c = 0; c < PPROF_COMPRESS_COUNT; c++)
+                if (strcmp(optarg, pprof_compression_name(c)) == 0)
+                    lim.compression = c;
+            if (lim.compression == PPROF_COMPRESS_COUNT) {
+                usage();
+                return 2;
+            }
             break;
         case 'm':
             lim.max_memory = (size_t)strtoull(optarg, NULL, 10);

@@ -55,7 +55,7 @@ TEST(gunzip_roundtrip_and_plain)
 
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i * 7 % 13);
-    ASSERT_EQ(pprof_gzip(data, sizeof(data), 6, &gz, &gz_len), 0);
+    ASSERT_EQ(pprof_compress(data, sizeof(data), PPROF_COMPRESS_SMALLEST, &gz, &gz_len), 0);
     ASSERT_EQ(gz[0], 0x1f);
     ASSERT_EQ(pprof_gunzip(gz, gz_len, sizeof(data), &out, &out_len), 0);
     ASSERT_EQ(out_len, sizeof(data));
@@ -92,8 +92,9 @@ TEST(gzip_output_holds_only_its_bytes)
         for (size_t i = 0; i < len; i++)
             data[i] = (uint8_t)(i % 251 * (i / 4096 % 3));
         for (int cached = 0; cached < 2; cached++) {
-            ASSERT_EQ(cached ? pprof__gzip_cached(data, len, 1, &gz, &gz_len)
-                             : pprof_gzip(data, len, 1, &gz, &gz_len),
+            ASSERT_EQ(cached
+                          ? pprof__compress_cached(data, len, PPROF_COMPRESS_FASTEST, &gz, &gz_len)
+                          : pprof_compress(data, len, PPROF_COMPRESS_FASTEST, &gz, &gz_len),
                       0);
             ASSERT_LT(gz_len, len / 4);
             ASSERT_LE(malloc_usable_size(gz), gz_len + 4096);
@@ -101,6 +102,136 @@ TEST(gzip_output_holds_only_its_bytes)
         }
         free(data);
     }
+}
+
+/* Compressible bytes (a profile's tables repeat) and random ones (stored
+ * blocks: the encoders' worst case against the output bound). */
+static uint8_t *sample_bytes(size_t len, bool random)
+{
+    uint8_t *b = malloc(len ? len : 1);
+    uint64_t x = 88172645463325252ull;
+
+    for (size_t i = 0; b && i < len; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        b[i] = random ? (uint8_t)x : (uint8_t)(i % 251 * (i / 4096 % 3) + (x % 16 == 0));
+    }
+    return b;
+}
+
+/* Every setting gives a standard gzip stream of the same bytes, with igzip
+ * and without it (a build without ISA-L, a CPU without AVX2), for empty,
+ * compressible and incompressible input; the settings keep their order
+ * of sizes. */
+TEST(every_compression_setting_round_trips_with_each_encoder)
+{
+    static const size_t lens[] = { 0, 1, 100000, 1 << 20 };
+
+    for (int off = 0; off < 2; off++) {
+        pprof__igzip_off = off;
+        for (size_t k = 0; k < sizeof(lens) / sizeof(lens[0]); k++) {
+            for (int random = 0; random < 2; random++) {
+                uint8_t *data = sample_bytes(lens[k], random);
+                size_t sizes[PPROF_COMPRESS_COUNT] = { 0 };
+
+                ASSERT_NOT_NULL(data);
+                for (int c = 0; c < PPROF_COMPRESS_COUNT; c++) {
+                    uint8_t *z, *back;
+                    size_t z_len, back_len;
+
+                    ASSERT_EQ(pprof_compress(data, lens[k], c, &z, &z_len), 0);
+                    if (c == PPROF_COMPRESS_NONE) {
+                        ASSERT_EQ(z_len, lens[k]);
+                    } else {
+                        ASSERT(z_len >= 18 && z[0] == 0x1f && z[1] == 0x8b);
+                        /* Stored blocks cost five bytes per 64 KiB at most. */
+                        ASSERT_LE(z_len, lens[k] + 5 * (lens[k] / 65535 + 1) + 18 + 64);
+                    }
+                    ASSERT_EQ(pprof_gunzip(z, z_len, lens[k], &back, &back_len), 0);
+                    ASSERT_EQ(back_len, lens[k]);
+                    ASSERT(lens[k] == 0 || memcmp(back, data, lens[k]) == 0);
+                    sizes[c] = z_len;
+                    free(back);
+                    free(z);
+                }
+                if (lens[k] >= 100000 && !random) {
+                    ASSERT_LT(sizes[PPROF_COMPRESS_SMALLEST], sizes[PPROF_COMPRESS_BALANCED]);
+                    ASSERT_LE(sizes[PPROF_COMPRESS_BALANCED], sizes[PPROF_COMPRESS_FASTEST]);
+                    ASSERT_LT(sizes[PPROF_COMPRESS_FASTEST], lens[k] / 4);
+                }
+                free(data);
+            }
+        }
+    }
+    pprof__igzip_off = false;
+    ASSERT_EQ(pprof_compress((const uint8_t *)"x", 1, PPROF_COMPRESS_COUNT, &(uint8_t *){ 0 },
+                             &(size_t){ 0 }),
+              -EINVAL);
+}
+
+/* Where the build has ISA-L and the CPU runs its AVX2 code (the machines
+ * the project is tested on), the fast settings are igzip's; switched off,
+ * or without it, libdeflate's. */
+TEST(compression_settings_use_the_measured_encoders)
+{
+    bool igzip = false;
+
+#if defined(PROFLET_HAVE_ISAL) && defined(__x86_64__)
+    igzip = __builtin_cpu_supports("avx2");
+#elif defined(PROFLET_HAVE_ISAL) && defined(__aarch64__)
+    igzip = true;
+#endif
+    ASSERT_STR_EQ(pprof_compression_encoder(PPROF_COMPRESS_FASTEST),
+                  igzip ? "igzip level 0" : "libdeflate level 1");
+    ASSERT_STR_EQ(pprof_compression_encoder(PPROF_COMPRESS_BALANCED),
+                  igzip ? "igzip level 2" : "libdeflate level 1");
+    ASSERT_STR_EQ(pprof_compression_encoder(PPROF_COMPRESS_SMALLEST), "libdeflate level 6");
+    ASSERT_STR_EQ(pprof_compression_encoder(PPROF_COMPRESS_NONE), "none");
+    pprof__igzip_off = true;
+    ASSERT_STR_EQ(pprof_compression_encoder(PPROF_COMPRESS_BALANCED), "libdeflate level 1");
+    pprof__igzip_off = false;
+    ASSERT_STR_EQ(pprof_compression_name(PPROF_COMPRESS_BALANCED), "balanced");
+    ASSERT_EQ(PPROF_DEFAULT_COMPRESSION, PPROF_COMPRESS_BALANCED);
+}
+
+/* An endpoint's own setting: gzip in, another gzip (or plain) out, the
+ * same bytes inside; plain input is compressed; a damaged stream is
+ * refused, not passed off as compressed. */
+TEST(recompress_between_settings)
+{
+    size_t len = 300000;
+    uint8_t *data = sample_bytes(len, false), *fast, *small, *plain, *again, *back;
+    size_t fast_len, small_len, plain_len, again_len, back_len;
+
+    ASSERT_NOT_NULL(data);
+    ASSERT_EQ(pprof_compress(data, len, PPROF_COMPRESS_FASTEST, &fast, &fast_len), 0);
+    ASSERT_EQ(pprof_recompress(fast, fast_len, len, PPROF_COMPRESS_SMALLEST, &small, &small_len),
+              0);
+    ASSERT_LT(small_len, fast_len);
+    ASSERT_EQ(pprof_gunzip(small, small_len, len, &back, &back_len), 0);
+    ASSERT_EQ(back_len, len);
+    ASSERT_EQ(memcmp(back, data, len), 0);
+    free(back);
+    ASSERT_EQ(pprof_recompress(fast, fast_len, len, PPROF_COMPRESS_NONE, &plain, &plain_len), 0);
+    ASSERT_EQ(plain_len, len);
+    ASSERT_EQ(memcmp(plain, data, len), 0);
+    ASSERT_EQ(pprof_recompress(plain, plain_len, len, PPROF_COMPRESS_BALANCED, &again, &again_len),
+              0);
+    ASSERT_EQ(pprof_gunzip(again, again_len, len, &back, &back_len), 0);
+    ASSERT_EQ(memcmp(back, data, len), 0);
+    free(back);
+    /* Over its cap, or damaged: an error, nothing out. */
+    ASSERT_EQ(pprof_recompress(fast, fast_len, len - 1, PPROF_COMPRESS_SMALLEST, &back, &back_len),
+              PPROF_ETOOLARGE);
+    ASSERT_NULL(back);
+    fast[fast_len / 2] ^= 0x55;
+    ASSERT_EQ(pprof_recompress(fast, fast_len, len, PPROF_COMPRESS_SMALLEST, &back, &back_len),
+              PPROF_ECORRUPT);
+    ASSERT_NULL(back);
+    free(again);
+    free(plain);
+    free(small);
+    free(fast);
+    free(data);
 }
 
 TEST(gunzip_grows_past_small_hint_and_multi_member)
@@ -111,8 +242,8 @@ TEST(gunzip_grows_past_small_hint_and_multi_member)
 
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i % 251 ^ i / 1000);
-    ASSERT_EQ(pprof_gzip(data, 1000, 1, &a, &a_len), 0);
-    ASSERT_EQ(pprof_gzip(data, sizeof(data), 1, &b, &b_len), 0);
+    ASSERT_EQ(pprof_compress(data, 1000, PPROF_COMPRESS_FASTEST, &a, &a_len), 0);
+    ASSERT_EQ(pprof_compress(data, sizeof(data), PPROF_COMPRESS_FASTEST, &b, &b_len), 0);
     cat = malloc(a_len + b_len);
     memcpy(cat, a, a_len);
     memcpy(cat + a_len, b, b_len);
@@ -151,8 +282,8 @@ TEST(gzip_check_agrees_with_gunzip_and_checks_the_crc)
 
     for (size_t i = 0; i < sizeof(data); i++)
         data[i] = (uint8_t)(i % 251 ^ i / 1000);
-    ASSERT_EQ(pprof_gzip(data, 1000, 1, &a, &a_len), 0);
-    ASSERT_EQ(pprof_gzip(data, sizeof(data), 6, &b, &b_len), 0);
+    ASSERT_EQ(pprof_compress(data, 1000, PPROF_COMPRESS_FASTEST, &a, &a_len), 0);
+    ASSERT_EQ(pprof_compress(data, sizeof(data), PPROF_COMPRESS_SMALLEST, &b, &b_len), 0);
     ASSERT_EQ(pprof_gzip_check(b, b_len, sizeof(data)), 0);
     ASSERT_EQ(pprof_gzip_check(b, b_len, sizeof(data) - 1), PPROF_ETOOLARGE);
     cat = malloc(a_len + b_len);

@@ -323,7 +323,7 @@ static uint8_t *small_samples(size_t n, int64_t scale, size_t *len, size_t *raw)
     for (size_t i = 0; i < ARRAY_SIZE(strs); i++)
         twb_bytes(&w, 6, strs[i], strlen(strs[i]));
     *raw = w.len;
-    ASSERT_EQ(pprof_gzip(w.data, w.len, 1, &out, len), 0);
+    ASSERT_EQ(pprof_compress(w.data, w.len, PPROF_COMPRESS_FASTEST, &out, len), 0);
     twb_free(&w);
     twb_free(&m);
     twb_free(&inner);

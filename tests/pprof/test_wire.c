@@ -1013,7 +1013,7 @@ TEST(many_columns_without_values_allocate_nothing_large)
     pprof_delta_free(d);
 }
 
-TEST(gzip_level_zero_writes_plain_pprof)
+TEST(compression_none_writes_plain_pprof)
 {
     struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
     struct pprof_limits lim;
@@ -1022,7 +1022,7 @@ TEST(gzip_level_zero_writes_plain_pprof)
     struct run r;
 
     pprof_limits_default(&lim);
-    lim.gzip_level = 0;
+    lim.compression = PPROF_COMPRESS_NONE;
     tp = cont_prof(1);
     add(tp, A, 1, (int64_t[]){ 1, 10 });
     run_lim(d, tp, &lim, &r);
@@ -1077,7 +1077,7 @@ TEST(samples_written_after_the_tables_when_most_are_emitted)
     struct run r;
 
     pprof_limits_default(&lim);
-    lim.gzip_level = 0;
+    lim.compression = PPROF_COMPRESS_NONE;
     for (int most_dropped = 0; most_dropped <= 1; most_dropped++) {
         struct pprof_delta *d = pprof_delta_new(PPROF_DELTA_CONTENTION);
         for (int64_t t = 1; t <= 2; t++) {

@@ -243,7 +243,7 @@ uint8_t *tp_pack(struct tprof *tp, size_t *len, bool gzip)
     *len = n;
     if (!gzip)
         return buf;
-    if (pprof_gzip(buf, n, 1, &gz, &gz_len) < 0)
+    if (pprof_compress(buf, n, PPROF_COMPRESS_FASTEST, &gz, &gz_len) < 0)
         abort();
     free(buf);
     *len = gz_len;

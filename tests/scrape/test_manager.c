@@ -116,9 +116,9 @@ struct env {
 };
 
 static void on_profile(const struct labels *l, uint8_t *data, size_t len, int64_t s, int64_t e,
-                       void *ud)
+                       int compression, void *ud)
 {
-    (void)l, (void)len, (void)s, (void)e, (void)ud;
+    (void)l, (void)len, (void)s, (void)e, (void)compression, (void)ud;
     free(data);
 }
 

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "pprof/internal.h"
 #include "pprof/pprof.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -63,7 +64,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     lim.max_strings = 40000;
     lim.max_labels = 16;
     lim.max_stack_depth = 256;
-    lim.gzip_level = data[0] & 2 ? 1 : 0;
+    /* Every output setting, with each encoder: bits 4-5 pick the setting,
+     * bit 6 turns igzip off. */
+    lim.compression = (enum pprof_compression)((data[0] >> 4) & 3);
+    pprof__igzip_off = data[0] & 0x40;
     d = pprof_delta_new(data[0] & 4   ? PPROF_DELTA_NONE
                         : data[0] & 1 ? PPROF_DELTA_CONTENTION
                                       : PPROF_DELTA_MEMORY);
