@@ -4,8 +4,9 @@
 # integration, conformance and fuzz (corpus replay) in a normal build; unit
 # and integration again under AddressSanitizer + UBSan; and the fuzz corpora
 # under libFuzzer in an instrumented clang build with the same sanitizers,
-# where each target must reach its coverage floor. Ends with one line
-# "N passed, N failed".
+# where each target must reach its coverage floor; and the unit suite of a
+# build without ISA-L (every output setting on libdeflate). Ends with one
+# line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh --tests || exit 1
@@ -40,6 +41,16 @@ if [ "${PROFLET_SKIP_ASAN:-0}" != 1 ]; then
     echo '{"name": "asan-build", "result": "FAIL"}' > /tmp/proflet-testlog-asan.json
   fi
 
+  # Without ISA-L: the fallback encoder, on the code paths that compress.
+  if BUILD_DIR=build-noisal scripts/build.sh -Dwerror=true -Disal=disabled; then
+    meson test -C build-noisal --print-errorlogs --num-processes 2 pprof forward-unit \
+      forward-dir forward-remote it-compression || status=1
+    cp build-noisal/meson-logs/testlog.json /tmp/proflet-testlog-noisal.json
+  else
+    echo "build without ISA-L failed"; status=1
+    echo '{"name": "noisal-build", "result": "FAIL"}' > /tmp/proflet-testlog-noisal.json
+  fi
+
   if CC=clang CXX=clang++ BUILD_DIR=build-fuzz scripts/build.sh -Dfuzzing=true \
        -Db_sanitize=address,undefined -Db_lundef=false; then
     run_suites build-fuzz fuzz
@@ -51,7 +62,7 @@ if [ "${PROFLET_SKIP_ASAN:-0}" != 1 ]; then
 fi
 
 /usr/bin/python3 - "$status" /tmp/proflet-testlog-main.json \
-    $( [ "${PROFLET_SKIP_ASAN:-0}" != 1 ] && echo /tmp/proflet-testlog-asan.json /tmp/proflet-testlog-fuzz.json ) <<'PY'
+    $( [ "${PROFLET_SKIP_ASAN:-0}" != 1 ] && echo /tmp/proflet-testlog-asan.json /tmp/proflet-testlog-fuzz.json /tmp/proflet-testlog-noisal.json ) <<'PY'
 import json, sys
 passed = failed = skipped = 0
 for path in sys.argv[2:]:
