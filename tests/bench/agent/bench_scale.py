@@ -13,7 +13,13 @@ between snapshots), served in turn: every scrape after the first brings a
 real delta. The figure is CPU and RSS per 100 delivered profiles/s of this
 mix.
 
-Usage: bench_scale.py [N ...]   (default: 1000 5000)
+With --real-heaps, the memory snapshots are instead a real program's heap
+(tests/bench/pprof/gen -mode typecheck: go/types checking the standard
+library, one pass per snapshot, sampled every KiB: 430-600 KB gzip, about
+1.8 MB raw, every stack allocating again between snapshots), as the
+largest heaps of a fleet are.
+
+Usage: bench_scale.py [--real-heaps] [N ...]   (default: 1000 5000)
 With BENCH_PERF=FILE, `perf record -g` samples proflet during the window.
 Prints one line per N. Not a test: it asserts nothing about speed.
 """
@@ -45,6 +51,17 @@ def capture_bodies(tmp, procs):
                       os.path.join(tmp, "series"))
     subprocess.run([series, "-out", d, "-n", str(SNAPSHOTS)], check=True, timeout=300)
     return d
+
+
+def real_heaps(tmp, bodies):
+    """Replaces the memory snapshots with a real program's heaps."""
+    gen_src = os.path.join(SRC, "tests", "bench", "pprof", "gen")
+    gen = go_build(gen_src, os.path.join(tmp, "gen"))
+    d = os.path.join(tmp, "typecheck")
+    subprocess.run([gen, "-mode", "typecheck", "-rate", "1024", "-rounds", str(SNAPSHOTS),
+                    "-out", d], check=True, timeout=900, capture_output=True)
+    for i in range(1, SNAPSHOTS + 1):
+        os.replace(os.path.join(d, f"heap.{i}.pb.gz"), os.path.join(bodies, f"allocs.{i}"))
 
 
 def cpu_seconds(pid):
@@ -138,9 +155,13 @@ remote-write:
 
 
 def main():
-    ns = [int(x) for x in sys.argv[1:]] or [1000, 5000]
+    args = sys.argv[1:]
+    real = "--real-heaps" in args
+    ns = [int(x) for x in args if x != "--real-heaps"] or [1000, 5000]
     with environment() as (tmp, procs):
         bodies = capture_bodies(tmp, procs)
+        if real:
+            real_heaps(tmp, bodies)
         for n in ns:
             run(n, bodies, tmp, procs)
 

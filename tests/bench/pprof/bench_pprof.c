@@ -1,19 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Benchmark of one delta: `bench_pprof [-l level] [-n iters] [-m] prev cur`.
+/* Benchmark of one delta: `bench_pprof [-z setting] [-n iters] [-m] prev cur`.
  *
  * Each iteration seeds a fresh state with `prev` (untimed) and times
  * pprof_delta_process() on `cur`, phase by phase (gunzip, decode = wire
  * scan and symbol tables, delta = sample parse, hashing and state update,
  * encode, gzip); then, for the total, the call timed as a whole, as the
- * floor is. The floor is libdeflate alone on the same bytes, with warm
- * buffers: gunzip of `cur` plus gzip of its raw bytes at the same level,
- * timed in turn with the call, each after libdeflate's work on `prev`.
+ * floor is. The floor is the fastest standard inflate and deflate here
+ * alone on the same bytes, with warm buffers: libdeflate's gunzip of `cur`
+ * plus the `fastest` setting's gzip of its raw bytes (igzip where built
+ * in), whatever the setting timed, so that every setting's ratio is to one
+ * floor; timed in turn with the call, each after the same work on `prev`.
  * Medians are printed as key=value pairs, with the CPU time of the timed
  * calls. With -m a single delta runs and the process's peak RSS (VmHWM) is
  * printed instead, with the anonymous memory before and after (the output
  * still held); with -m -f, libdeflate alone on the same bytes (the memory
- * floor: what any delta that gunzips and gzips with libdeflate touches at
- * least). With -p N, N pairs are kept at once, as an agent with N targets
+ * floor: what any delta that gunzips and gzips touches at least). With -p N, N pairs are kept at once, as an agent with N targets
  * keeps them: N states, each given `prev` then `cur`, and the anonymous
  * memory before and after (what a pair costs is the slope over N). */
 #include <errno.h>
@@ -134,22 +135,20 @@ static struct pprof_delta *new_delta(void)
     return d;
 }
 
-/* libdeflate alone on `cur`, the floor: its decompressor, the gunzipped
- * input and, at a level above 0, a compressor and the gzip of that input at
- * the level, all made and touched once. */
+/* The floor's inflate and deflate alone on `cur`: libdeflate's
+ * decompressor, the gunzipped input and, unless the output is plain, the
+ * fastest setting's gzip of that input, all made and touched once. */
 struct floor_bufs {
     struct libdeflate_decompressor *dec;
-    struct libdeflate_compressor *comp;
     uint8_t *raw, *gz;
     size_t raw_len, bound, gz_len;
+    bool gzip;
 };
 
 static void floor_free(struct floor_bufs *fb)
 {
     free(fb->raw);
     free(fb->gz);
-    if (fb->comp)
-        libdeflate_free_compressor(fb->comp);
     if (fb->dec)
         libdeflate_free_decompressor(fb->dec);
 }
@@ -162,13 +161,12 @@ static int floor_setup(struct floor_bufs *fb, const uint8_t *cur, size_t cur_len
     if (pprof_gunzip(cur, cur_len, lim->max_decompressed, &fb->raw, &fb->raw_len) < 0 ||
         !(fb->dec = libdeflate_alloc_decompressor()))
         goto fail;
-    if (lim->gzip_level > 0) {
-        if (!(fb->comp = libdeflate_alloc_compressor(lim->gzip_level)))
-            goto fail;
-        fb->bound = libdeflate_gzip_compress_bound(fb->comp, fb->raw_len);
+    if (lim->compression != PPROF_COMPRESS_NONE) {
+        fb->gzip = true;
+        fb->bound = pprof__gzip_bound(fb->raw_len);
         if (!(fb->gz = malloc(fb->bound)) ||
-            !(fb->gz_len =
-                  libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz, fb->bound)))
+            !(fb->gz_len = pprof__encode_into(PPROF_COMPRESS_FASTEST, fb->raw, fb->raw_len, fb->gz,
+                                              fb->bound)))
             goto fail;
     }
     return 0;
@@ -177,11 +175,11 @@ fail:
     return -1;
 }
 
-/* libdeflate's gzip of the raw bytes, at a level above 0. */
+/* The fastest gzip of the raw bytes, unless the output is plain. */
 static int floor_gzip(struct floor_bufs *fb)
 {
-    return fb->comp &&
-                   libdeflate_gzip_compress(fb->comp, fb->raw, fb->raw_len, fb->gz, fb->bound) == 0
+    return fb->gzip && pprof__encode_into(PPROF_COMPRESS_FASTEST, fb->raw, fb->raw_len, fb->gz,
+                                          fb->bound) == 0
                ? -1
                : 0;
 }
@@ -318,6 +316,19 @@ static int check_once(const uint8_t *cur, size_t cur_len, const struct pprof_lim
     return 0;
 }
 
+/* `s` with its spaces as underscores, for a key=value field; `slot`
+ * picks one of two buffers, so two calls can be printed at once. */
+static const char *kv_word(const char *s, int slot)
+{
+    static char buf[2][64];
+    size_t i;
+
+    for (i = 0; s[i] && i + 1 < sizeof(buf[slot]); i++)
+        buf[slot][i] = s[i] == ' ' ? '_' : s[i];
+    buf[slot][i] = '\0';
+    return buf[slot];
+}
+
 int main(int argc, char **argv)
 {
     struct pprof_limits lim;
@@ -328,7 +339,7 @@ int main(int argc, char **argv)
         gzip[MAX_ITERS], total[MAX_ITERS], cpu[MAX_ITERS], floor_ns[MAX_ITERS];
 
     pprof_limits_default(&lim);
-    while ((opt = getopt(argc, argv, "l:n:mfp:ck:F:")) != -1) {
+    while ((opt = getopt(argc, argv, "z:n:mfp:ck:F:")) != -1) {
         switch (opt) {
         case 'k':
             kind = optarg[0] == 'c'   ? PPROF_DELTA_CONTENTION
@@ -348,8 +359,13 @@ int main(int argc, char **argv)
         case 'c':
             check_mode = 1;
             break;
-        case 'l':
-            lim.gzip_level = atoi(optarg);
+        case 'z':
+            lim.compression = PPROF_COMPRESS_COUNT;
+            for (int i = 0; i < PPROF_COMPRESS_COUNT; i++)
+                if (strcmp(optarg, pprof_compression_name(i)) == 0)
+                    lim.compression = i;
+            if (lim.compression == PPROF_COMPRESS_COUNT)
+                return 2;
             break;
         case 'n':
             iters = atoi(optarg);
@@ -372,7 +388,8 @@ int main(int argc, char **argv)
         }
     }
     if (argc - optind != 2) {
-        fprintf(stderr, "usage: bench_pprof [-l level] [-n iters] [-k memory|contention|none] "
+        fprintf(stderr, "usage: bench_pprof [-z none|fastest|balanced|smallest] [-n iters] "
+                        "[-k memory|contention|none] "
                         "[-F labels|types] [-m [-f] | -p pairs | -c] prev cur\n");
         return 2;
     }
@@ -384,14 +401,14 @@ int main(int argc, char **argv)
     if (check_mode)
         return check_once(cur, cur_len, &lim, iters) < 0;
     if (peak_mode && floor_mode) {
-        /* The memory floor: what any delta that gunzips and gzips with
-         * libdeflate touches at least. */
+        /* The memory floor: what any delta that gunzips and gzips touches
+         * at least. */
         long base = status_kb("VmRSS"), base_anon = anon_kb(), held;
         struct floor_bufs fb;
         if (floor_setup(&fb, cur, cur_len, &lim) < 0)
             return 1;
         held = anon_kb();
-        out_len = lim.gzip_level > 0 ? fb.gz_len : fb.raw_len;
+        out_len = lim.compression != PPROF_COMPRESS_NONE ? fb.gz_len : fb.raw_len;
         floor_free(&fb);
         printf("peak_rss_kb=%ld base_rss_kb=%ld held_anon_kb=%ld base_anon_kb=%ld "
                "out_bytes=%zu\n",
@@ -410,14 +427,14 @@ int main(int argc, char **argv)
                status_kb("VmHWM"), base, held, base_anon, state_bytes, last_keys, out_len);
         return 0;
     }
-    /* The floor: libdeflate alone, on buffers and (de)compressors made
-     * and touched before timing, as proflet's per-thread scratch is. Its
+    /* The floor: inflate and deflate alone, on buffers and (de)compressors
+     * made and touched before timing, as proflet's per-thread scratch is. Its
      * passes alternate with the timed calls, so that a slow spell of the
      * machine (a VM's neighbours) weighs on both alike; and each timed
-     * pass, the floor's or a call's, follows libdeflate's gunzip and gzip
+     * pass, the floor's or a call's, follows the floor's gunzip and gzip
      * of another profile (`prev`), as in an agent, where the work before a
      * profile is another one's. Run back to back on the same bytes,
-     * libdeflate learns them (its branches predict that one input, which
+     * the coders learn them (its branches predict that one input, which
      * no agent sees twice), and the floor would be up to 10 % lower than
      * any delta, even one that costs nothing, can be. */
     struct floor_bufs fb, other;
@@ -445,10 +462,13 @@ int main(int argc, char **argv)
     floor_free(&other);
     floor_free(&fb);
     double t = median_ms(total, iters), fl = median_ms(floor_ns, iters);
-    printf("raw_bytes=%zu in_bytes=%zu out_bytes=%zu state_bytes=%zu level=%d gunzip_ms=%.3f "
+    printf("raw_bytes=%zu in_bytes=%zu out_bytes=%zu state_bytes=%zu setting=%s encoder=%s "
+           "floor_encoder=%s gunzip_ms=%.3f "
            "decode_ms=%.3f delta_ms=%.3f encode_ms=%.3f gzip_ms=%.3f total_ms=%.3f "
            "cpu_ms=%.3f floor_ms=%.3f ratio=%.3f\n",
-           raw_len, cur_len, out_len, state_bytes, lim.gzip_level, median_ms(gunzip, iters),
+           raw_len, cur_len, out_len, state_bytes, pprof_compression_name(lim.compression),
+           kv_word(pprof_compression_encoder(lim.compression), 0),
+           kv_word(pprof_compression_encoder(PPROF_COMPRESS_FASTEST), 1), median_ms(gunzip, iters),
            median_ms(decode, iters), median_ms(delta, iters), median_ms(encode, iters),
            median_ms(gzip, iters), t, median_ms(cpu, iters), fl, fl > 0 ? t / fl : 0.0);
     free(prev);

@@ -17,9 +17,15 @@ Pairs of consecutive heap/mutex/block profiles:
   * heap-wide: ~120,000 stacks over ~25,000 locations (gen -mode wide, its
     call graph written by wide_source()), every stack allocating again:
     location ids of one to three bytes, a location table past the L1 cache;
+  * heap-tc-2k, heap-tc-1k: a real program's heap, go/types checking the
+    standard library twice (gen -mode typecheck, sampled every 2 KiB or
+    1 KiB: 350-600 KB gzip, 1.3-1.8 MB raw);
 all generated here into /tmp/proflet-bench-corpus (kept between runs).
+Then, on the real program's heaps, every output compression setting:
+CPU per delta, output bytes and the ratio to the floor (the fastest
+inflate and deflate here).
 
-For each pair and gzip level: proflet's per-phase CPU time (bench_pprof,
+For each pair and compression setting: proflet's per-phase CPU time (bench_pprof,
 median of N), the floor (libdeflate gunzip + gzip of the same bytes), the
 Go reference (google/pprof from Debian: parse, Scale(-1), Merge, write) CPU
 time per delta (mean over enough deltas to fill about a second), parsing
@@ -158,17 +164,40 @@ def filter_costs(args, pairs, tmp):
     for name, prev, cur in pairs:
         if name not in ("heap-16k", "heap-131k"):
             continue
-        row = [kv(run([args.bench, "-l", "1", "-n", str(args.iters)] + f + [prev, cur]))["cpu_ms"]
+        row = [kv(run([args.bench, "-z", "balanced", "-n", str(args.iters)] + f + [prev, cur]))["cpu_ms"]
                for f in ([], ["-F", "types"], ["-F", "labels"])]
         print("%-15s %9s %9s %9s %9s" % (name, row[0], row[1], row[2], "-"))
     cpu = demo_cpu_profile(args.src, tmp)
-    row = [kv(run([args.bench, "-k", "none", "-l", "1", "-n", str(args.iters)] + f + [cpu, cpu]))["cpu_ms"]
+    row = [kv(run([args.bench, "-k", "none", "-z", "balanced", "-n", str(args.iters)] + f + [cpu, cpu]))["cpu_ms"]
            for f in (["-F", "types"], ["-F", "labels"])]
     chk = kv(run([args.bench, "-c", "-n", str(args.iters), cpu, cpu]))["check_ms"]
     print("%-15s %9s %9s %9s %9s" % ("demo-cpu", "-", row[0], row[1], chk))
-    print("level 1, median of %d; types = drop the first column (alloc_objects, samples); "
+    print("balanced, median of %d; types = drop the first column (alloc_objects, samples); "
           "labels = drop `bytes` (heaps: every sample has it, so samples merge) or `span_id` "
           "(CPU); check = what a CPU profile costs without a filter" % args.iters)
+
+
+REAL_HEAPS = (("heap-tc-2k", ["-mode", "typecheck", "-rate", "2048"]),
+              ("heap-tc-1k", ["-mode", "typecheck", "-rate", "1024"]))
+
+
+def compression_settings(args, gen):
+    """Each output compression setting on a real program's heaps."""
+    print("\n%-11s %-9s %-20s %9s %9s %8s %8s %6s" % (
+        "pair", "setting", "encoder", "in B", "out B", "cpu ms", "floor ms", "x"))
+    for name, flags in REAL_HEAPS:
+        d = os.path.join(CORPUS_DIR, name)
+        if not os.path.exists(os.path.join(d, "heap.2.pb.gz")):
+            run([gen, "-out", d] + flags)
+        prev, cur = os.path.join(d, "heap.1.pb.gz"), os.path.join(d, "heap.2.pb.gz")
+        for setting in ("none", "fastest", "balanced", "smallest"):
+            b = kv(run([args.bench, "-z", setting, "-n", str(args.iters), prev, cur]))
+            print("%-11s %-9s %-20s %9s %9s %8s %8s %6s" % (
+                name, setting, b["encoder"].replace("_", " "), b["in_bytes"], b["out_bytes"],
+                b["cpu_ms"], b["floor_ms"], b["ratio"]))
+    print("CPU per delta, median of %d; floor = libdeflate gunzip + the fastest setting's "
+          "gzip (%s) of the same bytes; x = total / floor" % (
+              args.iters, b["floor_encoder"].replace("_", " ")))
 
 
 def main():
@@ -204,9 +233,9 @@ def main():
         pairs += [(n, os.path.join(CORPUS_DIR, n, "heap.1.pb.gz"),
                    os.path.join(CORPUS_DIR, n, "heap.2.pb.gz")) for n, _ in big]
 
-        print("%-15s %5s %9s %7s %7s | %7s %7s %7s %7s %7s %8s | %7s %5s | %8s %8s %7s"
+        print("%-15s %8s %9s %7s %7s | %7s %7s %7s %7s %7s %8s | %7s %5s | %8s %8s %7s"
               " %6s %6s %6s | %7s %7s %5s | %7s %7s %7s %5s %5s" % (
-                  "pair", "level", "raw B", "out B", "go out", "gunzip", "decode", "delta",
+                  "pair", "setting", "raw B", "out B", "go out", "gunzip", "decode", "delta",
                   "encode", "gzip", "total", "floor", "x", "go cpu", "go stdy", "our cpu",
                   "x", "x stdy", "x max", "go RSS", "our RSS", "x", "go +anon", "our +",
                   "floor +", "x", "x max"))
@@ -220,12 +249,12 @@ def main():
             g = median_run([goref, "-n", str(n), prev, cur], "cpu_ms", times)
             gs = median_run([goref, "-steady", "-n", str(n), prev, cur], "cpu_ms", times)
             g1 = median_run([goref, "-n", "1", prev, cur], "held_anon_kb", 3)
-            for level in (0, 1, 6):
-                if level == 0 and not name.startswith(("heap-131k", "heap-wide")):
+            for setting in ("none", "balanced", "smallest"):
+                if setting == "none" and not name.startswith(("heap-131k", "heap-wide")):
                     continue
-                b = kv(run(bench + ["-l", str(level), "-n", str(args.iters), prev, cur]))
-                m = median_run(bench + ["-m", "-l", str(level), prev, cur], "held_anon_kb", 3)
-                f = median_run(bench + ["-m", "-f", "-l", str(level), prev, cur],
+                b = kv(run(bench + ["-z", setting, "-n", str(args.iters), prev, cur]))
+                m = median_run(bench + ["-m", "-z", setting, prev, cur], "held_anon_kb", 3)
+                f = median_run(bench + ["-m", "-f", "-z", setting, prev, cur],
                                "held_anon_kb", 3)
                 go_cpu, go_steady = float(g["cpu_ms"]), float(gs["cpu_ms"])
                 our_cpu, floor_cpu = float(b["cpu_ms"]), float(b["floor_ms"])
@@ -234,10 +263,10 @@ def main():
                 go_add = (int(g1["held_anon_kb"]) - int(g1["base_anon_kb"])) / 1024
                 our_add = (int(m["held_anon_kb"]) - int(m["base_anon_kb"])) / 1024
                 floor_add = (int(f["held_anon_kb"]) - int(f["base_anon_kb"])) / 1024
-                print("%-15s %5d %9s %7s %7s | %7s %7s %7s %7s %7s %8s | %7s %5.2f | %8.3f %8.3f"
+                print("%-15s %8s %9s %7s %7s | %7s %7s %7s %7s %7s %8s | %7s %5.2f | %8.3f %8.3f"
                       " %7.3f %6.1f %6.1f %6.1f | %6.1fM %6.1fM %5.1f | %6.2fM %6.2fM %6.2fM"
                       " %5.1f %5.1f" % (
-                          name, level, b["raw_bytes"], b["out_bytes"], g["out_bytes"],
+                          name, setting, b["raw_bytes"], b["out_bytes"], g["out_bytes"],
                           b["gunzip_ms"], b["decode_ms"], b["delta_ms"], b["encode_ms"],
                           b["gzip_ms"], b["total_ms"], b["floor_ms"], float(b["ratio"]), go_cpu,
                           go_steady, our_cpu, ratio(go_cpu, our_cpu), ratio(go_steady, our_cpu),
@@ -245,18 +274,18 @@ def main():
                           go_add, our_add, floor_add, ratio(go_add, our_add),
                           ratio(go_add, floor_add)))
         print("times in ms of CPU (ours: median of %d); total = the call timed as a whole "
-              "(each phase timed apart adds a clock read); floor = libdeflate gunzip + gzip of "
-              "the same bytes at the same level, warm buffers (level 0: gunzip only), timed in "
-              "turn with the call, each after libdeflate's work on the other profile; "
+              "(each phase timed apart adds a clock read); floor = libdeflate gunzip + the "
+              "fastest setting's gzip of the same bytes, warm buffers (none: gunzip only), "
+              "timed in turn with the call, each after the same work on the other profile; "
               "go out = the Go reference's output (gzip default level); go cpu = the Go "
               "reference parsing both profiles of the pair, go stdy = parsing only the "
               "current one (the previous one parsed and negated once, as an agent keeping "
               "it would): median of 5 runs of about a second (3 for deltas over 100 ms); "
-              "x max = go stdy / floor, the most any delta that gunzips and gzips with "
-              "libdeflate can reach; RSS = peak RSS (VmHWM), median of 3 processes; +anon = "
+              "x max = go stdy / floor, the most any delta that gunzips and gzips "
+              "can reach; RSS = peak RSS (VmHWM), median of 3 processes; +anon = "
               "the anonymous memory (exact, from smaps_rollup) with the output still held, "
               "less that with both inputs read, median of 3 processes; floor + = the same for "
-              "libdeflate alone; x = ratio" %
+              "the floor's coders alone; x = ratio" %
               args.iters)
         # What a pair costs an agent with many targets: the anonymous memory
         # of PAIRS pairs held at once less that of one, per pair. Small
@@ -264,13 +293,15 @@ def main():
         print("\n%-15s %12s %12s %6s" % ("pair", "go KB/pair", "our KB/pair", "x"))
         for name, prev, cur in pairs[:3]:
             go_pair = per_pair([goref, "-pairs"], prev, cur)
-            our_pair = per_pair([args.bench, "-k", kind_of(name), "-l", "1", "-p"], prev, cur)
+            our_pair = per_pair([args.bench, "-k", kind_of(name), "-z", "balanced", "-p"], prev,
+                                cur)
             print("%-15s %12.1f %12.2f %6.1f" % (name, go_pair, our_pair,
                                                  ratio(go_pair, our_pair)))
         print("KB/pair: anonymous memory of %d pairs held at once (each after one delta; Go's "
               "after a collection and FreeOSMemory) less that of one pair, divided by %d; "
               "median of 3 processes each" % (PAIRS, PAIRS - 1))
         filter_costs(args, pairs, tmp)
+        compression_settings(args, gen)
         # A profile sent as it came is only checked (gzip framing, CRC,
         # size cap): CPU per check, gunzipped into a fresh buffer (the old
         # way) and into the worker's scratch.

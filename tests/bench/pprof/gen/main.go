@@ -16,6 +16,17 @@
 //	                         call site is a location, and Go cannot make
 //	                         call sites at run time); every stack
 //	                         allocates again before the second snapshot
+//	gen -mode typecheck -out DIR
+//	                         a heap pair from a real program: go/types
+//	                         type-checks the standard library from source
+//	                         (every package under GOROOT/src but cmd,
+//	                         vendor and testdata), snapshotted after each
+//	                         of -rounds passes (2: one pair), each with a
+//	                         fresh importer, as a service doing the same
+//	                         work between two scrapes; sampled every -rate
+//	                         bytes, its stacks are those of a large Go
+//	                         service's heap (thousands of functions, deep
+//	                         recursion)
 //
 // Standard library only: GO111MODULE=off go build.
 package main
@@ -25,7 +36,12 @@ import (
 	"compress/flate"
 	"encoding/json"
 	"flag"
+	"io/fs"
 	"fmt"
+	"go/build"
+	"go/importer"
+	"go/token"
+	"go/types"
 	"log"
 	"math/rand"
 	"os"
@@ -165,12 +181,54 @@ func wideWork(paths []uint64, round int) {
 	}
 }
 
+// stdPackages lists the import paths of GOROOT/src, sorted, without cmd,
+// vendored, internal-only test data and the packages that need cgo.
+func stdPackages() []string {
+	root, err := filepath.EvalSymlinks(filepath.Join(runtime.GOROOT(), "src"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	var pkgs []string
+	filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		rel, _ := filepath.Rel(root, path)
+		base := d.Name()
+		if rel == "cmd" || base == "testdata" || base == "vendor" || strings.HasPrefix(base, ".") {
+			return filepath.SkipDir
+		}
+		if rel != "." {
+			if p, err := build.Default.ImportDir(path, 0); err == nil && p.Name != "main" {
+				pkgs = append(pkgs, filepath.ToSlash(rel))
+			}
+		}
+		return nil
+	})
+	sort.Strings(pkgs)
+	return pkgs
+}
+
+// typecheck type-checks each package from source; the importer caches
+// what it checked, so each package is checked once per importer.
+func typecheck(imp types.Importer, pkgs []string) int {
+	ok := 0
+	for _, p := range pkgs {
+		if _, err := imp.Import(p); err == nil {
+			ok++
+		}
+	}
+	return ok
+}
+
 func main() {
-	mode := flag.String("mode", "std", "std, big or wide")
+	mode := flag.String("mode", "std", "std, big, wide or typecheck")
 	nPaths := flag.Int("paths", 120000, "wide: call paths, one stack each")
 	depth := flag.Int("depth", 17, "big: 2^depth call paths")
 	pre := flag.Int("prefix", 10, "big: frames of common prefix")
 	active := flag.Int("active", 100, "big: percent of the paths that allocate again before the second snapshot")
+	rate := flag.Int("rate", 512*1024, "typecheck: runtime.MemProfileRate")
+	rounds := flag.Int("rounds", 2, "typecheck: passes, one snapshot after each")
 	out := flag.String("out", ".", "output directory")
 	flag.Parse()
 	if err := os.MkdirAll(*out, 0o755); err != nil {
@@ -210,6 +268,16 @@ func main() {
 		for round := 0; round < 2; round++ {
 			wideWork(paths, round)
 			write(*out, fmt.Sprintf("heap.%d.pb.gz", round+1))
+		}
+	case "typecheck":
+		runtime.MemProfileRate = *rate
+		build.Default.CgoEnabled = false
+		pkgs := stdPackages()
+		for round := 0; round < *rounds; round++ {
+			imp := importer.ForCompiler(token.NewFileSet(), "source", nil)
+			n := typecheck(imp, pkgs)
+			write(*out, fmt.Sprintf("heap.%d.pb.gz", round+1))
+			log.Printf("typecheck: %d of %d packages checked", n, len(pkgs))
 		}
 	default:
 		log.Fatalf("unknown mode %q", *mode)
