@@ -349,11 +349,16 @@ static int finish_state(struct ctx *c)
     c->settled = settle;
     vlen = (size_t)(o - vals);
     /* The new state, sized exactly: it is what the pair holds until the
-     * next profile. */
+     * next profile. It takes the old one's block, which the walk no
+     * longer reads: a large state's block is its own mapping, which
+     * realloc() resizes in place or moves without copying, where a fresh
+     * one would fault in every page again (a large heap's state is
+     * hundreds of KB, every scrape). */
     if (w > 0) {
         if (!pprof__acct_charge(w * sizeof(uint64_t) + vlen) ||
-            !(ns = malloc(w * sizeof(uint64_t) + vlen)))
+            !(ns = realloc(d->state, w * sizeof(uint64_t) + vlen)))
             return -ENOMEM;
+        d->state = NULL;
         memcpy(ns, nkeys, w * sizeof(uint64_t));
         memcpy(ns + w * sizeof(uint64_t), vals, vlen);
     }
