@@ -6,7 +6,7 @@ states,
   rest of the process (24 MiB for a few targets) + delta states
   + 2 x limits.memory-budget (work in flight, bodies waiting for it)
   + 48 MiB (buffers the pool threads keep between jobs)
-  + pool threads x 1 MiB (a gzip compressor each)
+  + pool threads x 1.1 MiB (the gzip encoders each uses)
   + server.recent-profiles-bytes + queue.max-bytes + bodies being received,
 
 and each profile gets its outcome: a delta emitted and correct, or refused
@@ -152,7 +152,7 @@ remote-write:
     code = stop(p)
     check(code == 0, f"{name}: exit status {code}")
     b = size(budget)
-    bound = (REST + state + 2 * b + KEPT + POOL_THREADS * MIB + RECENT + QUEUE +
+    bound = (REST + state + 2 * b + KEPT + POOL_THREADS * 11 * MIB // 10 + RECENT + QUEUE +
              bodies[profile] * ntargets)
     print(f"{name}: peak RSS {hwm / MIB:.1f} MiB, bound {bound / MIB:.1f} MiB "
           f"(budget {budget}, delta state {state / MIB:.1f} MiB), outcome {outcome}")
