@@ -450,7 +450,12 @@ void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
     buf_init(&fp->post, TEXT_MAX);
     agent__ui_head(&fp->html, "Profile");
     buf_puts(&fp->html, "<h2>Latest profile</h2><p>");
-    agent__ui_esc(&fp->html, p->labels);
+    {
+        char *text = labels_to_string(p->labels);
+
+        agent__ui_esc(&fp->html, text);
+        free(text);
+    }
     buf_puts(&fp->html, "<br>delivered ");
     agent__ui_ago(&fp->html, (uint64_t)p->end_ns);
     buf_printf(&fp->html,
