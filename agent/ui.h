@@ -4,9 +4,9 @@
  * written by ui_html.c: every page's head and tail, its stylesheet and
  * scripts (agent/assets/, built in as agent/ui_assets.h), HTML escaping.
  *
- * The escaping functions and UI_PAGE_TAIL may be used by any thread on a
- * buffer it owns (the profile page's job writes with them); the rest is
- * the loop thread's. Every function writes into a caller's buffer and
+ * The escaping and formatting functions (ui_fmt.c) and UI_PAGE_TAIL may
+ * be used by any thread on a buffer it owns (the profile page's job writes
+ * with them); the rest is the loop thread's. Every function writes into a caller's buffer and
  * keeps nothing. */
 #ifndef PROFLET_AGENT_UI_H
 #define PROFLET_AGENT_UI_H
@@ -43,9 +43,43 @@ static inline int agent__ui_esc(struct buf *b, const char *s)
     return agent__ui_esc_text(b, s, false);
 }
 
-/** Writes how long ago the wall-clock time `ns` was ("3.2s ago"; "never"
- * for 0). */
+/** Writes how long ago the wall-clock time `ns` was ("4 min 12 s ago";
+ * "never" for 0), as agent__ui_fmt_ago() against the clock. */
 void agent__ui_ago(struct buf *b, uint64_t ns);
+
+/* ui_fmt.c: pure, any thread */
+/** How a sample type's unit is written. */
+enum agent__ui_unit {
+    UI_UNIT_COUNT, /**< "count", and every unit not below: 1,234,567 */
+    UI_UNIT_NS,    /**< "nanoseconds": 850 ns, 12.3 µs, 1.79 s, 2.50 min, 1.20 h */
+    UI_UNIT_BYTES, /**< "bytes": 512 B, 1.50 KiB, 12.0 MiB, 3.25 GiB */
+};
+/** The unit named `unit` (a sample type's, after its '/'; NULL: count). */
+enum agent__ui_unit agent__ui_unit_of(const char *unit);
+/** Writes `v` in its unit, three significant digits (counts whole). */
+void agent__ui_fmt_value(struct buf *b, int64_t v, enum agent__ui_unit u);
+/** agent__ui_fmt_value() with a "+" before a positive value (a diff). */
+void agent__ui_fmt_signed(struct buf *b, int64_t v, enum agent__ui_unit u);
+/** Writes `v` with thousands separators: 51,299. */
+void agent__ui_fmt_count(struct buf *b, uint64_t v);
+/** Writes a size in binary units: 50.1 KiB. */
+void agent__ui_fmt_bytes(struct buf *b, uint64_t v);
+/** Writes part/whole as a percentage, two decimals ("<0.01%" for a
+ * nonzero share below that; "0.00%" when whole is 0). */
+void agent__ui_fmt_pct(struct buf *b, int64_t part, int64_t whole);
+/** Writes a duration as people write it: 850 ms, 3.2 s, 42 s, 4 min 12 s,
+ * 2 h 5 min, 3 d 4 h. */
+void agent__ui_fmt_duration(struct buf *b, uint64_t ns);
+/** Writes how long before `now_ns` the wall-clock time `then_ns` was
+ * ("4 min 12 s ago"; "never" for 0; "just now" for the future). */
+void agent__ui_fmt_ago(struct buf *b, uint64_t then_ns, uint64_t now_ns);
+/** The length of the package part of a function name: Go's import path
+ * up to the first dot after its last slash, else the first C++ or Rust
+ * namespace, else the whole name. */
+size_t agent__ui_package(const char *fn);
+/** The hue (0-359) of a function's package: the same package has the
+ * same colour on every page and in every run. */
+unsigned agent__ui_package_hue(const char *fn);
 
 /* ui_flame.c */
 /** /profile?key=K (a flame graph and the top functions, streamed) and,

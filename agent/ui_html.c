@@ -81,12 +81,5 @@ int agent__ui_esc_text(struct buf *b, const char *s, bool lines)
 
 void agent__ui_ago(struct buf *b, uint64_t ns)
 {
-    uint64_t now = clock_wall_ns();
-
-    if (!ns)
-        buf_puts(b, "never");
-    else if (now <= ns)
-        buf_puts(b, "now");
-    else
-        buf_printf(b, "%.1fs ago", (double)(now - ns) / 1e9);
+    agent__ui_fmt_ago(b, ns, clock_wall_ns());
 }
