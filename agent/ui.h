@@ -81,6 +81,38 @@ size_t agent__ui_package(const char *fn);
  * same colour on every page and in every run. */
 unsigned agent__ui_package_hue(const char *fn);
 
+/* ui_query.c: pure, any thread */
+/** A time of the profile page's query. */
+struct agent__ui_time {
+    enum { UI_TIME_NONE, UI_TIME_NOW, UI_TIME_AGO, UI_TIME_MS } kind;
+    uint64_t v; /**< AGO: milliseconds before now; MS: Unix milliseconds */
+};
+
+/** The profile page's query, every field bounded. */
+struct agent__ui_query {
+    uint64_t key, bkey; /**< the target (pair) and the baseline's */
+    bool has_key, has_bkey;
+    struct agent__ui_time from, to;   /**< the range (none: the newest profile) */
+    struct agent__ui_time bfrom, bto; /**< the baseline's range (a diff) */
+    char type[128];                   /**< sample type ("": the default) */
+    char fn[260];                     /**< the function of a sandwich view ("": none) */
+    int sort;                         /**< 0 self, 1 total */
+    int view;                         /**< 0 icicle (root on top), 1 flame (root below) */
+    int format;                       /**< 0 html, 1 json, 2 collapsed */
+    int side;                         /**< collapsed of a diff: 0 comparison, 1 baseline */
+};
+
+/** Parses a raw query string (NULL: empty). Returns 0, or -EINVAL with
+ * what is wrong in `err` (the parameter named). */
+int agent__ui_query_parse(const char *query, struct agent__ui_query *q, char *err, size_t errlen);
+/** Writes `q` as a query string that parses back to it, percent-encoded,
+ * its separators as "&amp;" when `html` (for an attribute). */
+void agent__ui_query_write(struct buf *b, const struct agent__ui_query *q, bool html);
+/** The time `t` in Unix nanoseconds at `now_ns` (`dflt` when absent). */
+int64_t agent__ui_time_ns(const struct agent__ui_time *t, int64_t now_ns, int64_t dflt);
+/** True when the query asks for a diff (a baseline target or range). */
+bool agent__ui_query_diff(const struct agent__ui_query *q);
+
 /* ui_flame.c */
 /** /profile?key=K (a flame graph and the top functions, streamed) and,
  * with `download`, /profile.pb.gz?key=K (the profile as delivered). */
