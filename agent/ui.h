@@ -43,6 +43,25 @@ static inline int agent__ui_esc(struct buf *b, const char *s)
     return agent__ui_esc_text(b, s, false);
 }
 
+/** Labels shown before the rest of a set folds under "N more". */
+#define UI_LABELS_SHOWN 6
+
+struct labels;
+/** Writes a label set as name=value chips, the labels past the first
+ * UI_LABELS_SHOWN folded in a <details>; `meta`: also the "__" labels,
+ * else of them only __name__, and that when `name`. */
+void agent__ui_labels(struct buf *b, const struct labels *ls, bool meta, bool name);
+
+/** Writes `s` as a JSON string: valid UTF-8 (a stray byte as U+FFFD),
+ * controls, '<', '>', '&', U+2028 and U+2029 as \u escapes, so that no
+ * reader takes any of it for markup or code. Any thread. Returns 0 or the
+ * buffer's negative code. */
+int agent__ui_json_str(struct buf *b, const char *s);
+
+/** Writes the wall-clock time `ns` as "2026-01-02 15:04:05 UTC". Any
+ * thread. */
+void agent__ui_when(struct buf *b, int64_t ns);
+
 /** Writes how long ago the wall-clock time `ns` was ("4 min 12 s ago";
  * "never" for 0), as agent__ui_fmt_ago() against the clock. */
 void agent__ui_ago(struct buf *b, uint64_t ns);

@@ -9,7 +9,8 @@
  * target tests/fuzz/agent checks both).
  *
  * Times are "now", a Prometheus duration before now ("-15m"), or Unix
- * milliseconds; `range=15m` is from=-15m&to=now.
+ * milliseconds; `range=15m` is from=-15m&to=now, `range=all` from=0&to=now,
+ * `range=latest` (or none) the newest profile alone.
  *
  * Pure: any thread; nothing is kept. (docs/design.md "HTTP server") */
 #include <errno.h>
@@ -177,7 +178,12 @@ int agent__ui_query_parse(const char *query, struct agent__ui_query *q, char *er
     rc = httpd_query_get(query, "range", range, sizeof(range));
     if (rc == -E2BIG)
         return fail(err, errlen, "range", "too long");
-    if (rc == 1 && range[0] && strcmp(range, "latest") != 0) {
+    if (rc == 1 && strcmp(range, "all") == 0) {
+        if (q->from.kind == UI_TIME_NONE)
+            q->from = (struct agent__ui_time){ UI_TIME_MS, 0 };
+        if (q->to.kind == UI_TIME_NONE)
+            q->to = (struct agent__ui_time){ UI_TIME_NOW, 0 };
+    } else if (rc == 1 && range[0] && strcmp(range, "latest") != 0) {
         uint64_t ms;
 
         if (duration_parse(range, &ms) < 0 || ms == 0)
