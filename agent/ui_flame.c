@@ -58,16 +58,21 @@
 #define FLAME_MAX_RAW (16u << 20)
 /* What a tree holds beside its fold, at most: per node its 48 bytes
  * (twice that while the array grows), the build's index (16-byte entries,
- * at most half full), a name pointer and its hue: 256 bytes. */
-#define FLAME_TREE_MAX ((uint64_t)FLAME_MAX_NODES * 256)
-/* The merge of a range holds at most this much (pprof_fold_new()). */
+ * at least a third full), a name pointer and its hue: 160 bytes; and its
+ * names, copies of some of the fold's (counted as the fold's cap). */
+#define FLAME_TREE_NODES ((uint64_t)FLAME_MAX_NODES * 160)
+/* The merge of a range holds at most an eighth of limits.memory-budget
+ * (pprof_fold_new()), within these, and less when the page's job would
+ * otherwise cost more than half the budget (page_cost()). */
 #define FOLD_MAX ((size_t)32 << 20)
+#define FOLD_MIN ((size_t)256 << 10)
 /* Profiles merged per side: the newest of a longer range. */
 #define MERGE_MAX 2000
-/* The text of a page around its graphs (head, forms, history, table), and
- * the JSON view. */
+/* The text the loop writes before a page's graphs (head, forms, history),
+ * and each of the three parts the job writes around them (its table). The
+ * JSON view holds at most four times the fold's cap. */
 #define TEXT_MAX ((size_t)1 << 20)
-#define JSON_MAX ((size_t)16 << 20)
+#define SEG_MAX ((size_t)256 << 10)
 /* The history rows and the baseline targets a page lists. */
 #define HISTORY_ROWS 100
 #define BASELINE_TARGETS 200
@@ -156,6 +161,7 @@ struct flame_page {
     int sides;
     struct pprof_limits lim;
     uint64_t cost;
+    size_t fold_max;
     /* Loop side: text to send; `sent` of it is sent. */
     struct buf html;
     size_t sent;
@@ -337,7 +343,7 @@ static void top_table(struct buf *b, const struct flame_page *fp, const struct p
     if (pprof_fold_functions(fd, type, &fns, &n) < 0)
         return;
     qsort_r(fns, n, sizeof(*fns), fn_cmp, &o);
-    buf_puts(b, "<h3>Functions</h3><table class=\"fns\"><tr>");
+    buf_puts(b, "<h3>Top functions</h3><table class=\"fns\"><tr>");
     if (o.diff) {
         buf_puts(b, "<th>baseline self</th><th>baseline total</th><th>self</th><th>total</th>");
         sort_th(b, fp, 0, "self change");
@@ -656,7 +662,7 @@ static void job_error(struct flame_page *fp, const char *what, const char *why)
 static void page_work(void *arg)
 {
     struct flame_page *fp = arg;
-    struct pprof_fold *fd = pprof_fold_new(fp->sides, FOLD_MAX);
+    struct pprof_fold *fd = pprof_fold_new(fp->sides, fp->fold_max);
     struct pprof_fold_info info;
     char err[256], first_err[256] = "";
     size_t skipped = 0;
@@ -1054,6 +1060,31 @@ static int take(struct flame_page *fp, int side, uint64_t key, bool ranged, int6
     return 0;
 }
 
+/* What a page's job holds at its peak, with a fold of fp->fold_max: the
+ * fold, and beside it either the largest profile's decode (they come one
+ * at a time, each freed before the next) or what is made from the fold:
+ * its trees (a sandwich has two), its JSON, or the encoded merge; and the
+ * text around them. */
+static uint64_t page_cost(const struct flame_page *fp, uint64_t decode)
+{
+    uint64_t fm = fp->fold_max, made = 0;
+
+    switch (fp->kind) {
+    case PAGE_HTML:
+        made = (fp->q.fn[0] ? 2 : 1) * (FLAME_TREE_NODES + fm);
+        break;
+    case PAGE_JSON:
+        made = 4 * fm;
+        break;
+    case PAGE_PPROF:
+        made = 2 * fm;
+        break;
+    case PAGE_COLLAPSED:
+        break;
+    }
+    return fm + (decode > made ? decode : made) + 3 * SEG_MAX;
+}
+
 static void err_page(struct httpd_response *resp, int status, const char *msg, const char *why)
 {
     struct buf *b = &resp->body;
@@ -1307,7 +1338,7 @@ void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
         fp->lim.max_decompressed = FLAME_MAX_RAW;
     buf_init(&fp->html, TEXT_MAX);
     for (int i = 0; i < 3; i++)
-        buf_init(&fp->seg[i], fp->kind == PAGE_JSON ? JSON_MAX : TEXT_MAX);
+        buf_init(&fp->seg[i], SEG_MAX);
     {
         bool ranged = q.from.kind != UI_TIME_NONE || q.to.kind != UI_TIME_NONE;
         int64_t from = agent__ui_time_ns(&q.from, now, 0), to = agent__ui_time_ns(&q.to, now, now);
@@ -1332,10 +1363,17 @@ void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
             return;
         }
     }
-    fp->cost = cost + FOLD_MAX + (fp->kind == PAGE_HTML ? 2 * FLAME_TREE_MAX : 0) +
-               (fp->kind == PAGE_JSON ? JSON_MAX : TEXT_MAX);
-    if (fp->kind == PAGE_PPROF)
-        fp->cost += FOLD_MAX; /* the encoded profile beside the fold */
+    fp->fold_max = c->limits.memory_budget / 8;
+    fp->fold_max = fp->fold_max > FOLD_MAX ? FOLD_MAX : fp->fold_max;
+    /* Pages may hold half the budget (workq_charge()): a job that fits in
+     * the other half always starts. */
+    while (fp->fold_max > FOLD_MIN && page_cost(fp, cost) > c->limits.memory_budget / 2)
+        fp->fold_max /= 2;
+    if (fp->fold_max < FOLD_MIN)
+        fp->fold_max = FOLD_MIN;
+    fp->cost = page_cost(fp, cost);
+    if (fp->kind == PAGE_JSON)
+        buf_init(&fp->seg[0], 4 * fp->fold_max); /* still empty: made anew */
     switch (fp->kind) {
     case PAGE_HTML:
         resp->content_type = "text/html; charset=utf-8";
