@@ -671,10 +671,12 @@ class Browser:
         return out
 
     def requests(self):
-        """Every URL the page asked for since it was opened."""
+        """Every URL the page asked for since it was opened (not the
+        browser's own /favicon.ico, which it asks for a plain text page)."""
         with self.cond:
             return [e["params"]["request"]["url"] for e in self.events
-                    if e.get("method") == "Network.requestWillBeSent"]
+                    if e.get("method") == "Network.requestWillBeSent" and
+                    not e["params"]["request"]["url"].endswith("/favicon.ico")]
 
     def click(self, selector_expr):
         """A real mouse click in the middle of the element the expression
@@ -683,6 +685,21 @@ class Browser:
             const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()""")
         for kind in ("mousePressed", "mouseReleased"):
             self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+
+    def follow(self, selector_expr, timeout=60):
+        """Clicks a link and waits for the page it opens to load; then the
+        console and the requests recorded are that page's."""
+        with self.cond:
+            self.events = []
+        self.click(selector_expr)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TestFailure(f"the link did not load a page within {timeout}s")
+                self.cond.wait(left)
+        return self
 
     def key(self, key, code=None):
         for kind in ("keyDown", "keyUp"):
