@@ -686,6 +686,7 @@ int pprof_fold_encode(const struct pprof_fold *fd, int side, int gzip_level, uin
         linep[i] = &lines[i];
         perftools__profiles__location__init(&locs[i]);
         locs[i].id = i + 1;
+        locs[i].address = i + 1; /* distinct, as readers that key by address expect */
         locs[i].n_line = 1;
         locs[i].line = &linep[i];
         locp[i] = &locs[i];

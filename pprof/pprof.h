@@ -268,7 +268,8 @@ int pprof_fold_collapsed(const struct pprof_fold *fd, int type, int side, size_t
                          struct buf *out, size_t chunk);
 
 /** Encodes side `side` as a pprof profile (one function and one location
- * per name, one sample per stack with every type's value; the summed
+ * per name, the location's address its id, one sample per stack with
+ * every type's value; the summed
  * duration, the earliest time, the first period), gzipped at `gzip_level`
  * (0: plain), into a malloc'd buffer the caller frees. Returns 0 or a
  * negative code. */
