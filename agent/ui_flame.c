@@ -143,8 +143,7 @@ struct taken {
 
 struct walk_frame {
     uint32_t node, next; /* the frame, and its next child to look at */
-    int64_t rest;        /* its width not drawn by children */
-    bool started, open;  /* its own div is written; its children's div is */
+    int64_t at;          /* where its next drawn child starts, in value */
 };
 
 /* A page, streamed as: `html` (the loop's text), then from the job's
@@ -403,6 +402,34 @@ static uint16_t *hues(const struct pprof_flame *f)
 }
 
 /* The opening of a graph: its controls (shown by the script) and its box. */
+static bool drawn(const struct pprof_flame *f, uint32_t c);
+
+/* The rows a tree's drawn frames take: its deepest drawn frame's depth,
+ * plus one (at most FLAME_MAX_DEPTH + 1). A walk with one cursor a level. */
+static int rows_of(const struct pprof_flame *f)
+{
+    uint32_t next[FLAME_MAX_DEPTH + 1];
+    int sp = 0, most = 0;
+
+    next[0] = f->nodes[0].first_child;
+    while (sp >= 0) {
+        uint32_t c = next[sp];
+
+        while (c != UINT32_MAX && !drawn(f, c))
+            c = f->nodes[c].next_sibling;
+        if (c == UINT32_MAX || sp == FLAME_MAX_DEPTH) {
+            sp--;
+            continue;
+        }
+        next[sp] = f->nodes[c].next_sibling;
+        next[++sp] = f->nodes[c].first_child;
+        most = sp > most ? sp : most;
+    }
+    return most + 1;
+}
+
+/* The opening of a graph: a box of its rows, and in it the frames' box
+ * (.fgi), which the script widens and shifts to zoom. */
 static void graph_open(struct buf *b, const struct flame_page *fp, const struct pprof_flame *f,
                        bool flame)
 {
@@ -412,7 +439,8 @@ static void graph_open(struct buf *b, const struct flame_page *fp, const struct 
     buf_printf(b, "<div class=\"fg %s%s\" data-unit=\"", flame ? "flame" : "icicle",
                fp->sides > 1 ? " diff" : "");
     agent__ui_esc(b, slash ? slash + 1 : "");
-    buf_printf(b, "\" data-total=\"%" PRId64 "\">", f->nodes[0].total);
+    buf_printf(b, "\" data-total=\"%" PRId64 "\" style=\"--rows:%d\"><div class=\"fgi\">",
+               f->nodes[0].total, rows_of(f));
 }
 
 /* The controls the script brings to life: hidden without it. */
@@ -532,7 +560,7 @@ static int html_content(struct flame_page *fp, const struct pprof_fold *fd, int 
         if (fp->tree[0]->nodes[0].total == 0 && fp->tree[0]->nodes[0].base_total == 0)
             buf_puts(b, "<p>This function is in no sample of this sample type.</p>");
         graph_open(b, fp, fp->tree[0], true);
-        buf_puts(&fp->seg[1], "</div><h3>Callees of <code>");
+        buf_puts(&fp->seg[1], "</div></div><h3>Callees of <code>");
         esc_cap(&fp->seg[1], fp->q.fn, NAME_TITLE);
         buf_puts(&fp->seg[1], "</code></h3>");
         graph_open(&fp->seg[1], fp, fp->tree[1], false);
@@ -542,7 +570,7 @@ static int html_content(struct flame_page *fp, const struct pprof_fold *fd, int 
         graph_open(b, fp, fp->tree[0], fp->q.view == 1);
     }
     b = &fp->seg[2];
-    buf_puts(b, "</div>");
+    buf_puts(b, "</div></div>");
     top_table(b, fp, fd, type, root);
     agent__ui_script(b, agent__ui_asset_flame_js, agent__ui_asset_flame_js_len);
     buf_puts(b, UI_PAGE_TAIL);
@@ -847,73 +875,85 @@ static void frame_title(struct buf *out, const struct flame_page *fp, const stru
     buf_puts(out, ")");
 }
 
+/* A position or width as a percentage of the whole, for CSS. */
+static void pct_css(struct buf *out, const char *prop, int64_t v, int64_t whole)
+{
+    buf_printf(out, "%s:%.4f%%", prop, whole > 0 ? 100.0 * (double)v / (double)whole : 0.0);
+}
+
+/* One frame's div: at `start` (in value) in row fp->sp. False when the
+ * buffer refused it. */
+static bool frame_div(struct flame_page *fp, int t, struct buf *out, uint32_t node, int64_t start,
+                      int64_t whole, bool diff)
+{
+    const struct pprof_flame *f = fp->tree[t];
+    const struct pprof_flame_node *n = &f->nodes[node];
+    int64_t width = n->total + n->base_total;
+    double rel = 0;
+
+    buf_puts(out, "<div class=\"fn\" style=\"");
+    pct_css(out, "left", start, whole);
+    pct_css(out, ";width", width, whole);
+    buf_printf(out, ";--d:%zu", fp->sp);
+    if (node == 0) {
+        /* the root: grey (ui.css) */
+    } else if (diff) {
+        int hue, sat;
+
+        diff_colour(f, n, &hue, &sat, &rel);
+        buf_printf(out, ";--h:%d;--s:%d%%", hue, sat);
+    } else {
+        buf_printf(out, ";--h:%u", fp->hue[t][n->name]);
+    }
+    buf_printf(out, "\" data-v=\"%" PRId64 "\"", width);
+    if (diff)
+        buf_printf(out, " data-b=\"%" PRId64 "\"", n->base_total);
+    buf_puts(out, " title=\"");
+    frame_title(out, fp, f, n, rel);
+    buf_puts(out, "\">");
+    esc_cap(out, f->names[n->name], NAME_SHOWN);
+    return buf_puts(out, "</div>") == 0;
+}
+
 /* Writes frames of tree `t`, depth first, until `out` reaches `chunk`: 1
- * if frames are left, 0 once the whole graph is written. A frame's
- * children are drawn inside it, and what they leave of its width (its own
- * value and the undrawn children's) is kept by an empty box. */
+ * if frames are left, 0 once the whole graph is written. Frames are one
+ * flat list, each placed in the graph's box by its row (--d) and its start
+ * and width as percentages of the whole: a frame's drawn children are
+ * packed from its start, and what they leave of its width (its own value
+ * and its undrawn children's) stays empty. A frame carries its value
+ * (data-v, and the baseline's part in a diff, data-b) for the script. */
 static int flame_walk(struct flame_page *fp, int t, struct buf *out, size_t chunk)
 {
     const struct pprof_flame *f = fp->tree[t];
+    int64_t whole = f->nodes[0].total + f->nodes[0].base_total;
     bool diff = fp->sides > 1;
 
     if (!fp->walking) {
-        fp->stack[0] = (struct walk_frame){ 0 };
-        fp->sp = 1;
+        fp->stack[0] = (struct walk_frame){ 0, f->nodes[0].first_child, 0 };
+        fp->sp = 0;
         fp->walking = true;
+        if (!frame_div(fp, t, out, 0, 0, whole, diff))
+            return -ENOMEM;
+        fp->sp = 1;
     }
     while (fp->sp > 0) {
         struct walk_frame *w = &fp->stack[fp->sp - 1];
-        const struct pprof_flame_node *n = &f->nodes[w->node];
-        int64_t width = n->total + n->base_total;
         uint32_t c;
 
         if (out->len >= chunk)
             return 1;
-        if (!w->started) {
-            double rel = 0;
-
-            buf_printf(out, "<div class=\"fn\" style=\"flex:%" PRId64, width);
-            if (w->node == 0) {
-                /* the root: grey (ui.css) */
-            } else if (diff) {
-                int hue, sat;
-
-                diff_colour(f, n, &hue, &sat, &rel);
-                buf_printf(out, ";--h:%d;--s:%d%%", hue, sat);
-            } else {
-                buf_printf(out, ";--h:%u", fp->hue[t][n->name]);
-            }
-            buf_puts(out, "\"");
-            if (diff)
-                buf_printf(out, " data-b=\"%" PRId64 "\"", n->base_total);
-            buf_puts(out, " title=\"");
-            frame_title(out, fp, f, n, rel);
-            buf_puts(out, "\"><span>");
-            esc_cap(out, f->names[n->name], NAME_SHOWN);
-            buf_puts(out, "</span>");
-            w->started = true;
-            w->next = fp->sp - 1 < FLAME_MAX_DEPTH ? n->first_child : UINT32_MAX;
-            w->rest = width;
-        }
         for (c = w->next; c != UINT32_MAX && !drawn(f, c); c = f->nodes[c].next_sibling)
             ;
-        if (c != UINT32_MAX) {
-            w->next = f->nodes[c].next_sibling;
-            if (!w->open)
-                buf_puts(out, "<div class=\"fc\">");
-            w->open = true;
-            w->rest = (int64_t)((uint64_t)w->rest - (uint64_t)f->nodes[c].total -
-                                (uint64_t)f->nodes[c].base_total);
-            fp->stack[fp->sp++] = (struct walk_frame){ .node = c };
+        if (c == UINT32_MAX || fp->sp - 1 == FLAME_MAX_DEPTH) {
+            fp->sp--;
             continue;
         }
-        if (w->open) {
-            if (w->rest > 0)
-                buf_printf(out, "<div style=\"flex:%" PRId64 "\"></div>", w->rest);
-            buf_puts(out, "</div>");
-        }
-        buf_puts(out, "</div>");
-        fp->sp--;
+        w->next = f->nodes[c].next_sibling;
+        if (!frame_div(fp, t, out, c, w->at, whole, diff))
+            return -ENOMEM;
+        fp->stack[fp->sp] = (struct walk_frame){ c, f->nodes[c].first_child, w->at };
+        w->at += f->nodes[c].total + f->nodes[c].base_total;
+        fp->sp++;
     }
     fp->walking = false;
     return 0;
@@ -985,9 +1025,12 @@ static int page_part(struct buf *out, size_t chunk, void *state)
             fp->at++;
             continue;
         }
-        if (fp->at / 2 < fp->n_trees && fp->tree[fp->at / 2] && !fp->failed &&
-            flame_walk(fp, fp->at / 2, out, chunk))
-            return 1;
+        if (fp->at / 2 < fp->n_trees && fp->tree[fp->at / 2] && !fp->failed) {
+            int rc = flame_walk(fp, fp->at / 2, out, chunk);
+
+            if (rc != 0)
+                return rc;
+        }
         fp->at++;
     }
     if (fp->kind == PAGE_COLLAPSED && fp->fold && !fp->failed) {

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// The profile page's flame graphs (.fg), drawn by the server as nested
-// boxes (.fn: a name span, then its children's row .fc), brought to life:
-// a click on a frame zooms into it (its ancestors' other children are
-// hidden, so it spans the width; the browser's Back, Escape, the top frame
-// or "reset zoom" go back out), the search box marks the frames whose name
-// matches (text, or /regexp/) and shows their share of the whole, and the
-// orientation links switch between icicle and flame without a reload.
-// Values are read from the page (a frame's width is its value), names as
-// text (never as HTML); nothing is fetched.
+// The profile page's flame graphs (.fg), drawn by the server as one flat
+// list of frames (.fn) in depth-first order, each placed by its row (--d)
+// and its left and width as percentages of the whole, brought to life: a
+// click on a frame zooms into it (the frames' box is widened and shifted
+// so that it spans the graph, its ancestors cut to the graph; the
+// browser's Back, Escape, the top frame or "reset zoom" go back out), the
+// search box marks the frames whose name matches (text, or /regexp/) and
+// shows their share of the whole, and the orientation links switch
+// between icicle and flame without a reload. Values come from the page (a frame's
+// data-v, exact), names as text (never as HTML); nothing is fetched.
 (function () {
   'use strict';
   var graphs = Array.prototype.slice.call(document.querySelectorAll('.fg'));
@@ -51,49 +52,72 @@
     return p.toFixed(2) + '%';
   }
 
-  // A frame's value: its width (the flex of its style, exact as written),
-  // less the baseline's part in a diff.
-  function value(fn) {
-    var m = /flex:(-?\d+)/.exec(fn.getAttribute('style') || '');
-    var v = m ? Number(m[1]) : 0;
-    var b = fn.getAttribute('data-b');
-    return b === null ? v : v - Number(b);
+  // Each graph's frames, with their row, value, start and the end of
+  // their subtree (an index), found from the depth-first order.
+  function model(g) {
+    var all = g.querySelectorAll('.fn'), fr = [], stack = [];
+    for (var i = 0; i < all.length; i++) {
+      var el = all[i], st = el.getAttribute('style') || '';
+      var d = Number((/--d:(\d+)/.exec(st) || [0, 0])[1]);
+      var v = Number(el.getAttribute('data-v') || 0), b = el.getAttribute('data-b');
+      while (stack.length > d) fr[stack.pop()].end = i;
+      var parent = d ? fr[stack[d - 1]] : null;
+      var f = { el: el, d: d, v: v, own: b === null ? v : v - Number(b),
+                start: parent ? parent.next : 0, next: 0, end: all.length,
+                left: el.style.left, width: el.style.width };
+      f.next = f.start;
+      if (parent) parent.next += v;
+      fr.push(f);
+      stack.push(i);
+    }
+    return fr;
   }
-  function nameOf(fn) {
-    var t = fn.getAttribute('title') || '';
+  var models = graphs.map(model);
+  function nameOf(el) {
+    var t = el.getAttribute('title') || '';
     var nl = t.indexOf('\n');
     return nl < 0 ? t : t.slice(0, nl);
   }
-  function frames(g) { return g.querySelectorAll('.fn'); }
 
-  // Zoom: hide the other children of the frame and of each ancestor.
-  function unzoom(g) {
-    g.querySelectorAll('.z').forEach(function (e) { e.classList.remove('z'); });
-    g.classList.remove('zoomed');
+  // Zoom: the frames' box widened and shifted so that the frame spans the
+  // graph (its subtree with it; the rest falls outside and is clipped);
+  // its ancestors, wider still, are cut to the graph so their names show.
+  var zoomed = graphs.map(function () { return []; });
+  function unzoom(gi) {
+    var inner = graphs[gi].querySelector('.fgi');
+    inner.style.width = '';
+    inner.style.marginLeft = '';
+    zoomed[gi].forEach(function (f) { f.el.style.left = f.left; f.el.style.width = f.width; });
+    zoomed[gi] = [];
+    graphs[gi].classList.remove('zoomed');
   }
-  function zoom(g, fn) {
-    unzoom(g);
-    if (fn === g.querySelector('.fn')) return;
-    for (var n = fn; n && n.classList.contains('fn'); n = n.parentElement.parentElement) {
-      var row = n.parentElement;
-      if (!row.classList.contains('fc')) break;
-      Array.prototype.forEach.call(row.children, function (s) {
-        if (s !== n) s.classList.add('z');
-      });
+  function zoom(gi, i) {
+    var fr = models[gi], z = fr[i];
+    unzoom(gi);
+    if (!z || i === 0) return;
+    var whole = fr[0].v, inner = graphs[gi].querySelector('.fgi');
+    inner.style.width = (100 * whole / z.v) + '%';
+    inner.style.marginLeft = (-100 * z.start / z.v) + '%';
+    for (var j = i - 1, d = z.d; j >= 0 && d > 0; j--) {
+      if (fr[j].d !== d - 1) continue;
+      fr[j].el.style.left = z.el.style.left;
+      fr[j].el.style.width = z.el.style.width;
+      zoomed[gi].push(fr[j]);
+      d--;
     }
-    g.classList.add('zoomed');
+    graphs[gi].classList.add('zoomed');
   }
   function apply(state) {
     graphs.forEach(function (g, gi) {
-      if (state && state.g === gi) zoom(g, frames(g)[state.i]);
-      else unzoom(g);
+      if (state && state.g === gi) zoom(gi, state.i);
+      else unzoom(gi);
     });
   }
   graphs.forEach(function (g, gi) {
     g.addEventListener('click', function (ev) {
-      var fn = ev.target.closest('.fn');
-      if (!fn || !g.contains(fn) || ev.target.tagName !== 'SPAN') return;
-      var i = Array.prototype.indexOf.call(frames(g), fn);
+      var el = ev.target.closest('.fn');
+      if (!el || !g.contains(el)) return;
+      var i = Array.prototype.indexOf.call(g.querySelectorAll('.fn'), el);
       var state = i === 0 ? null : { g: gi, i: i };
       history.pushState(state, '', state ? '#zoom=' + gi + '.' + i : location.pathname + location.search);
       apply(state);
@@ -129,21 +153,19 @@
   }
   function search() {
     var q = box.value, test = q ? matcher(q) : null, texts = [];
-    graphs.forEach(function (g) {
-      var all = frames(g), sum = 0, hits = 0;
+    graphs.forEach(function (g, gi) {
+      var fr = models[gi], sum = 0, hits = 0, covered = 0;
       g.classList.toggle('searching', !!test);
-      Array.prototype.forEach.call(all, function (fn, i) {
-        var hit = !!test && i > 0 && test(nameOf(fn));
-        fn.classList.toggle('m', hit);
+      fr.forEach(function (f, i) {
+        var hit = !!test && i > 0 && test(nameOf(f.el));
+        f.el.classList.toggle('m', hit);
+        if (!hit) return;
+        hits++;
+        if (i < covered) return; // inside a match already counted
+        sum += f.own;
+        covered = f.end;
       });
       if (!test) return;
-      Array.prototype.forEach.call(g.querySelectorAll('.fn.m'), function (fn) {
-        hits++;
-        var up = fn.parentElement.closest('.fn');
-        for (; up && g.contains(up); up = up.parentElement.closest('.fn'))
-          if (up.classList.contains('m')) return;
-        sum += value(fn);
-      });
       var total = Number(g.getAttribute('data-total')), unit = g.getAttribute('data-unit');
       texts.push(hits + (hits === 1 ? ' frame matches: ' : ' frames match: ') + fmt(sum, unit) +
                  ' of ' + fmt(total, unit) + ' (' + pct(sum, total) + ')');

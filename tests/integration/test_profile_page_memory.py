@@ -67,10 +67,12 @@ class PageCheck(html.parser.HTMLParser):
         super().__init__()
         self.stack, self.frames, self.top, self.errors = [], [], 0, []
         self.longest_shown = self.longest_cell = 0
+        self.in_frame = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "div" and a.get("class") == "fn":
+        self.in_frame = tag == "div" and a.get("class") == "fn"
+        if self.in_frame:
             self.frames.append(a.get("title", ""))
         if tag == "tr" and a.get("class") == "top":
             self.top += 1
@@ -78,6 +80,7 @@ class PageCheck(html.parser.HTMLParser):
             self.stack.append(tag)
 
     def handle_endtag(self, tag):
+        self.in_frame = False
         if tag in self.VOID:
             return
         if not self.stack or self.stack[-1] != tag:
@@ -86,7 +89,7 @@ class PageCheck(html.parser.HTMLParser):
             self.stack.pop()
 
     def handle_data(self, data):
-        if self.stack and self.stack[-1] == "span":  # a frame's name
+        if self.stack and self.stack[-1] == "div" and self.in_frame:  # a frame's name
             self.longest_shown = max(self.longest_shown, len(data))
         if self.stack and self.stack[-1] == "td":  # the top table's
             self.longest_cell = max(self.longest_cell, len(data))
