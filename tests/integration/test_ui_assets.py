@@ -99,7 +99,7 @@ remote-write:
                         check('id="q"' in page and 'id="h"' in page, f"{path}: the filter's inputs")
                 else:
                     check(not scripts, f"{path} has {len(scripts)} scripts")
-            check('class="fg"' in get(base + link)[2], "the profile page draws no flame graph")
+            check('class="fg ' in get(base + link)[2], "the profile page draws no flame graph")
             code = stop(p)
             check(code == 0, f"exit status {code}")
     finally:
