@@ -9,7 +9,7 @@ show).
     python3 tests/integration/ui_screenshots.py OUT_DIR
 
 writes OUT_DIR/<page>-<size>.png for every page of PAGES and size of
-SIZES, and OUT_DIR/manifest.json ({file: [width, height]}). The test
+SIZES (shoot() returns {file: [width, height]}). The test
 test_ui_screenshots.py runs it into the build directory and checks that
 docs/ui.md shows exactly these files, checked in under docs/ui/; to
 refresh them, run it with docs/ui as OUT_DIR."""
@@ -141,8 +141,6 @@ remote-write:
             check(stop(p) == 0, "proflet did not exit cleanly")
     finally:
         target.shutdown()
-    with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1, sort_keys=True)
     return manifest
 
 
