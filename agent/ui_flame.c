@@ -132,6 +132,17 @@ static void esc_cap(struct buf *b, const char *s, size_t cap)
     buf_puts(b, ell);
 }
 
+/* Sums and differences of a target's values wrap instead of overflowing. */
+static int64_t wadd(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+static int64_t wsub(int64_t a, int64_t b)
+{
+    return (int64_t)((uint64_t)a - (uint64_t)b);
+}
+
 /* ------------------------------------------------------------ the page */
 
 /* One profile of a side, as the page took it from the store. */
@@ -291,8 +302,8 @@ static int fn_cmp(const void *x, const void *y, void *ctx)
     int c;
 
     if (o->diff)
-        c = o->sort ? cmp_i64_desc(a->total[0] - a->total[1], b->total[0] - b->total[1])
-                    : cmp_i64_desc(a->self[0] - a->self[1], b->self[0] - b->self[1]);
+        c = o->sort ? cmp_i64_desc(wsub(a->total[0], a->total[1]), wsub(b->total[0], b->total[1]))
+                    : cmp_i64_desc(wsub(a->self[0], a->self[1]), wsub(b->self[0], b->self[1]));
     else
         c = o->sort ? cmp_i64_desc(a->total[0], b->total[0]) : cmp_i64_desc(a->self[0], b->self[0]);
     if (c)
@@ -367,8 +378,8 @@ static void top_table(struct buf *b, const struct flame_page *fp, const struct p
             cell(b, f->total[1], u, false);
             cell(b, f->self[0], u, false);
             cell(b, f->total[0], u, false);
-            cell(b, f->self[0] - f->self[1], u, true);
-            cell(b, f->total[0] - f->total[1], u, true);
+            cell(b, wsub(f->self[0], f->self[1]), u, true);
+            cell(b, wsub(f->total[0], f->total[1]), u, true);
         } else {
             cell(b, f->self[0], u, false);
             pct_cell(b, f->self[0], root);
@@ -501,7 +512,7 @@ static void summary(struct buf *b, const struct flame_page *fp, const struct ppr
         agent__ui_fmt_count(b, info.profiles[1]);
         buf_puts(b, info.profiles[1] == 1 ? " profile" : " profiles merged");
         buf_puts(b, "; change ");
-        agent__ui_fmt_signed(b, root - base_root, u);
+        agent__ui_fmt_signed(b, wsub(root, base_root), u);
     }
     buf_puts(b, ".</p>");
 }
@@ -648,7 +659,8 @@ static int json_content(struct flame_page *fp, const struct pprof_fold *fd, int 
             buf_printf(b,
                        ",\"base_self\":%" PRId64 ",\"base_total\":%" PRId64
                        ",\"diff_self\":%" PRId64 ",\"diff_total\":%" PRId64,
-                       f->self[1], f->total[1], f->self[0] - f->self[1], f->total[0] - f->total[1]);
+                       f->self[1], f->total[1], wsub(f->self[0], f->self[1]),
+                       wsub(f->total[0], f->total[1]));
         if (buf_puts(b, "}") < 0)
             break;
     }
@@ -809,8 +821,8 @@ static void page_after(void *arg, int status)
 
 static bool drawn(const struct pprof_flame *f, uint32_t c)
 {
-    int64_t w = f->nodes[c].total + f->nodes[c].base_total;
-    int64_t whole = f->nodes[0].total + f->nodes[0].base_total;
+    int64_t w = wadd(f->nodes[c].total, f->nodes[c].base_total);
+    int64_t whole = wadd(f->nodes[0].total, f->nodes[0].base_total);
 
     return w > 0 && w >= whole / FLAME_MIN_DIV;
 }
@@ -855,7 +867,7 @@ static void frame_title(struct buf *out, const struct flame_page *fp, const stru
         buf_puts(out, "), self ");
         agent__ui_fmt_value(out, n->base_self, u);
         buf_puts(out, "&#10;change: ");
-        agent__ui_fmt_signed(out, n->total - n->base_total, u);
+        agent__ui_fmt_signed(out, wsub(n->total, n->base_total), u);
         if (n->base_total == 0 && n->total)
             buf_puts(out, ", new");
         else if (n->total == 0 && n->base_total)
@@ -888,7 +900,7 @@ static bool frame_div(struct flame_page *fp, int t, struct buf *out, uint32_t no
 {
     const struct pprof_flame *f = fp->tree[t];
     const struct pprof_flame_node *n = &f->nodes[node];
-    int64_t width = n->total + n->base_total;
+    int64_t width = wadd(n->total, n->base_total);
     double rel = 0;
 
     buf_puts(out, "<div class=\"fn\" style=\"");
@@ -925,7 +937,7 @@ static bool frame_div(struct flame_page *fp, int t, struct buf *out, uint32_t no
 static int flame_walk(struct flame_page *fp, int t, struct buf *out, size_t chunk)
 {
     const struct pprof_flame *f = fp->tree[t];
-    int64_t whole = f->nodes[0].total + f->nodes[0].base_total;
+    int64_t whole = wadd(f->nodes[0].total, f->nodes[0].base_total);
     bool diff = fp->sides > 1;
 
     if (!fp->walking) {
@@ -952,7 +964,7 @@ static int flame_walk(struct flame_page *fp, int t, struct buf *out, size_t chun
         if (!frame_div(fp, t, out, c, w->at, whole, diff))
             return -ENOMEM;
         fp->stack[fp->sp] = (struct walk_frame){ c, f->nodes[c].first_child, w->at };
-        w->at += f->nodes[c].total + f->nodes[c].base_total;
+        w->at = wadd(w->at, wadd(f->nodes[c].total, f->nodes[c].base_total));
         fp->sp++;
     }
     fp->walking = false;

@@ -41,6 +41,12 @@ struct pprof_fold *pprof_fold_new(int sides, size_t max_bytes)
 
     if (sides < 1 || sides > PPROF_FOLD_SIDES || !(fd = calloc(1, sizeof(*fd))))
         return NULL;
+    /* Never NULL, so that an empty stack (a sample without locations) has
+     * frames to point at. */
+    if (!(fd->frames = array_grow(NULL, &fd->cap_frames, 0, sizeof(*fd->frames), 256))) {
+        free(fd);
+        return NULL;
+    }
     fd->sides = sides;
     fd->max_bytes = max_bytes;
     fd->default_type = -1;
@@ -181,6 +187,13 @@ long pprof_fold_find_name(const struct pprof_fold *fd, const char *name)
 
 /* ----------------------------------------------------------------- stacks */
 
+/* Sums wrap instead of overflowing: a hostile profile's values are its
+ * business, not undefined behaviour. */
+static void wrap_add(int64_t *to, int64_t v)
+{
+    *to = (int64_t)((uint64_t)*to + (uint64_t)v);
+}
+
 static int add_stack(struct pprof_fold *fd, const uint32_t *fr, size_t len, int side,
                      const int64_t *v)
 {
@@ -237,8 +250,8 @@ static int add_stack(struct pprof_fold *fd, const uint32_t *fr, size_t len, int 
         fd->n_stacks++;
     }
     to = pprof__fold_values(fd, i, side);
-    for (size_t t = 0; t < fd->n_types; t++) /* wraps: a hostile profile's sums are its own */
-        to[t] = (int64_t)((uint64_t)to[t] + (uint64_t)v[t]);
+    for (size_t t = 0; t < fd->n_types; t++)
+        wrap_add(&to[t], v[t]);
     return 0;
 }
 
@@ -445,7 +458,7 @@ int pprof_fold_add(struct pprof_fold *fd, int side, const uint8_t *in, size_t in
     if ((rc = check_types(fd, p, err, errlen)) == 0 &&
         (rc = fold_profile(fd, side, p, err, errlen)) == 0) {
         fd->profiles[side]++;
-        fd->duration_nanos[side] += p->duration_nanos;
+        wrap_add(&fd->duration_nanos[side], p->duration_nanos);
         if (p->time_nanos && (!fd->time_nanos || p->time_nanos < fd->time_nanos))
             fd->time_nanos = p->time_nanos;
     }
@@ -514,12 +527,12 @@ int pprof_fold_functions(const struct pprof_fold *fd, int type, struct pprof_fol
 
             if (v == 0 || s->len == 0)
                 continue;
-            fn[fr[s->len - 1]].self[side] += v;
+            wrap_add(&fn[fr[s->len - 1]].self[side], v);
             for (size_t k = 0; k < s->len; k++) {
                 if (seen[fr[k]] == stamp)
                     continue; /* recursion: once per sample */
                 seen[fr[k]] = stamp;
-                fn[fr[k]].total[side] += v;
+                wrap_add(&fn[fr[k]].total[side], v);
             }
         }
     }
