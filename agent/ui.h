@@ -52,6 +52,18 @@ struct labels;
  * else of them only __name__, and that when `name`. */
 void agent__ui_labels(struct buf *b, const struct labels *ls, bool meta, bool name);
 
+/** A function name is shown on a frame in at most UI_NAME_SHOWN bytes of
+ * HTML, and in a tooltip, a table or an option in at most UI_NAME_TITLE
+ * (the fold keeps PPROF_FLAME_NAME_MAX bytes of it): a long name on every
+ * one of 20,000 frames must not make a page grow with it. */
+#define UI_NAME_SHOWN 96
+#define UI_NAME_TITLE 256
+
+/** agent__ui_esc() into at most `cap` bytes of HTML: cut at a character
+ * (or entity) boundary and ended with U+2026 when it does not fit whole.
+ * Any thread. */
+void agent__ui_esc_cap(struct buf *b, const char *s, size_t cap);
+
 /** Writes `s` as a JSON string: valid UTF-8 (a stray byte as U+FFFD),
  * controls, '<', '>', '&', U+2028 and U+2029 as \u escapes, so that no
  * reader takes any of it for markup or code. Any thread. Returns 0 or the
@@ -129,8 +141,19 @@ int agent__ui_query_parse(const char *query, struct agent__ui_query *q, char *er
 void agent__ui_query_write(struct buf *b, const struct agent__ui_query *q, bool html);
 /** The time `t` in Unix nanoseconds at `now_ns` (`dflt` when absent). */
 int64_t agent__ui_time_ns(const struct agent__ui_time *t, int64_t now_ns, int64_t dflt);
+/** Writes the opening of a link to the profile page with `q`
+ * (`<a href="/profile?...">`). */
+void agent__ui_query_link(struct buf *b, const struct agent__ui_query *q);
 /** True when the query asks for a diff (a baseline target or range). */
 bool agent__ui_query_diff(const struct agent__ui_query *q);
+
+/* ui_profile.c */
+struct recent_profile;
+/** Writes the profile page's text before its graphs into `b`: labels, the
+ * newest profile's age and size, downloads, the range and baseline form,
+ * the history of `key` (whose newest is `newest`). Loop thread. */
+void agent__ui_profile_head(struct buf *b, struct agent *a, uint64_t key,
+                            const struct agent__ui_query *q, const struct recent_profile *newest);
 
 /* ui_flame.c */
 /** /profile?key=K (a flame graph and the top functions, streamed) and,

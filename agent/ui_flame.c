@@ -15,8 +15,10 @@
  *     (format=collapsed, for flamegraph.pl and speedscope), and as pprof
  *     (/profile.pb.gz: the profile as delivered, or the merged range).
  *
- * Function names, sample types and labels come from targets: they are
- * escaped (ui_html.c), names cut to a display length. The page reads
+ * The text before the graphs (labels, downloads, the range form, the
+ * history) is ui_profile.c's. Function names, sample types and labels
+ * come from targets: they are escaped (ui_html.c), names cut to a display
+ * length. The page reads
  * without JavaScript; agent/assets/flame.js adds zoom, search and the
  * orientation switch, and makes no request.
  *
@@ -40,7 +42,6 @@
 #include "agent/ui_assets.h"
 #include "common/buf.h"
 #include "common/clock.h"
-#include "common/duration.h"
 #include "common/workq.h"
 #include "httpd/httpd.h"
 #include "pprof/pprof.h"
@@ -73,64 +74,8 @@
  * JSON view holds at most four times the fold's cap. */
 #define TEXT_MAX ((size_t)1 << 20)
 #define SEG_MAX ((size_t)256 << 10)
-/* The history rows and the baseline targets a page lists. */
-#define HISTORY_ROWS 100
-#define BASELINE_TARGETS 200
-
-/* A name is shown on its frame in at most NAME_SHOWN bytes of HTML, and in
- * its tooltip and the table in at most NAME_TITLE (the fold keeps
- * PPROF_FLAME_NAME_MAX bytes of it): a long name on every one of 20,000
- * frames must not make the page grow with it. */
-#define NAME_SHOWN 96
-#define NAME_TITLE 256
 
 enum page_kind { PAGE_HTML, PAGE_JSON, PAGE_COLLAPSED, PAGE_PPROF };
-
-/* The bytes agent__ui_esc() writes for the byte `c`. */
-static size_t esc_len(unsigned char c)
-{
-    return c == '<' || c == '>' ? 4 : c == '&' ? 5 : c == '"' || c == '\'' ? 6 : 1;
-}
-
-/* Escapes `s` into at most `cap` bytes of HTML: cut at a character (or
- * entity) boundary and ended with U+2026 when it does not fit whole. */
-static void esc_cap(struct buf *b, const char *s, size_t cap)
-{
-    static const char ell[] = "\xe2\x80\xa6";
-    size_t used = 0, i = 0, whole = 0;
-
-    for (size_t j = 0; s && s[j] && whole <= cap; j++)
-        whole += esc_len((unsigned char)s[j]);
-    if (whole <= cap) {
-        agent__ui_esc(b, s);
-        return;
-    }
-    while (s[i]) {
-        unsigned char c = (unsigned char)s[i];
-        size_t n = c < 0x80             ? 1
-                   : (c & 0xE0) == 0xC0 ? 2
-                   : (c & 0xF0) == 0xE0 ? 3
-                   : (c & 0xF8) == 0xF0 ? 4
-                                        : 1;
-        size_t k = 1;
-
-        while (k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
-            k++;
-        n = k; /* a cut sequence: its bytes as they are */
-        if (used + (c < 0x80 ? esc_len(c) : n) + sizeof(ell) - 1 > cap)
-            break;
-        if (c < 0x80) {
-            char one[2] = { s[i], '\0' };
-
-            agent__ui_esc(b, one);
-        } else {
-            buf_append(b, s + i, n);
-        }
-        used += c < 0x80 ? esc_len(c) : n;
-        i += n;
-    }
-    buf_puts(b, ell);
-}
 
 /* Sums and differences of a target's values wrap instead of overflowing. */
 static int64_t wadd(int64_t a, int64_t b)
@@ -245,14 +190,6 @@ static enum agent__ui_unit unit_of(const char *type)
     return agent__ui_unit_of(slash ? slash + 1 : NULL);
 }
 
-/* A link to this page with `q` (the page's query, changed by the caller). */
-static void link_open(struct buf *b, const struct agent__ui_query *q)
-{
-    buf_puts(b, "<a href=\"/profile?");
-    agent__ui_query_write(b, q, true);
-    buf_puts(b, "\">");
-}
-
 static void type_links(struct buf *b, const struct flame_page *fp, const struct pprof_fold *fd,
                        int type)
 {
@@ -269,15 +206,15 @@ static void type_links(struct buf *b, const struct flame_page *fp, const struct 
         buf_puts(b, " ");
         if ((int)i == type) {
             buf_puts(b, "<b>");
-            esc_cap(b, t, NAME_TITLE);
+            agent__ui_esc_cap(b, t, UI_NAME_TITLE);
             buf_puts(b, "</b>");
             continue;
         }
         if (strlen(t) >= sizeof(q.type))
             continue;
         snprintf(q.type, sizeof(q.type), "%s", t);
-        link_open(b, &q);
-        esc_cap(b, t, NAME_TITLE);
+        agent__ui_query_link(b, &q);
+        agent__ui_esc_cap(b, t, UI_NAME_TITLE);
         buf_puts(b, "</a>");
     }
     buf_puts(b, "</p>");
@@ -336,7 +273,7 @@ static void sort_th(struct buf *b, const struct flame_page *fp, int sort, const 
 
     q.sort = sort;
     buf_puts(b, "<th class=\"sort\">");
-    link_open(b, &q);
+    agent__ui_query_link(b, &q);
     buf_puts(b, text);
     buf_puts(b, fp->q.sort == sort ? " \xe2\x96\xbc" : "");
     buf_puts(b, "</a></th>");
@@ -389,11 +326,11 @@ static void top_table(struct buf *b, const struct flame_page *fp, const struct p
         buf_puts(b, "<td>");
         if (strlen(name) < sizeof(q.fn)) {
             snprintf(q.fn, sizeof(q.fn), "%s", name);
-            link_open(b, &q);
-            esc_cap(b, name, NAME_TITLE);
+            agent__ui_query_link(b, &q);
+            agent__ui_esc_cap(b, name, UI_NAME_TITLE);
             buf_puts(b, "</a>");
         } else {
-            esc_cap(b, name, NAME_TITLE);
+            agent__ui_esc_cap(b, name, UI_NAME_TITLE);
         }
         buf_puts(b, "</td></tr>");
         shown++;
@@ -496,7 +433,7 @@ static void summary(struct buf *b, const struct flame_page *fp, const struct ppr
     buf_puts(b, "<b>");
     agent__ui_fmt_value(b, root, u);
     buf_puts(b, "</b> ");
-    esc_cap(b, pprof_fold_type(fd, (size_t)type), NAME_TITLE);
+    agent__ui_esc_cap(b, pprof_fold_type(fd, (size_t)type), UI_NAME_TITLE);
     buf_puts(b, " in ");
     agent__ui_fmt_count(b, info.profiles[0]);
     buf_puts(b, info.profiles[0] == 1 ? " profile" : " profiles merged");
@@ -564,15 +501,15 @@ static int html_content(struct flame_page *fp, const struct pprof_fold *fd, int 
 
         q.fn[0] = '\0';
         buf_puts(b, "<h3>Callers of <code>");
-        esc_cap(b, fp->q.fn, NAME_TITLE);
+        agent__ui_esc_cap(b, fp->q.fn, UI_NAME_TITLE);
         buf_puts(b, "</code></h3><p>");
-        link_open(b, &q);
+        agent__ui_query_link(b, &q);
         buf_puts(b, "back to the whole graph</a></p>");
         if (fp->tree[0]->nodes[0].total == 0 && fp->tree[0]->nodes[0].base_total == 0)
             buf_puts(b, "<p>This function is in no sample of this sample type.</p>");
         graph_open(b, fp, fp->tree[0], true);
         buf_puts(&fp->seg[1], "</div></div><h3>Callees of <code>");
-        esc_cap(&fp->seg[1], fp->q.fn, NAME_TITLE);
+        agent__ui_esc_cap(&fp->seg[1], fp->q.fn, UI_NAME_TITLE);
         buf_puts(&fp->seg[1], "</code></h3>");
         graph_open(&fp->seg[1], fp, fp->tree[1], false);
     } else {
@@ -852,7 +789,7 @@ static void frame_title(struct buf *out, const struct flame_page *fp, const stru
 {
     enum agent__ui_unit u = unit_of(f->types[f->sample_type]);
 
-    esc_cap(out, f->names[n->name], NAME_TITLE);
+    agent__ui_esc_cap(out, f->names[n->name], UI_NAME_TITLE);
     if (fp->sides > 1) {
         buf_puts(out, "&#10;comparison: ");
         agent__ui_fmt_value(out, n->total, u);
@@ -923,7 +860,7 @@ static bool frame_div(struct flame_page *fp, int t, struct buf *out, uint32_t no
     buf_puts(out, " title=\"");
     frame_title(out, fp, f, n, rel);
     buf_puts(out, "\">");
-    esc_cap(out, f->names[n->name], NAME_SHOWN);
+    agent__ui_esc_cap(out, f->names[n->name], UI_NAME_SHOWN);
     return buf_puts(out, "</div>") == 0;
 }
 
@@ -1156,196 +1093,6 @@ static void err_page(struct httpd_response *resp, int status, const char *msg, c
     buf_puts(b, UI_PAGE_TAIL);
 }
 
-/* A <select> of times for one end of a range: "" (labelled `none`), the
- * oldest kept (a start), durations ago, and the current value if it is
- * none of those. */
-static void time_select(struct buf *b, const char *name, const struct agent__ui_time *t,
-                        const char *none, bool start)
-{
-    static const char *const ago[] = { "1m", "5m", "15m", "30m", "1h", "6h", "24h" };
-    char cur[48] = "";
-    bool found;
-
-    if (t->kind == UI_TIME_AGO) {
-        cur[0] = '-';
-        duration_format(t->v, cur + 1, sizeof(cur) - 1);
-    } else if (t->kind == UI_TIME_MS) {
-        snprintf(cur, sizeof(cur), "%" PRIu64, t->v);
-    }
-    /* "now" is what an empty end means. */
-    found = !cur[0] || (start && strcmp(cur, "0") == 0);
-    buf_printf(b, "<select name=\"%s\"><option value=\"\"%s>%s</option>", name,
-               !cur[0] ? " selected" : "", none);
-    if (start)
-        buf_printf(b, "<option value=\"0\"%s>the oldest kept</option>",
-                   strcmp(cur, "0") == 0 ? " selected" : "");
-    for (size_t i = 0; i < sizeof(ago) / sizeof(ago[0]); i++) {
-        bool sel = cur[0] == '-' && strcmp(cur + 1, ago[i]) == 0;
-
-        found = found || sel;
-        buf_printf(b, "<option value=\"-%s\"%s>%s ago</option>", ago[i], sel ? " selected" : "",
-                   ago[i]);
-    }
-    if (!found) {
-        buf_printf(b, "<option value=\"%s\" selected>", cur);
-        if (t->kind == UI_TIME_MS)
-            agent__ui_when(b, (int64_t)(t->v * 1000000u));
-        else
-            buf_printf(b, "%s ago", cur + 1);
-        buf_puts(b, "</option>");
-    }
-    buf_puts(b, "</select>");
-}
-
-struct baselines {
-    struct buf *b;
-    const char *name; /* the page's __name__ */
-    uint64_t key, chosen;
-    size_t n;
-};
-
-static void baseline_option(uint64_t key, const struct recent_profile *newest, void *ud)
-{
-    struct baselines *bl = ud;
-    const char *name = labels_get(newest->labels, "__name__");
-    char *text;
-
-    if (key == bl->key || bl->n >= BASELINE_TARGETS ||
-        strcmp(name ? name : "", bl->name ? bl->name : "") != 0)
-        return;
-    bl->n++;
-    buf_printf(bl->b, "<option value=\"%016" PRIx64 "\"%s>", key,
-               key == bl->chosen ? " selected" : "");
-    text = labels_to_string(newest->labels);
-    esc_cap(bl->b, text ? text : "?", NAME_TITLE);
-    free(text);
-    buf_puts(bl->b, "</option>");
-}
-
-/* The range and baseline form: plain GET, read without the script. */
-static void range_form(struct buf *b, const struct flame_page *fp,
-                       const struct recent_profile *newest)
-{
-    struct baselines bl = { b, labels_get(newest->labels, "__name__"), fp->key,
-                            fp->q.has_bkey ? fp->q.bkey : 0, 0 };
-
-    buf_printf(b,
-               "<form class=\"range\" method=\"get\" action=\"/profile\"><input type=\"hidden\" "
-               "name=\"key\" value=\"%016" PRIx64 "\">",
-               fp->key);
-    if (fp->q.type[0]) {
-        buf_puts(b, "<input type=\"hidden\" name=\"type\" value=\"");
-        agent__ui_esc(b, fp->q.type);
-        buf_puts(b, "\">");
-    }
-    if (fp->q.view)
-        buf_puts(b, "<input type=\"hidden\" name=\"view\" value=\"flame\">");
-    buf_puts(b, "<label>Profiles from ");
-    time_select(b, "from", &fp->q.from, "(the newest alone)", true);
-    buf_puts(b, " to ");
-    time_select(b, "to", &fp->q.to, "now", false);
-    buf_puts(b, "</label> <label>compared with <select name=\"bkey\"><option value=\"\">(no "
-                "baseline)</option>");
-    buf_printf(b, "<option value=\"%016" PRIx64 "\"%s>this target</option>", fp->key,
-               fp->q.has_bkey && fp->q.bkey == fp->key ? " selected" : "");
-    recent_visit(fp->a->recent, baseline_option, &bl);
-    buf_puts(b, "</select></label> <label>baseline from ");
-    time_select(b, "bfrom", &fp->q.bfrom, "(the same range)", true);
-    buf_puts(b, " to ");
-    time_select(b, "bto", &fp->q.bto, "now", false);
-    buf_puts(b, "</label> <button>show</button></form>");
-}
-
-/* The kept profiles, newest first, each a link to itself and to a diff
- * of the newest against it. */
-static void history(struct buf *b, const struct flame_page *fp, const struct recent_profile *newest)
-{
-    size_t n = recent_count(fp->a->recent, fp->key), row = 0;
-    const struct recent_profile *oldest = newest;
-
-    while (recent_older(oldest))
-        oldest = recent_older(oldest);
-    buf_puts(b, "<details class=\"history\"><summary>History: ");
-    agent__ui_fmt_count(b, n);
-    buf_puts(b, n == 1 ? " profile kept" : " profiles kept");
-    if (n > 1) {
-        buf_puts(b, ", the oldest taken ");
-        agent__ui_ago(b, (uint64_t)oldest->end_ns);
-    }
-    buf_puts(b, " (server.recent-profiles-bytes)</summary><table><tr><th>taken</th><th>size</th>"
-                "<th></th></tr>");
-    for (const struct recent_profile *p = newest; p && row < HISTORY_ROWS;
-         p = recent_older(p), row++) {
-        struct agent__ui_query q = { .key = fp->key, .has_key = true };
-        uint64_t ms = (uint64_t)(p->end_ns / 1000000);
-
-        buf_puts(b, "<tr><td>");
-        agent__ui_ago(b, (uint64_t)p->end_ns);
-        buf_puts(b, " <span class=\"when\">");
-        agent__ui_when(b, p->end_ns);
-        buf_puts(b, "</span></td><td>");
-        agent__ui_fmt_bytes(b, p->len);
-        buf_puts(b, "</td><td>");
-        q.from = (struct agent__ui_time){ UI_TIME_MS, ms };
-        q.to = (struct agent__ui_time){ UI_TIME_MS, ms };
-        link_open(b, &q);
-        buf_puts(b, "this one</a>");
-        if (p != newest) {
-            q.from = q.to = (struct agent__ui_time){ UI_TIME_NONE, 0 };
-            q.bfrom = (struct agent__ui_time){ UI_TIME_MS, ms };
-            q.bto = (struct agent__ui_time){ UI_TIME_MS, ms };
-            buf_puts(b, " \xc2\xb7 ");
-            link_open(b, &q);
-            buf_puts(b, "the newest against this one</a>");
-        }
-        buf_puts(b, "</td></tr>");
-    }
-    if (n > row) {
-        buf_puts(b, "<tr><td colspan=\"3\">and ");
-        agent__ui_fmt_count(b, n - row);
-        buf_puts(b, " older</td></tr>");
-    }
-    buf_puts(b, "</table></details>");
-}
-
-/* Everything the loop writes before the job's output. */
-static void page_head(struct flame_page *fp, const struct recent_profile *newest)
-{
-    struct buf *b = &fp->html;
-    struct agent__ui_query q = fp->q;
-
-    agent__ui_head(b, "Profile");
-    buf_puts(b, fp->sides > 1 ? "<h2>Profile diff</h2>" : "<h2>Profile</h2><div class=\"labels\">");
-    if (fp->sides > 1)
-        buf_puts(b, "<div class=\"labels\">");
-    agent__ui_labels(b, newest->labels, false, true);
-    buf_puts(b, "</div><p class=\"meta\">Newest taken ");
-    agent__ui_ago(b, (uint64_t)newest->end_ns);
-    buf_puts(b, ", ");
-    agent__ui_fmt_bytes(b, newest->len);
-    buf_puts(b, ". Download: <a href=\"/profile.pb.gz?");
-    q.format = 0;
-    agent__ui_query_write(b, &q, true);
-    buf_puts(b, "\">pprof</a> \xc2\xb7 ");
-    q.format = 2;
-    link_open(b, &q);
-    buf_puts(b, "collapsed stacks</a> \xc2\xb7 ");
-    q.format = 1;
-    link_open(b, &q);
-    buf_puts(b, "JSON</a></p>");
-    range_form(b, fp, newest);
-    history(b, fp, newest);
-    if (fp->sides > 1 && fp->q.has_bkey && fp->q.bkey != fp->key) {
-        const struct recent_profile *bp = recent_get(fp->a->recent, fp->q.bkey);
-
-        if (bp) {
-            buf_puts(b, "<p class=\"labels\">Baseline: ");
-            agent__ui_labels(b, bp->labels, false, true);
-            buf_puts(b, "</p>");
-        }
-    }
-}
-
 void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
                             struct httpd_response *resp, bool download)
 {
@@ -1432,7 +1179,7 @@ void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
     switch (fp->kind) {
     case PAGE_HTML:
         resp->content_type = "text/html; charset=utf-8";
-        page_head(fp, p);
+        agent__ui_profile_head(&fp->html, a, fp->key, &fp->q, p);
         break;
     case PAGE_JSON:
         resp->content_type = "application/json";

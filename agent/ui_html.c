@@ -159,3 +159,47 @@ void agent__ui_when(struct buf *b, int64_t ns)
     else
         buf_printf(b, "%s UTC", text);
 }
+
+/* The bytes agent__ui_esc() writes for the byte `c`. */
+static size_t esc_len(unsigned char c)
+{
+    return c == '<' || c == '>' ? 4 : c == '&' ? 5 : c == '"' || c == '\'' ? 6 : 1;
+}
+
+void agent__ui_esc_cap(struct buf *b, const char *s, size_t cap)
+{
+    static const char ell[] = "\xe2\x80\xa6";
+    size_t used = 0, i = 0, whole = 0;
+
+    for (size_t j = 0; s && s[j] && whole <= cap; j++)
+        whole += esc_len((unsigned char)s[j]);
+    if (whole <= cap) {
+        agent__ui_esc(b, s);
+        return;
+    }
+    while (s[i]) {
+        unsigned char c = (unsigned char)s[i];
+        size_t n = c < 0x80             ? 1
+                   : (c & 0xE0) == 0xC0 ? 2
+                   : (c & 0xF0) == 0xE0 ? 3
+                   : (c & 0xF8) == 0xF0 ? 4
+                                        : 1;
+        size_t k = 1;
+
+        while (k < n && ((unsigned char)s[i + k] & 0xC0) == 0x80)
+            k++;
+        n = k; /* a cut sequence: its bytes as they are */
+        if (used + (c < 0x80 ? esc_len(c) : n) + sizeof(ell) - 1 > cap)
+            break;
+        if (c < 0x80) {
+            char one[2] = { s[i], '\0' };
+
+            agent__ui_esc(b, one);
+        } else {
+            buf_append(b, s + i, n);
+        }
+        used += c < 0x80 ? esc_len(c) : n;
+        i += n;
+    }
+    buf_puts(b, ell);
+}

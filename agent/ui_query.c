@@ -303,3 +303,10 @@ bool agent__ui_query_diff(const struct agent__ui_query *q)
 {
     return q->has_bkey || q->bfrom.kind != UI_TIME_NONE || q->bto.kind != UI_TIME_NONE;
 }
+
+void agent__ui_query_link(struct buf *b, const struct agent__ui_query *q)
+{
+    buf_puts(b, "<a href=\"/profile?");
+    agent__ui_query_write(b, q, true);
+    buf_puts(b, "\">");
+}
