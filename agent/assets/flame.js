@@ -7,8 +7,9 @@
 // browser's Back, Escape, the top frame or "reset zoom" go back out), the
 // search box marks the frames whose name matches (text, or /regexp/) and
 // shows their share of the whole, and the orientation links switch
-// between icicle and flame without a reload. Values come from the page (a frame's
-// data-v, exact), names as text (never as HTML); nothing is fetched.
+// between icicle and flame without a reload. Values come from the page (a
+// frame's data-v, exact), names as text (never as HTML); nothing is
+// fetched.
 (function () {
   'use strict';
   var graphs = Array.prototype.slice.call(document.querySelectorAll('.fg'));
