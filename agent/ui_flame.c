@@ -18,9 +18,8 @@
  * The text before the graphs (labels, downloads, the range form, the
  * history) is ui_profile.c's. Function names, sample types and labels
  * come from targets: they are escaped (ui_html.c), names cut to a display
- * length. The page reads
- * without JavaScript; agent/assets/flame.js adds zoom, search and the
- * orientation switch, and makes no request.
+ * length. The page reads without JavaScript; agent/assets/flame.js adds
+ * zoom, search and the orientation switch, and makes no request.
  *
  * Loop thread, but for the merge and the trees, built by a job on the work
  * queue (page_work, on the pool, touching only the page's own fields) from
@@ -493,6 +492,8 @@ static int html_content(struct flame_page *fp, const struct pprof_fold *fd, int 
     }
     type_links(b, fp, fd, type);
     summary(b, fp, fd, type, root, base_root);
+    if (!fp->q.fn[0])
+        buf_puts(b, fp->sides > 1 ? "<h3>Flame graph of the change</h3>" : "<h3>Flame graph</h3>");
     if (fp->sides > 1)
         legend_diff(b);
     graph_bar(b, fp);
@@ -1190,6 +1191,16 @@ void agent__ui_profile_page(struct agent *a, const struct httpd_request *req,
     case PAGE_PPROF:
         resp->content_type = "application/octet-stream";
         break;
+    }
+    if ((fp->n_side[0] == 0 || (fp->sides > 1 && fp->n_side[1] == 0)) && fp->kind != PAGE_HTML) {
+        bool base = fp->n_side[0] != 0;
+
+        page_unref(fp); /* a download of nothing: said before anything is sent */
+        resp->status = 404;
+        resp->content_type = "text/plain; charset=utf-8";
+        buf_puts(&resp->body, base ? "the baseline has no profile kept in its range\n"
+                                   : "no profile kept in this range\n");
+        return;
     }
     if (fp->n_side[0] == 0 || (fp->sides > 1 && fp->n_side[1] == 0)) {
         fp->done = fp->started = true;

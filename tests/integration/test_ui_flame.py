@@ -26,6 +26,7 @@ history to merge and diff.
 """
 import json
 import re
+import urllib.error
 import urllib.request
 
 from badtarget import pprof_profile
@@ -271,6 +272,16 @@ remote-write:
                 hdrs, body = get(page + "&format=json")
                 check(b"<script" not in body and EVIL in [f["name"] for f in json.loads(body)["functions"]],
                       "JSON: the name intact, no markup")
+                # A range with nothing in it: a download says so before it starts.
+                for fmt in ("&format=json", "&format=collapsed"):
+                    try:
+                        get(f"{page}&from=1&to=2{fmt}")
+                        check(False, f"an empty range's {fmt} answered 200")
+                    except urllib.error.HTTPError as e:
+                        check(e.code == 404, f"an empty range's {fmt}: {e.code}")
+                b.open(f"{page}&from=1&to=2")
+                check("No profile kept in this range" in b.eval("document.body.textContent"),
+                      "an empty range's page says so")
             code = stop(p)
             check(code == 0, f"exit status {code}")
     finally:
