@@ -229,13 +229,8 @@ static void on_profile(const struct labels *labels, uint8_t *data, size_t len, i
     struct labels ls = LABELS_INIT;
     struct fwd_profile *prof;
 
-    if (a->recent) {
-        char *text = labels_to_string(labels);
-
-        if (text)
-            recent_put(a->recent, labels_hash(labels), text, data, len, end_ns);
-        free(text);
-    }
+    if (a->recent)
+        recent_put(a->recent, labels_hash(labels), labels, data, len, start_ns, end_ns);
     if (!a->fwd || labels_copy(&ls, labels) < 0) {
         free(data);
         labels_done(&ls);

@@ -69,7 +69,7 @@ struct figures {
     double start_time;
     uint64_t jobs_in_flight, jobs_backlog, jobs_backlog_bytes, jobs_completed, jobs_rejected;
     uint64_t memory_budget, memory_in_flight, jobs_over_budget;
-    uint64_t recent_profiles, recent_bytes, recent_evicted;
+    uint64_t recent_profiles, recent_series, recent_bytes, recent_evicted;
     uint64_t label_strings, label_strings_bytes;
     uint64_t reloads[2];
     uint64_t last_reload_ok;
@@ -108,7 +108,13 @@ static const struct prom_family families[] = {
     U64("proflet_worker_jobs_over_budget_total", "counter",
         "Profile jobs refused because they alone exceed the memory budget.", jobs_over_budget),
     U64("proflet_ui_recent_profiles", "gauge",
-        "Latest profiles kept for the web UI (server.recent-profiles-bytes).", recent_profiles),
+        "Recent profiles kept for the web UI's pages, ranges and diffs "
+        "(server.recent-profiles-bytes).",
+        recent_profiles),
+    U64("proflet_ui_recent_series", "gauge",
+        "Targets and profile types with recent profiles kept (each keeps at least its newest "
+        "while the cap allows).",
+        recent_series),
     U64("proflet_ui_recent_profiles_bytes", "gauge", "Bytes they take.", recent_bytes),
     U64("proflet_ui_recent_profiles_evicted_total", "counter",
         "Kept profiles dropped to stay under the cap.", recent_evicted),
@@ -151,6 +157,7 @@ static void metrics(struct agent *a, struct buf *b)
         .memory_in_flight = w.cost_inflight,
         .jobs_over_budget = w.over_budget,
         .recent_profiles = rs.profiles,
+        .recent_series = rs.series,
         .recent_bytes = rs.bytes,
         .recent_evicted = rs.evicted,
         .label_strings = interned,

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The web UI's list pages, and its routes: server-rendered HTML that reads
  * without JavaScript (a built-in script, agent/assets/filter.js, only
- * filters rows).
+ * filters rows). Numbers are written for people (ui_fmt.c: sizes in binary
+ * units, counts with separators, ages), their exact values in the cells'
+ * titles; long label sets fold (agent__ui_labels()).
  *
  *   /, /targets        targets by job and profile type, streamed target by
  *                      target (text table: /targets?format=text, status.c)
@@ -11,7 +13,8 @@
  *                      retried and dropped profiles, the last error and when
  *   /config            the configuration as loaded, secrets shown as <secret>;
  *                      version, start, last reload and its warnings
- *   /profile, /profile.pb.gz   the latest profile of a pair (ui_flame.c)
+ *   /profile, /profile.pb.gz   a pair's profiles: the newest, a merged range,
+ *                      a diff, a sandwich; JSON, collapsed, pprof (ui_flame.c)
  *
  * Everything that comes from targets (labels, URLs, errors) is escaped
  * (ui_html.c). Loop thread only. A streamed page (targets, service
@@ -33,21 +36,6 @@
 #include "proflet_version.h"
 #include "scrape/scrape.h"
 
-/* `meta`: also the "__" labels; else only __name__ of them, when `name`. */
-static void labels_html(struct buf *b, const struct labels *ls, bool meta, bool name)
-{
-    for (size_t i = 0; i < ls->n; i++) {
-        if (!meta && strncmp(ls->v[i].name, "__", 2) == 0 &&
-            !(name && strcmp(ls->v[i].name, "__name__") == 0))
-            continue;
-        buf_puts(b, "<span class=\"l\">");
-        agent__ui_esc(b, ls->v[i].name);
-        buf_puts(b, "=");
-        agent__ui_esc(b, ls->v[i].value);
-        buf_puts(b, "</span>");
-    }
-}
-
 /* ------------------------------------------------------------- targets */
 
 struct targets_page {
@@ -65,10 +53,13 @@ static void job_counts(struct targets_page *pg)
 {
     if (!pg->last_job)
         return;
-    buf_printf(pg->out,
-               "<tr class=\"counts\"><td colspan=\"6\">%zu up, %zu down, %zu not "
-               "scraped yet</td></tr>",
-               pg->up, pg->down, pg->unknown);
+    buf_puts(pg->out, "<tr class=\"counts\"><td colspan=\"6\">");
+    agent__ui_fmt_count(pg->out, pg->up);
+    buf_puts(pg->out, " up, ");
+    agent__ui_fmt_count(pg->out, pg->down);
+    buf_puts(pg->out, " down, ");
+    agent__ui_fmt_count(pg->out, pg->unknown);
+    buf_puts(pg->out, " not scraped yet</td></tr>");
     pg->up = pg->down = pg->unknown = 0;
 }
 
@@ -94,7 +85,10 @@ static int target_row(const struct scrape_target_view *v, void *ud)
     agent__ui_esc(b, v->profile_type);
     buf_printf(b, "</td><td class=\"%s\">%s</td><td>", health, health);
     agent__ui_ago(b, v->last_scrape_ns);
-    buf_printf(b, "</td><td>%.3fs</td><td>", (double)v->last_duration_us / 1e6);
+    buf_puts(b, "</td><td>");
+    if (v->last_scrape_ns)
+        agent__ui_fmt_duration(b, v->last_duration_us * 1000u);
+    buf_puts(b, "</td><td>");
     agent__ui_esc(b, v->url);
     if (v->owner) {
         buf_puts(b, " <span class=\"l\">owner ");
@@ -102,14 +96,14 @@ static int target_row(const struct scrape_target_view *v, void *ud)
         buf_puts(b, "</span>");
     }
     buf_puts(b, "<br>");
-    labels_html(b, v->labels, false, true);
+    agent__ui_labels(b, v->labels, false, true);
     if (v->last_error) {
         buf_puts(b, "<div class=\"err\">");
         agent__ui_esc(b, v->last_error);
         buf_puts(b, "</div>");
     }
     buf_puts(b, "<details><summary>discovered labels</summary>");
-    labels_html(b, v->discovered, true, true);
+    agent__ui_labels(b, v->discovered, true, true);
     buf_puts(b, "</details></td><td>");
     if (recent_get(pg->a->recent, key))
         buf_printf(b, "<a href=\"/profile?key=%016" PRIx64 "\">profile</a>", key);
@@ -208,10 +202,10 @@ static int sd_row(const struct scrape_target_view *v, void *ud)
     pg->last_target = id;
     sd_job(pg, v->job);
     buf_printf(b, "<tr class=\"t\" data-health=\"%s\"><td>", v->labels ? "kept" : "dropped");
-    labels_html(b, v->discovered, true, true);
+    agent__ui_labels(b, v->discovered, true, true);
     buf_puts(b, "</td><td>");
     if (v->labels) {
-        labels_html(b, v->labels, false, false); /* the target's, not one type's */
+        agent__ui_labels(b, v->labels, false, false); /* the target's, not one type's */
     } else {
         buf_puts(b, "<div class=\"err\">");
         agent__ui_esc(b, v->drop_reason ? v->drop_reason : v->error ? v->error : "dropped");
@@ -301,6 +295,23 @@ static void sd_page(struct agent *a, struct httpd_response *resp)
 
 /* ----------------------------------------------------------- forwarding */
 
+/* A count, with its bytes in binary units after it. */
+static void count_bytes(struct buf *b, uint64_t n, uint64_t bytes)
+{
+    buf_printf(b, "<td title=\"%" PRIu64 " profiles, %" PRIu64 " bytes\">", n, bytes);
+    agent__ui_fmt_count(b, n);
+    buf_puts(b, " (");
+    agent__ui_fmt_bytes(b, bytes);
+    buf_puts(b, ")</td>");
+}
+
+static void count_cell(struct buf *b, uint64_t n)
+{
+    buf_printf(b, "<td title=\"%" PRIu64 "\">", n);
+    agent__ui_fmt_count(b, n);
+    buf_puts(b, "</td>");
+}
+
 static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
 {
     struct buf *b = ud;
@@ -309,20 +320,25 @@ static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
     agent__ui_esc(b, e->name);
     buf_puts(b, "<br><span class=\"l\">");
     agent__ui_esc(b, e->url);
-    buf_printf(b,
-               "</span></td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%" PRIu64
-               " B, %" PRIu64 " profiles",
-               e->queue_profiles, e->queue_bytes, e->inflight_profiles, e->spool_bytes,
+    buf_puts(b, "</span></td>");
+    count_bytes(b, e->queue_profiles, e->queue_bytes);
+    count_cell(b, e->inflight_profiles);
+    buf_printf(b, "<td title=\"%" PRIu64 " bytes, %" PRIu64 " profiles\">", e->spool_bytes,
                e->spool_records);
+    agent__ui_fmt_bytes(b, e->spool_bytes);
+    buf_puts(b, ", ");
+    agent__ui_fmt_count(b, e->spool_records);
+    buf_puts(b, e->spool_records == 1 ? " profile" : " profiles");
     if (e->spool_oldest_ms) {
         buf_puts(b, ", oldest ");
         agent__ui_ago(b, e->spool_oldest_ms * 1000000ULL);
     }
-    buf_printf(b,
-               "</td><td>%" PRIu64 " (%" PRIu64 " B)</td><td>%" PRIu64 "</td><td>%" PRIu64
-               "</td><td>%" PRIu64 "</td><td>",
-               e->sent_profiles, e->sent_bytes, e->retried_profiles, e->failed_requests,
-               e->dropped_profiles);
+    buf_puts(b, "</td>");
+    count_bytes(b, e->sent_profiles, e->sent_bytes);
+    count_cell(b, e->retried_profiles);
+    count_cell(b, e->failed_requests);
+    count_cell(b, e->dropped_profiles);
+    buf_puts(b, "<td>");
     if (e->last_error && e->last_error[0]) {
         buf_puts(b, "<div class=\"err\">");
         agent__ui_esc(b, e->last_error);

@@ -55,6 +55,8 @@ const char *pprof_strerror(int err)
         return "filter drops every sample type";
     case PPROF_EOVERBUDGET:
         return "over the job's memory grant";
+    case PPROF_EMISMATCH:
+        return "other sample types";
     case -ENOMEM:
         return "out of memory";
     case -EINVAL:

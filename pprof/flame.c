@@ -1,14 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Flame graphs for the status pages: the samples of one sample type folded
- * root first into a call tree of function frames (inlined frames
- * expanded, leaf last), each node with its total and self value, and the
- * flat / cumulative table of the top functions (docs/design.md "Threads":
- * built by a job, its tree charged to the budget). Built from a decoded and
- * validated profile (pprof__decode: every id resolves), so a hostile
- * profile costs at most the decode limits plus `max_nodes` nodes. A tree
- * outlives its decode (a web page keeps it while it is sent), so what it
- * keeps is bounded by `max_nodes` alone: at most one name per node, each
- * copied once per distinct string and cut to PPROF_FLAME_NAME_MAX bytes.
+/* Flame graphs for the status pages: the stacks of a fold (fold.c: one
+ * profile, or the merge of a range, with a baseline for a diff) made into
+ * a call tree of function frames, root first, each node with its total and
+ * self value (and its baseline's), in one sample type: every stack, or
+ * only those through one function, from it to their leaves (its callees)
+ * or to their roots (its callers, inverted): the two halves of a sandwich
+ * view (docs/design.md "Threads": built by a job, its tree charged to the
+ * budget). A tree outlives its fold (a web page keeps it while it is
+ * sent), so what it keeps is bounded by `max_nodes` alone: at most one
+ * name per node, each a copy of the fold's, which is cut to
+ * PPROF_FLAME_NAME_MAX bytes.
  *
  * Pure; any thread. The tree is a few malloc'd blocks (nodes, names and
  * their one storage block, types), freed with pprof_flame_free(). */
@@ -23,19 +24,14 @@
 
 #define NONE UINT32_MAX
 
-/* The key of a function without a name in the string-copy index. */
-#define NO_STRING UINT64_MAX
-
 struct builder {
     struct pprof_flame *f;
-    struct hashmap children;  /* parent << 32 | name -> node index + 1 */
-    struct hashmap func_name; /* function id -> name index + 1 */
-    struct hashmap str_off;   /* profile string index -> offset in `data` + 1 */
-    size_t *name_off;         /* name index -> offset in `data`, cap_names long */
-    char *data;               /* the names' bytes, NUL-terminated one after another */
+    const struct pprof_fold *fd;
+    struct hashmap children; /* parent << 32 | name -> node index + 1 */
+    uint32_t *name_of;       /* fold name -> tree name, NONE before its first use */
+    size_t *name_off;        /* tree name -> offset in `data`, cap_names long */
+    char *data;              /* the names' bytes, NUL-terminated one after another */
     size_t data_len, data_cap;
-    struct hashmap loc;  /* location id -> Location * */
-    struct hashmap func; /* function id -> Function * */
     size_t max_nodes;
 };
 
@@ -73,23 +69,11 @@ static int child(struct builder *b, uint32_t parent, uint32_t name, uint32_t *ou
     return 0;
 }
 
-/* Appends `s` to the names' storage, cut to PPROF_FLAME_NAME_MAX bytes at
- * a character boundary (ending in "..." as one character, U+2026), and
- * returns its offset. A name cannot be shown whole on a frame anyway, and
- * the cut is what keeps a page's tree small however long a hostile
- * profile's names are. */
+/* Appends `s` (already cut by the fold) to the names' storage. */
 static int store_name(struct builder *b, const char *s, size_t *off)
 {
-    static const char ell[] = "\xe2\x80\xa6";
-    size_t len = strlen(s), keep = len, need;
-    bool cut = len > PPROF_FLAME_NAME_MAX;
+    size_t need = strlen(s) + 1;
 
-    if (cut) {
-        keep = PPROF_FLAME_NAME_MAX - (sizeof(ell) - 1);
-        while (keep > 0 && ((unsigned char)s[keep] & 0xC0) == 0x80)
-            keep--;
-    }
-    need = keep + (cut ? sizeof(ell) - 1 : 0) + 1;
     if (b->data_len + need > b->data_cap) {
         size_t nc = b->data_cap ? b->data_cap * 2 : 4096;
         char *nd;
@@ -102,29 +86,22 @@ static int store_name(struct builder *b, const char *s, size_t *off)
         b->data_cap = nc;
     }
     *off = b->data_len;
-    memcpy(b->data + b->data_len, s, keep);
-    if (cut)
-        memcpy(b->data + b->data_len + keep, ell, sizeof(ell) - 1);
-    b->data[b->data_len + need - 1] = '\0';
+    memcpy(b->data + b->data_len, s, need);
     b->data_len += need;
     return 0;
 }
 
-/* A function's name as an index into f->names, or NONE when it is new and
- * the tree is full: a new name always needs a new node, so names never
- * outnumber nodes. Functions sharing a string share its one copy. */
-static int name_of(struct builder *b, const Perftools__Profiles__Profile *p, uint64_t func_id,
-                   uint32_t *out)
+/* The tree's name for the fold's name `fn`, or NONE when it is new and the
+ * tree is full: a new name always needs a new node, so names never
+ * outnumber nodes. */
+static int name_of(struct builder *b, uint32_t fn, uint32_t *out)
 {
     struct pprof_flame *f = b->f;
-    uintptr_t got = (uintptr_t)hashmap_get(&b->func_name, func_id);
-    const Perftools__Profiles__Function *fn;
-    uint64_t si = NO_STRING;
     size_t off;
     int rc;
 
-    if (got) {
-        *out = (uint32_t)(got - 1);
+    if (b->name_of[fn] != NONE) {
+        *out = b->name_of[fn];
         return 0;
     }
     if (f->n_nodes >= b->max_nodes) {
@@ -132,17 +109,8 @@ static int name_of(struct builder *b, const Perftools__Profiles__Profile *p, uin
         *out = NONE;
         return 0;
     }
-    fn = hashmap_get(&b->func, func_id);
-    if (fn && fn->name >= 0 && (uint64_t)fn->name < p->n_string_table)
-        si = (uint64_t)fn->name;
-    if ((got = (uintptr_t)hashmap_get(&b->str_off, si)) != 0) {
-        off = got - 1;
-    } else {
-        if ((rc = store_name(b, si == NO_STRING ? "?" : p->string_table[si], &off)) < 0)
-            return rc;
-        if (hashmap_put(&b->str_off, si, (void *)(uintptr_t)(off + 1)) < 0)
-            return -ENOMEM;
-    }
+    if ((rc = store_name(b, pprof_fold_name(b->fd, fn), &off)) < 0)
+        return rc;
     if (f->n_names >= f->cap_names) {
         size_t *no = array_grow(b->name_off, &f->cap_names, f->n_names, sizeof(*no), 64);
 
@@ -151,8 +119,7 @@ static int name_of(struct builder *b, const Perftools__Profiles__Profile *p, uin
         b->name_off = no;
     }
     b->name_off[f->n_names] = off;
-    if (hashmap_put(&b->func_name, func_id, (void *)(uintptr_t)(f->n_names + 1)) < 0)
-        return -ENOMEM;
+    b->name_of[fn] = (uint32_t)f->n_names;
     *out = (uint32_t)f->n_names++;
     return 0;
 }
@@ -164,41 +131,41 @@ static void add(int64_t *to, int64_t v)
     *to = (int64_t)((uint64_t)*to + (uint64_t)v);
 }
 
-/* Adds one sample: from the root down its stack (the last location is the
- * outermost; within a location the last line is the caller). */
-static int add_sample(struct builder *b, const Perftools__Profiles__Profile *p,
-                      const Perftools__Profiles__Sample *s, int64_t v)
+/* Adds one stack's values along `n` frames taken from `fr` with `step`
+ * (+1 root to leaf, -1 backwards). */
+static int add_path(struct builder *b, const uint32_t *fr, size_t n, int step, int64_t v,
+                    int64_t base)
 {
+    struct pprof_flame_node *nodes = b->f->nodes;
     uint32_t at = 0;
 
-    add(&b->f->nodes[0].total, v);
-    for (size_t i = s->n_location_id; i-- > 0;) {
-        const Perftools__Profiles__Location *loc = hashmap_get(&b->loc, s->location_id[i]);
+    add(&nodes[0].total, v);
+    add(&nodes[0].base_total, base);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t name, next;
+        int rc;
 
-        for (size_t l = loc ? loc->n_line : 0; l-- > 0;) {
-            uint32_t name, next;
-            int rc;
-
-            if ((rc = name_of(b, p, loc->line[l]->function_id, &name)) < 0)
-                return rc;
-            if (name == NONE)
-                goto self;
-            if ((rc = child(b, at, name, &next)) < 0)
-                return rc;
-            if (next == NONE)
-                goto self;
-            at = next;
-            add(&b->f->nodes[at].total, v);
-        }
+        if ((rc = name_of(b, fr[step > 0 ? (ptrdiff_t)i : -(ptrdiff_t)i], &name)) < 0)
+            return rc;
+        if (name == NONE)
+            break;
+        if ((rc = child(b, at, name, &next)) < 0)
+            return rc;
+        if (next == NONE)
+            break;
+        at = next;
+        nodes = b->f->nodes;
+        add(&nodes[at].total, v);
+        add(&nodes[at].base_total, base);
     }
-self:
     add(&b->f->nodes[at].self, v);
+    add(&b->f->nodes[at].base_self, base);
     return 0;
 }
 
 /* Hands the names to the tree (one pointer each into one block) and
- * trims the nodes and the names to their counts: the tree is kept while a
- * page is sent, and what it holds is charged for that time. */
+ * trims the nodes to their count: the tree is kept while a page is sent,
+ * and what it holds is charged for that time. */
 static int finish(struct builder *b)
 {
     struct pprof_flame *f = b->f;
@@ -225,103 +192,74 @@ static int finish(struct builder *b)
     return 0;
 }
 
-int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limits *lim,
-                      const char *sample_type, size_t max_nodes, struct pprof_flame **out,
-                      char *err, size_t errlen)
+int pprof_flame_from_fold(const struct pprof_fold *fd, const struct pprof_flame_opts *o,
+                          struct pprof_flame **out)
 {
-    struct pprof__decoded dp = { 0 };
     struct builder b = { 0 };
-    const Perftools__Profiles__Profile *p;
     struct pprof_flame *f;
-    uint8_t *raw = NULL;
-    size_t raw_len = 0;
-    int col = -1, rc;
+    long focus = -1;
+    int rc = -ENOMEM;
 
     *out = NULL;
-    if ((rc = pprof_gunzip(in, in_len, lim->max_decompressed, &raw, &raw_len)) < 0)
-        return pprof__err(err, errlen, rc, "gunzip: %s", pprof_strerror(rc));
-    rc = pprof__decode(raw, raw_len, lim, &dp, err, errlen);
-    free(raw);
-    if (rc < 0)
-        return rc;
-    p = dp.prof;
-    if (!(f = calloc(1, sizeof(*f)))) {
-        rc = -ENOMEM;
-        goto done;
-    }
+    if (o->type < 0 || (size_t)o->type >= fd->n_types)
+        return -EINVAL;
+    if (o->mode != PPROF_FLAME_ALL &&
+        (!o->focus || (focus = pprof_fold_find_name(fd, o->focus)) < 0))
+        focus = -1; /* a function the fold does not have: an empty tree */
+    if (!(f = calloc(1, sizeof(*f))))
+        return -ENOMEM;
     b.f = f;
-    b.max_nodes = max_nodes ? max_nodes : 1;
+    b.fd = fd;
+    b.max_nodes = o->max_nodes ? o->max_nodes : 1;
     hashmap_init(&b.children);
-    hashmap_init(&b.func_name);
-    hashmap_init(&b.str_off);
-    hashmap_init(&b.loc);
-    hashmap_init(&b.func);
-    /* The sample types, and the one asked for (else the default one, else
-     * the last, as pprof's tools choose). */
-    f->n_types = p->n_sample_type;
-    if (f->n_types && !(f->types = calloc(f->n_types, sizeof(*f->types)))) {
-        rc = -ENOMEM;
+    f->sample_type = o->type;
+    f->n_types = fd->n_types;
+    if (!(f->types = calloc(f->n_types ? f->n_types : 1, sizeof(*f->types))))
         goto done;
-    }
-    for (size_t i = 0; i < p->n_sample_type; i++) {
-        const char *t = p->string_table[p->sample_type[i]->type];
-        const char *u = p->string_table[p->sample_type[i]->unit];
-        size_t len = strlen(t) + strlen(u) + 2;
-
-        if (!(f->types[i] = malloc(len))) {
-            rc = -ENOMEM;
+    for (size_t i = 0; i < f->n_types; i++)
+        if (!(f->types[i] = strdup(fd->types[i])))
             goto done;
-        }
-        snprintf(f->types[i], len, "%s/%s", t, u);
-        if (sample_type
-                ? strcmp(f->types[i], sample_type) == 0 || strcmp(t, sample_type) == 0
-                : p->default_sample_type && p->sample_type[i]->type == p->default_sample_type)
-            col = (int)i;
-    }
-    if (col < 0 && sample_type) {
-        rc = pprof__err(err, errlen, PPROF_ECORRUPT, "no sample type %s", sample_type);
+    if (!(b.name_of = malloc((fd->n_names ? fd->n_names : 1) * sizeof(*b.name_of))))
         goto done;
-    }
-    if (col < 0)
-        col = (int)p->n_sample_type - 1;
-    f->sample_type = col;
-    for (size_t i = 0; i < p->n_location; i++)
-        if (hashmap_put(&b.loc, p->location[i]->id, p->location[i]) < 0) {
-            rc = -ENOMEM;
-            goto done;
-        }
-    for (size_t i = 0; i < p->n_function; i++)
-        if (hashmap_put(&b.func, p->function[i]->id, p->function[i]) < 0) {
-            rc = -ENOMEM;
-            goto done;
-        }
+    memset(b.name_of, 0xff, (fd->n_names ? fd->n_names : 1) * sizeof(*b.name_of));
     if (!(f->nodes = array_grow(NULL, &f->cap_nodes, 0, sizeof(*f->nodes), 64)) ||
         !(b.name_off = malloc(64 * sizeof(*b.name_off))) ||
-        (rc = store_name(&b, "total", &b.name_off[0])) < 0) {
-        rc = -ENOMEM;
+        store_name(&b, "total", &b.name_off[0]) < 0)
         goto done;
-    }
     f->cap_names = 64;
     f->n_names = 1;
-    f->nodes[0] = (struct pprof_flame_node){ 0, NONE, NONE, NONE, 0, 0 };
+    f->nodes[0] = (struct pprof_flame_node){ 0, NONE, NONE, NONE, 0, 0, 0, 0 };
     f->n_nodes = 1;
-    for (size_t i = 0; col >= 0 && i < p->n_sample; i++) {
-        const Perftools__Profiles__Sample *s = p->sample[i];
+    rc = 0;
+    for (size_t i = 0; i < fd->n_stacks && rc == 0; i++) {
+        const struct pprof__fold_stack *s = &fd->stacks[i];
+        const uint32_t *fr = fd->frames + s->off;
+        int64_t v = pprof__fold_values(fd, i, 0)[o->type];
+        int64_t base = fd->sides > 1 ? pprof__fold_values(fd, i, 1)[o->type] : 0;
+        size_t k = 0;
 
-        if ((size_t)col < s->n_value && s->value[col] != 0 &&
-            (rc = add_sample(&b, p, s, s->value[col])) < 0)
-            goto done;
+        if (v == 0 && base == 0)
+            continue;
+        if (o->mode != PPROF_FLAME_ALL) {
+            if (focus < 0)
+                continue;
+            while (k < s->len && fr[k] != (uint32_t)focus)
+                k++;
+            if (k == s->len)
+                continue;
+        }
+        if (o->mode == PPROF_FLAME_CALLERS)
+            rc = add_path(&b, fr + k, k + 1, -1, v, base);
+        else
+            rc = add_path(&b, fr + k, s->len - k, 1, v, base);
     }
-    rc = finish(&b);
+    if (rc == 0)
+        rc = finish(&b);
 done:
     free(b.name_off);
+    free(b.name_of);
     free(b.data);
     hashmap_done(&b.children);
-    hashmap_done(&b.func_name);
-    hashmap_done(&b.str_off);
-    hashmap_done(&b.loc);
-    hashmap_done(&b.func);
-    pprof__decoded_done(&dp);
     if (rc < 0)
         pprof_flame_free(f);
     else
@@ -329,11 +267,37 @@ done:
     return rc;
 }
 
+int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limits *lim,
+                      const char *sample_type, size_t max_nodes, struct pprof_flame **out,
+                      char *err, size_t errlen)
+{
+    struct pprof_fold *fd = pprof_fold_new(1, 0);
+    struct pprof_flame_opts o = { .max_nodes = max_nodes, .mode = PPROF_FLAME_ALL };
+    int rc;
+
+    *out = NULL;
+    if (!fd)
+        return pprof__err(err, errlen, -ENOMEM, "out of memory");
+    if ((rc = pprof_fold_add(fd, 0, in, in_len, lim, err, errlen)) < 0)
+        goto out;
+    o.type = sample_type ? pprof_fold_find_type(fd, sample_type) : fd->default_type;
+    if (o.type < 0) {
+        rc = pprof__err(err, errlen, PPROF_ECORRUPT, "no sample type %s",
+                        sample_type ? sample_type : "");
+        goto out;
+    }
+    if ((rc = pprof_flame_from_fold(fd, &o, out)) < 0)
+        pprof__err(err, errlen, rc, "%s", pprof_strerror(rc));
+out:
+    pprof_fold_free(fd);
+    return rc;
+}
+
 void pprof_flame_free(struct pprof_flame *f)
 {
     if (!f)
         return;
-    for (size_t i = 0; i < f->n_types; i++)
+    for (size_t i = 0; f->types && i < f->n_types; i++)
         free(f->types[i]);
     free(f->types);
     free(f->names);

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "common/hashmap.h"
 #include "pprof/pprof.h"
 #include "profile.pb-c.h"
 
@@ -416,5 +417,45 @@ size_t pprof__decoded_arena_bytes(const struct pprof__decoded *dp);
 
 /** Number of malloc calls the arena of `dp` made. */
 size_t pprof__decoded_arena_chunks(const struct pprof__decoded *dp);
+
+/* ------------------------------------------------------------------ fold */
+
+/** One stack of a fold: `len` name indices from frames[off], root first. */
+struct pprof__fold_stack {
+    uint32_t off, len;
+};
+
+/** Profiles folded into stacks of function names (fold.c); flame.c builds
+ * its trees from it. Every array is sized by capacity in `bytes`. */
+struct pprof_fold {
+    size_t max_bytes, bytes;
+    int sides;
+    char **types; /* "type/unit", n_types of them */
+    size_t n_types;
+    int default_type;
+    char *period_type; /* "type/unit" of the first profile, or NULL */
+    int64_t period, time_nanos;
+    int64_t duration_nanos[PPROF_FOLD_SIDES];
+    size_t profiles[PPROF_FOLD_SIDES];
+    /* Names: NUL-terminated, one after another in name_data. */
+    char *name_data;
+    size_t name_len, name_cap;
+    uint32_t *name_off;
+    size_t n_names, cap_names;
+    struct hashmap name_index; /* xxh3 of the name (probing on) -> index + 1 */
+    /* Stacks: their frames, and per stack sides x n_types values. */
+    uint32_t *frames;
+    size_t n_frames, cap_frames;
+    struct pprof__fold_stack *stacks;
+    size_t n_stacks, cap_stacks;
+    int64_t *values;
+    struct hashmap stack_index; /* xxh3 of the frames (probing on) -> index + 1 */
+};
+
+/** The values of stack `i`, side `side`: n_types of them. */
+static inline int64_t *pprof__fold_values(const struct pprof_fold *fd, size_t i, int side)
+{
+    return fd->values + ((size_t)i * (size_t)fd->sides + (size_t)side) * fd->n_types;
+}
 
 #endif

@@ -15,6 +15,8 @@
 
 #include "conf/conf.h"
 
+struct buf;
+
 /* Defaults of the caps below; the configuration's defaults are these. */
 #define PPROF_DEFAULT_MAX_DECOMPRESSED ((uint64_t)256 << 20)
 #define PPROF_DEFAULT_MAX_SAMPLES 1000000
@@ -89,6 +91,7 @@ enum {
     PPROF_ETOOLARGE = -2001,   /**< a cap was exceeded */
     PPROF_EFILTER = -2002,     /**< the filter drops every sample type */
     PPROF_EOVERBUDGET = -2003, /**< the call needs more than limits.max_memory */
+    PPROF_EMISMATCH = -2004,   /**< profiles of other sample types cannot be merged */
 };
 
 /** Human text for an error code. */
@@ -214,6 +217,91 @@ int pprof_compress(const uint8_t *in, size_t in_len, enum pprof_compression c, u
 int pprof_recompress(const uint8_t *in, size_t in_len, size_t max, enum pprof_compression c,
                      uint8_t **out, size_t *out_len);
 
+/* ------------------------------------------------------------------ fold */
+
+/** A fold has one side (a profile, or the merge of a range of them) or two
+ * (a diff: side 0 the comparison, side 1 its baseline). */
+#define PPROF_FOLD_SIDES 2
+
+/** Profiles of one kind folded into stacks of function names, each stack
+ * with the sum of its samples' values per sample type and side: the merge
+ * of a range of profiles, as `go tool pprof` merges them (samples summed;
+ * totals per function equal), at function granularity (inlined frames
+ * expanded, a location without lines named by its address, names cut to
+ * PPROF_FLAME_NAME_MAX bytes, sample labels dropped). Pure; one thread at
+ * a time. */
+struct pprof_fold;
+
+/** Creates an empty fold of `sides` sides (1 or 2) that may hold at most
+ * `max_bytes` of stacks, names and indexes (past it pprof_fold_add()
+ * fails with PPROF_ETOOLARGE). NULL on OOM or a bad `sides`. */
+struct pprof_fold *pprof_fold_new(int sides, size_t max_bytes);
+/** Frees a fold (NULL is fine). */
+void pprof_fold_free(struct pprof_fold *fd);
+
+/** Adds the samples of the profile `in` (gzip or plain, borrowed, within
+ * `lim`) to side `side`. The first profile sets the sample types; a later
+ * one with other types (names, units or order) is refused with
+ * PPROF_EMISMATCH, as `go tool pprof` refuses to merge it, and leaves the
+ * fold as it was. On any other error the fold may hold part of the
+ * profile: only pprof_fold_free() is meaningful then. Returns 0 or a
+ * negative code with a message in `err`. */
+int pprof_fold_add(struct pprof_fold *fd, int side, const uint8_t *in, size_t in_len,
+                   const struct pprof_limits *lim, char *err, size_t errlen);
+
+/** What a fold holds. */
+struct pprof_fold_info {
+    size_t n_types;
+    int default_type; /**< the first profile's default, else its last type */
+    size_t profiles[PPROF_FOLD_SIDES];
+    int64_t duration_nanos[PPROF_FOLD_SIDES]; /**< summed */
+    size_t stacks, names;
+    size_t bytes; /**< what it holds, all its blocks */
+};
+void pprof_fold_info(const struct pprof_fold *fd, struct pprof_fold_info *out);
+/** Sample type `i` as "type/unit" (valid while the fold lives). */
+const char *pprof_fold_type(const struct pprof_fold *fd, size_t i);
+/** The index of the sample type named `name` ("alloc_space" or
+ * "alloc_space/bytes"), or -1. */
+int pprof_fold_find_type(const struct pprof_fold *fd, const char *name);
+/** Function name `i` (0 <= i < names; valid while the fold lives). */
+const char *pprof_fold_name(const struct pprof_fold *fd, size_t i);
+/** The index of the function named `name`, or -1. */
+long pprof_fold_find_name(const struct pprof_fold *fd, const char *name);
+
+/** One function's values in one sample type, per side: `self` of the
+ * samples whose leaf it is, `total` of the samples whose stack holds it
+ * (once per sample, however often it recurs), as `go tool pprof -top`
+ * counts flat and cum. */
+struct pprof_fold_fn {
+    uint32_t name;
+    int64_t self[PPROF_FOLD_SIDES], total[PPROF_FOLD_SIDES];
+};
+/** Every function of the fold with its values in sample type `type`,
+ * indexed by name, in a malloc'd array of `*n` (the caller frees).
+ * Returns 0 or -ENOMEM. */
+int pprof_fold_functions(const struct pprof_fold *fd, int type, struct pprof_fold_fn **out,
+                         size_t *n);
+
+/** Writes the stacks of side `side` whose value in `type` is not zero in
+ * collapsed form ("root;caller;leaf value", one a line, as flamegraph.pl
+ * and speedscope read it; a ';' or a control character in a name becomes
+ * '_'), from stack `*pos` on, until `out` holds `chunk` bytes. Returns 1
+ * when stacks are left (`*pos` says where), 0 when done, or the buffer's
+ * negative code. */
+int pprof_fold_collapsed(const struct pprof_fold *fd, int type, int side, size_t *pos,
+                         struct buf *out, size_t chunk);
+
+/** Encodes side `side` as a pprof profile (one function and one location
+ * per name, the location's address its id, one sample per stack with
+ * every type's value; the summed
+ * duration, the earliest time, the first period), compressed as `c` says,
+ * into a malloc'd buffer the caller frees. Returns 0 or a negative code. */
+int pprof_fold_encode(const struct pprof_fold *fd, int side, enum pprof_compression c,
+                      uint8_t **out, size_t *out_len);
+
+/* ----------------------------------------------------------------- flame */
+
 /** One frame of a flame graph: a function called from its parent's. */
 struct pprof_flame_node {
     uint32_t name;         /**< index into pprof_flame.names */
@@ -222,6 +310,8 @@ struct pprof_flame_node {
     uint32_t next_sibling; /**< UINT32_MAX: none */
     int64_t total;         /**< value of the samples through this frame */
     int64_t self;          /**< value of the samples that end here */
+    int64_t base_total;    /**< the same, of the baseline (side 1; 0 with one side) */
+    int64_t base_self;
 };
 
 /** A flame graph's function names are cut to this many bytes (at a
@@ -242,11 +332,33 @@ struct pprof_flame {
     bool truncated;  /**< max_nodes reached: deeper values stay as self */
 };
 
+/** Which stacks a tree is made of. */
+enum pprof_flame_mode {
+    PPROF_FLAME_ALL,     /**< every stack, root first */
+    PPROF_FLAME_CALLEES, /**< from the focus function's outermost frame to the leaf */
+    PPROF_FLAME_CALLERS, /**< from the focus function's outermost frame to the root, inverted */
+};
+
+/** What pprof_flame_from_fold() builds. */
+struct pprof_flame_opts {
+    int type;                   /**< sample type index */
+    size_t max_nodes;           /**< past it, deeper values stay with the parent, as self */
+    enum pprof_flame_mode mode; /**< with a focus: only the stacks that hold it */
+    const char *focus;          /**< a function name, for CALLERS and CALLEES */
+};
+
+/** Builds a tree from a fold (borrowed; the tree keeps copies of the names
+ * it uses, so it outlives the fold). Returns 0, or -ENOMEM or -EINVAL (a
+ * bad type). Free with pprof_flame_free(). */
+int pprof_flame_from_fold(const struct pprof_fold *fd, const struct pprof_flame_opts *o,
+                          struct pprof_flame **out);
+
 /** Builds the flame graph of `in` (gzip or plain, borrowed) for the sample
  * type named `sample_type` ("alloc_space" or "alloc_space/bytes"; NULL:
  * the profile's default one, else its last), with at most `max_nodes`
- * nodes, within the decode limits `lim`. Returns 0, or a negative code with
- * a message. Free with pprof_flame_free(). */
+ * nodes, within the decode limits `lim`: a fold of one profile, then its
+ * tree. Returns 0, or a negative code with a message. Free with
+ * pprof_flame_free(). */
 int pprof_flame_build(const uint8_t *in, size_t in_len, const struct pprof_limits *lim,
                       const char *sample_type, size_t max_nodes, struct pprof_flame **out,
                       char *err, size_t errlen);

@@ -35,6 +35,7 @@ TARGETS=(
   "fuzz-disc-file_sd tests/fuzz/discovery/fuzz_disc_file_sd tests/fuzz/discovery/corpus/file_sd 16384"
   "fuzz-forward-classify tests/fuzz/forward/fuzz_forward_classify tests/fuzz/forward/corpus/classify 4096"
   "fuzz-forward-spool tests/fuzz/forward/fuzz_forward_spool tests/fuzz/forward/corpus/spool 65536"
+  "fuzz-agent-ui-query tests/fuzz/agent/fuzz_agent_ui_query tests/fuzz/agent/corpus_ui_query 4096"
 )
 for t in "${TARGETS[@]}"; do
   read -r name exe corpus maxlen <<<"$t"

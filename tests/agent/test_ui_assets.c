@@ -5,7 +5,8 @@
  * wrong generator, or an asset missing from agent/meson.build, fails
  * here); a page's head carries the stylesheet and a script element the
  * script, whole and once; the escaping turns markup into entities, control
- * characters into visible escapes and invalid UTF-8 into U+FFFD.
+ * characters into visible escapes and invalid UTF-8 into U+FFFD; JSON
+ * strings are valid, markup-free UTF-8; long label sets fold.
  * TEST_DATA_DIR is agent/assets/. */
 #include <dirent.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@
 #include "agent/ui.h"
 #include "agent/ui_assets.h"
 #include "common/buf.h"
+#include "common/labels.h"
 #include "test.h"
 
 /* The file's bytes (NUL-terminated, `*len` without it); NULL if unreadable. */
@@ -68,6 +70,8 @@ TEST(every_asset_is_its_file_byte_for_byte)
     ASSERT_EQ(asset("ui.css")->len, agent__ui_asset_ui_css_len);
     ASSERT(asset("filter.js")->data == agent__ui_asset_filter_js);
     ASSERT_EQ(asset("filter.js")->len, agent__ui_asset_filter_js_len);
+    ASSERT(asset("flame.js")->data == agent__ui_asset_flame_js);
+    ASSERT_EQ(asset("flame.js")->len, agent__ui_asset_flame_js_len);
 }
 
 TEST(no_file_of_the_folder_is_left_out)
@@ -157,6 +161,52 @@ TEST(escaping_markup_controls_and_invalid_bytes)
     ASSERT_EQ(agent__ui_esc(&b, NULL), 0);
     ASSERT_EQ(b.len, 0);
     buf_done(&b);
+}
+
+TEST(json_strings_are_valid_and_markup_free)
+{
+    struct buf b;
+
+    buf_init(&b, 1 << 20);
+    ASSERT_EQ(agent__ui_json_str(&b, "a\"\\<script>&\n\x01\x7f\xff\xe2\x80\xa8\xc3\xa9"), 0);
+    ASSERT_STR_EQ(b.data, "\"a\\\"\\\\\\u003cscript\\u003e\\u0026\\u000a\\u0001\\u007f"
+                          "\\ufffd\\u2028\xc3\xa9\"");
+    buf_reset(&b);
+    ASSERT_EQ(agent__ui_json_str(&b, NULL), 0);
+    ASSERT_STR_EQ(b.data, "\"\"");
+    buf_done(&b);
+}
+
+TEST(long_label_sets_fold)
+{
+    struct labels ls = LABELS_INIT;
+    struct buf b;
+    char name[8];
+
+    buf_init(&b, 1 << 20);
+    labels_set(&ls, "__address__", "x:1");
+    labels_set(&ls, "__name__", "process_cpu");
+    for (int i = 0; i < 9; i++) {
+        snprintf(name, sizeof(name), "l%d", i);
+        labels_set(&ls, name, "<v>");
+    }
+    agent__ui_labels(&b, &ls, false, true); /* __name__ and 9 labels: 6 shown, 4 fold */
+    ASSERT_EQ(count(b.data, "<span class=\"l\">"), 10);
+    ASSERT_EQ(count(b.data, "<details class=\"more\"><summary>4 more</summary>"), 1);
+    ASSERT(strstr(b.data, "__address__") == NULL);
+    ASSERT(strstr(b.data, "l0=&lt;v&gt;") != NULL);
+    ASSERT(strstr(b.data, "<summary>4 more</summary><span class=\"l\">l5=") != NULL);
+    ASSERT(strcmp(b.data + b.len - 10, "</details>") == 0);
+    buf_reset(&b);
+    labels_del(&ls, "l8");
+    labels_del(&ls, "l7");
+    labels_del(&ls, "l6");
+    labels_del(&ls, "l5");
+    agent__ui_labels(&b, &ls, false, true); /* six: none folds */
+    ASSERT_EQ(count(b.data, "<span class=\"l\">"), 6);
+    ASSERT(strstr(b.data, "details") == NULL);
+    buf_done(&b);
+    labels_done(&ls);
 }
 
 int main(int argc, char **argv)

@@ -57,6 +57,59 @@ def tiny_pprof(function=b"main.main"):
     return gzip.compress(body)
 
 
+def pprof_profile(sample_types, samples, default_type=None, period_type=None, period=0,
+                  time_nanos=0, duration_nanos=0):
+    """A gzip pprof profile, written here field by field: `sample_types` is
+    [(type, unit)], `samples` [(stack, values)] with each stack a list of
+    function names, leaf first. Each name gets one function and one
+    location (one line); values may be negative."""
+    strings = [b""]
+    index = {}
+
+    def s(x):
+        x = x.encode() if isinstance(x, str) else x
+        if x not in index:
+            index[x] = len(strings)
+            strings.append(x)
+        return index[x]
+
+    def u64(v):
+        return varint(v & 0xFFFFFFFFFFFFFFFF)
+
+    body = b""
+    for t, u in sample_types:
+        body += field(1, varint(1 << 3) + varint(s(t)) + varint(2 << 3) + varint(s(u)))
+    funcs = {}
+    for stack, _ in samples:
+        for name in stack:
+            funcs.setdefault(name, len(funcs) + 1)
+    for stack, values in samples:
+        locs = b"".join(varint(funcs[n]) for n in stack)
+        vals = b"".join(u64(v) for v in values)
+        body += field(2, field(1, locs) + field(2, vals))
+    for name, i in funcs.items():
+        line = varint(1 << 3) + varint(i) + varint(2 << 3) + varint(1)
+        body += field(4, varint(1 << 3) + varint(i) + varint(3 << 3) + varint(0x1000 + 16 * i) +
+                      field(4, line))
+    for name, i in funcs.items():
+        body += field(5, varint(1 << 3) + varint(i) + varint(2 << 3) + varint(s(name)) +
+                      varint(3 << 3) + varint(s(name)) + varint(4 << 3) + varint(s("x.go")))
+    if period_type:
+        pt = varint(1 << 3) + varint(s(period_type[0])) + varint(2 << 3) + varint(s(period_type[1]))
+    dflt = s(default_type) if default_type else 0
+    for x in strings:
+        body += field(6, x)
+    if time_nanos:
+        body += varint(9 << 3) + u64(time_nanos)
+    if duration_nanos:
+        body += varint(10 << 3) + u64(duration_nanos)
+    if period_type:
+        body += field(11, pt) + varint(12 << 3) + u64(period)
+    if dflt:
+        body += varint(14 << 3) + varint(dflt)
+    return gzip.compress(body)
+
+
 PPROF = tiny_pprof()
 # Field 99 is unknown to pprof readers, who skip it.
 BIGRAW = gzip.compress(gzip.decompress(PPROF) + field(99, bytes(24 << 20)))

@@ -17,7 +17,9 @@ stopped" log line): on a loaded machine a process can wait for a core
 longer than that, which is not proflet's doing; proflet_loop_lag_max_seconds
 (wall clock) is reported beside it.
 """
+import base64
 import contextlib
+import fcntl
 import gzip
 import json
 import os
@@ -28,6 +30,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 
@@ -519,3 +522,217 @@ class RecordingProxy:
     def close(self):
         self.srv.shutdown()
         self.srv.server_close()
+
+
+# Debian's chromium, headless, reaching nothing but loopback: every other
+# address goes to a proxy where nothing listens, and nothing runs in the
+# background (updates, safe browsing, first-run pages).
+CHROMIUM = ["chromium", "--headless", "--disable-gpu", "--no-sandbox",
+            "--proxy-server=http://127.0.0.1:9", "--disable-background-networking",
+            "--disable-component-update", "--no-first-run", "--hide-scrollbars",
+            "--mute-audio", "--disable-extensions", "--disable-default-apps", "--disable-sync"]
+
+
+class Browser:
+    """Chromium driven over the DevTools protocol on a pipe
+    (--remote-debugging-pipe: file descriptors 3 and 4, JSON messages ended
+    by NUL), so no port is opened for it. One page; every navigation
+    records the console errors and uncaught exceptions of the page and the
+    URLs it requested, so a test can check there were none beyond the page
+    itself. Use as a context manager, or close()."""
+
+    def __init__(self, tmp, width=1280, height=900):
+        self.profile = tempfile.mkdtemp(prefix="chromium-", dir=tmp)
+        cmd_r, cmd_w = os.pipe()
+        out_r, out_w = os.pipe()
+        # Above 9, so that neither is already 3 or 4 in the shell below.
+        for name in ("cmd_r", "out_w"):
+            fd = locals()[name]
+            high = fcntl.fcntl(fd, fcntl.F_DUPFD, 10)
+            os.close(fd)
+            if name == "cmd_r":
+                cmd_r = high
+            else:
+                out_w = high
+        # The browser wants the pipes as fds 3 and 4: bash puts them there
+        # (dash takes no fd above 9).
+        self.proc = subprocess.Popen(
+            ["bash", "-c", f'exec "$@" 3<&{cmd_r} 4>&{out_w} {cmd_r}<&- {out_w}>&-', "bash", *CHROMIUM,
+             "--remote-debugging-pipe", f"--user-data-dir={self.profile}",
+             f"--window-size={width},{height}", "about:blank"],
+            pass_fds=(cmd_r, out_w), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL, start_new_session=True)
+        os.close(cmd_r)
+        os.close(out_w)
+        self.w = os.fdopen(cmd_w, "wb", buffering=0)
+        self.r = os.fdopen(out_r, "rb", buffering=0)
+        self.next_id = 0
+        self.replies = {}
+        self.events = []
+        self.cond = threading.Condition()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+        self.session = None
+        targets = self.call("Target.getTargets")["targetInfos"]
+        page = next(t for t in targets if t["type"] == "page")
+        self.session = self.call("Target.attachToTarget", targetId=page["targetId"],
+                                 flatten=True, session=False)["sessionId"]
+        for domain in ("Page", "Runtime", "Log", "Network"):
+            self.call(domain + ".enable")
+        self.size(width, height)
+
+    def _read(self):
+        buf = b""
+        while True:
+            chunk = self.r.read(1 << 16)
+            if not chunk:
+                break
+            buf += chunk
+            while b"\0" in buf:
+                msg, buf = buf.split(b"\0", 1)
+                m = json.loads(msg)
+                with self.cond:
+                    if "id" in m:
+                        self.replies[m["id"]] = m
+                    else:
+                        self.events.append(m)
+                    self.cond.notify_all()
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    def call(self, method, timeout=60, session=True, **params):
+        """Sends a command (to the page's session unless `session` is
+        False) and returns its result; fails the test on an error."""
+        with self.cond:
+            self.next_id += 1
+            mid = self.next_id
+        msg = {"id": mid, "method": method, "params": params}
+        if session and self.session:
+            msg["sessionId"] = self.session
+        self.w.write(json.dumps(msg).encode() + b"\0")
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while mid not in self.replies:
+                left = deadline - time.monotonic()
+                if left <= 0 or getattr(self, "closed", False):
+                    raise TestFailure(f"chromium did not answer {method} within {timeout}s")
+                self.cond.wait(left)
+            reply = self.replies.pop(mid)
+        if "error" in reply:
+            raise TestFailure(f"chromium: {method}: {reply['error']}")
+        return reply.get("result", {})
+
+    def size(self, width, height):
+        """The page's viewport, as a window of that size."""
+        self.call("Emulation.setDeviceMetricsOverride", width=width, height=height,
+                  deviceScaleFactor=1, mobile=width < 600)
+
+    def open(self, url, timeout=60):
+        """Loads `url` and waits for its load event; then the console and
+        the requests recorded are this page's."""
+        with self.cond:
+            self.events = []
+        self.call("Page.navigate", url=url)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TestFailure(f"{url} did not load within {timeout}s")
+                self.cond.wait(left)
+        return self
+
+    def eval(self, expr):
+        """The value of a JavaScript expression in the page (promises awaited)."""
+        r = self.call("Runtime.evaluate", expression=expr, returnByValue=True, awaitPromise=True)
+        if "exceptionDetails" in r:
+            raise TestFailure(f"javascript failed: {expr[:200]}: {r['exceptionDetails']}")
+        return r["result"].get("value")
+
+    def dom(self):
+        """The page's HTML as the browser holds it (scripts run)."""
+        return self.eval("document.documentElement.outerHTML")
+
+    def console(self):
+        """Console errors and warnings, uncaught exceptions and error log
+        entries since the page was opened."""
+        out = []
+        with self.cond:
+            events = list(self.events)
+        for e in events:
+            m, p = e.get("method"), e.get("params", {})
+            if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "warning", "assert"):
+                out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+            elif m == "Runtime.exceptionThrown":
+                out.append(json.dumps(p.get("exceptionDetails", {}))[:500])
+            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error", "warning"):
+                out.append(p["entry"].get("text", ""))
+        return out
+
+    def requests(self):
+        """Every URL the page asked for since it was opened (not the
+        browser's own /favicon.ico, which it asks for a plain text page)."""
+        with self.cond:
+            return [e["params"]["request"]["url"] for e in self.events
+                    if e.get("method") == "Network.requestWillBeSent" and
+                    not e["params"]["request"]["url"].endswith("/favicon.ico")]
+
+    def click(self, selector_expr):
+        """A real mouse click in the middle of the element the expression
+        names (scrolled into view first)."""
+        box = self.eval(f"""(() => {{ const e = {selector_expr}; e.scrollIntoView({{block: 'center'}});
+            const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; }})()""")
+        for kind in ("mousePressed", "mouseReleased"):
+            self.call("Input.dispatchMouseEvent", type=kind, x=box[0], y=box[1], button="left", clickCount=1)
+
+    def follow(self, selector_expr, timeout=60):
+        """Clicks a link and waits for the page it opens to load; then the
+        console and the requests recorded are that page's."""
+        with self.cond:
+            self.events = []
+        self.click(selector_expr)
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while not any(e.get("method") == "Page.loadEventFired" for e in self.events):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TestFailure(f"the link did not load a page within {timeout}s")
+                self.cond.wait(left)
+        return self
+
+    def key(self, key, code=None):
+        for kind in ("keyDown", "keyUp"):
+            self.call("Input.dispatchKeyEvent", type=kind, key=key, code=code or key,
+                      windowsVirtualKeyCode=27 if key == "Escape" else 0)
+
+    def type(self, selector_expr, text):
+        """Focuses the element and types `text` into it (input events fire)."""
+        self.eval(f"{selector_expr}.focus()")
+        self.call("Input.insertText", text=text)
+
+    def screenshot(self, path, width, height):
+        """A PNG of the page at a window of width x height."""
+        self.size(width, height)
+        data = self.call("Page.captureScreenshot", format="png")["data"]
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(data))
+
+    def close(self):
+        with contextlib.suppress(Exception):
+            self.call("Browser.close", session=False, timeout=10)
+        with contextlib.suppress(Exception):
+            self.proc.wait(timeout=10)
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(5)
+        with contextlib.suppress(Exception):
+            self.w.close()
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()

@@ -25,15 +25,20 @@ from badtarget import field, varint
 ROOTS, DEPTH, NAME_LEN = 400, 49, 1500
 CLIENTS = 30
 BUDGET = 96 << 20
-ROOT_NAME = ("main.\"<&>'" * NAME_LEN)[:NAME_LEN]
+
+
+def root_name(r):
+    """Root r's name: characters HTML escapes, then its number (frames of
+    one name are one frame, as pprof aggregates them), 1,500 long."""
+    return (f"main.\"<&>'{r:03d}" + "main.\"<&>'" * NAME_LEN)[:NAME_LEN]
 
 
 def hostile_profile():
     """A goroutine profile: ROOTS root functions, each calling the same
     chain of DEPTH - 1 functions (so 400 x 49 distinct frames from 449
-    functions), every name 1,500 characters long; the roots' name is
+    functions), every name 1,500 characters long; the roots' names are
     made of characters HTML escapes."""
-    strings = [b"", b"goroutine", b"count", ROOT_NAME.encode()]
+    strings = [b"", b"goroutine", b"count"] + [root_name(r).encode() for r in range(ROOTS)]
     for d in range(1, DEPTH):
         strings.append((f"github.com/hostile/pkg{d}.(*T).Method" + "x" * NAME_LEN)[:NAME_LEN].encode())
     vt = varint(1 << 3) + varint(1) + varint(2 << 3) + varint(2)
@@ -45,7 +50,7 @@ def hostile_profile():
         packed = b"".join(varint(i) for i in reversed([root] + chain))
         body += field(2, field(1, packed) + varint(2 << 3) + varint(1))
     for i in range(1, DEPTH + ROOTS):
-        name = 3 + (i if i < DEPTH else 0)  # the roots share ROOT_NAME
+        name = 3 + ROOTS + i - 1 if i < DEPTH else 3 + i - DEPTH  # a chain's, or root i - 49's
         body += field(4, varint(1 << 3) + varint(i) + field(4, varint(1 << 3) + varint(i)))
         body += field(5, varint(1 << 3) + varint(i) + varint(2 << 3) + varint(name))
     for s in strings:
@@ -62,10 +67,12 @@ class PageCheck(html.parser.HTMLParser):
         super().__init__()
         self.stack, self.frames, self.top, self.errors = [], [], 0, []
         self.longest_shown = self.longest_cell = 0
+        self.in_frame = False
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
-        if tag == "div" and a.get("class") == "fn":
+        self.in_frame = tag == "div" and a.get("class") == "fn"
+        if self.in_frame:
             self.frames.append(a.get("title", ""))
         if tag == "tr" and a.get("class") == "top":
             self.top += 1
@@ -73,6 +80,7 @@ class PageCheck(html.parser.HTMLParser):
             self.stack.append(tag)
 
     def handle_endtag(self, tag):
+        self.in_frame = False
         if tag in self.VOID:
             return
         if not self.stack or self.stack[-1] != tag:
@@ -81,7 +89,7 @@ class PageCheck(html.parser.HTMLParser):
             self.stack.pop()
 
     def handle_data(self, data):
-        if self.stack and self.stack[-1] == "span":  # a frame's name
+        if self.stack and self.stack[-1] == "div" and self.in_frame:  # a frame's name
             self.longest_shown = max(self.longest_shown, len(data))
         if self.stack and self.stack[-1] == "td":  # the top table's
             self.longest_cell = max(self.longest_cell, len(data))
@@ -163,15 +171,16 @@ def check_page(code, page):
     # The root and every root's stack: each frame is 1/400 of the
     # whole, wide enough to be drawn.
     check(len(pc.frames) == 1 + ROOTS * DEPTH, f"{len(pc.frames)} frames, want {1 + ROOTS * DEPTH}")
-    names = [f.rsplit(": ", 1)[0] for f in pc.frames[1:]]
+    names = [f.split("\n", 1)[0] for f in pc.frames[1:]]  # a tooltip's first line
     check(all(n.startswith(("github.com/hostile/pkg", "main.")) for n in names), "a frame without its name")
     # A cut name is a prefix of the name, then an ellipsis: never
     # half an entity.
     roots = [n for n in names if n.startswith("main.")]
     check(len(roots) == ROOTS, f"{len(roots)} root frames")
-    check(all(n.endswith("\u2026") and ROOT_NAME.startswith(n[:-1]) for n in roots),
+    check(all(n.endswith("\u2026") and root_name(int(n[10:13])).startswith(n[:-1]) for n in roots),
           f"a root's tooltip is not its name cut: {roots[0]!r}")
-    check(max(len(f) for f in pc.frames) < 300, "a frame's tooltip carries the whole name")
+    check(len(set(roots)) == ROOTS, "two roots share a frame")
+    check(max(len(n) for n in names) < 300, "a frame's tooltip carries the whole name")
     check(pc.longest_shown <= 96, f"a frame shows a name in {pc.longest_shown} characters")
     check(pc.longest_cell <= 256, f"the top table shows a name in {pc.longest_cell} characters")
     check(pc.top >= 1, "no top functions")

@@ -2,7 +2,7 @@
 """Targets that leave take what proflet kept for them: under churn, where
 every new target is a new host:port (as a new pod's IP is), proflet holds
 about one kept-alive connection per live target, not one per target it
-ever scraped, and the web UI keeps the latest profiles of live targets
+ever scraped, and the web UI keeps the recent profiles of live targets
 only, not of every target it ever scraped (up to its 32 MiB cap).
 
 A file SD file names 10 targets at a time out of 200 ports of a fixture
@@ -11,8 +11,9 @@ every round, once each of the current ones has been scraped. After 20
 rounds (200 distinct host:ports), the sockets proflet still holds to the
 fixture are counted from /proc: about 10 live ones plus a few spare per
 scrape client (8 of them), where a cache floor of 64 per client kept
-nearly all 200; and proflet_ui_recent_profiles must be at most the 10
-live targets' profiles, where it was one per target ever scraped.
+nearly all 200; and proflet_ui_recent_series (the targets with profiles
+kept) must be at most the 10 live ones, where it was one per target ever
+scraped.
 """
 import json
 import os
@@ -107,10 +108,10 @@ remote-write:
         check(held >= 1, "no connection to the live targets: the count is not measuring anything")
         check(held <= BOUND, f"{held} connections kept to the fixture for {LIVE} live targets "
                              f"(bound {BOUND}): departed targets keep theirs")
-        kept = metric_value(metrics(sport), "proflet_ui_recent_profiles")
-        print(f"profiles kept for the web UI: {kept:.0f}")
+        kept = metric_value(metrics(sport), "proflet_ui_recent_series")
+        print(f"targets with profiles kept for the web UI: {kept:.0f}")
         check(kept is not None and 1 <= kept <= LIVE,
-              f"{kept} profiles kept for the web UI with {LIVE} live targets: departed targets keep theirs")
+              f"{kept} targets' profiles kept for the web UI with {LIVE} live targets: departed targets keep theirs")
         check(stop(p) == 0, "proflet did not exit cleanly")
 
 

@@ -4,8 +4,9 @@ agent/assets/ as they are on disk: every HTML page (the targets, service
 discovery, forwarding, configuration and profile pages, and the profile
 page's 404) has one <style> element whose text is agent/assets/ui.css, the
 two filtered pages (targets, service discovery) one <script> element whose
-text is agent/assets/filter.js, after the rows it filters, and the other
-pages no script. A binary built from stale assets, or a page that lost or
+text is agent/assets/filter.js, after the rows it filters, the profile
+page one whose text is agent/assets/flame.js, after its flame graph, and
+the other pages no script. A binary built from stale assets, or a page that lost or
 doubled one, fails here; tests/agent/test_ui_assets.c checks the
 generated arrays themselves."""
 import os
@@ -40,7 +41,7 @@ def elements(page, tag):
 
 
 def main():
-    css, js = asset("ui.css"), asset("filter.js")
+    css, js, flame_js = asset("ui.css"), asset("filter.js"), asset("flame.js")
     target = serve_bytes({"/debug/pprof/goroutine": tiny_pprof()})
     try:
         with environment() as (tmp, procs):
@@ -69,15 +70,15 @@ remote-write:
                 timeout=30)
 
             pages = {
-                "/": (200, True, "</table>"),
-                "/targets": (200, True, "</table>"),
-                "/service-discovery": (200, True, "<h3>Dropped</h3>"),
-                "/forwarding": (200, False, None),
-                "/config": (200, False, None),
-                link: (200, False, None),
-                "/profile?key=0": (404, False, None),
+                "/": (200, js, "</table>"),
+                "/targets": (200, js, "</table>"),
+                "/service-discovery": (200, js, "<h3>Dropped</h3>"),
+                "/forwarding": (200, None, None),
+                "/config": (200, None, None),
+                link: (200, flame_js, 'class="fg'),
+                "/profile?key=0": (404, None, None),
             }
-            for path, (status, filtered, before_script) in pages.items():
+            for path, (status, script, before_script) in pages.items():
                 code, ctype, page = get(base + path)
                 check(code == status, f"{path} answered {code}")
                 check(ctype.startswith("text/html"), f"{path}: {ctype}")
@@ -89,15 +90,16 @@ remote-write:
                 check(page.index("<style>") < page.index("</head>") < page.index("<main>"),
                       f"{path}: the stylesheet is not in the head")
                 scripts = elements(page, "script")
-                if filtered:
-                    check(len(scripts) == 1 and scripts[0] == js,
-                          f"{path}'s script is not agent/assets/filter.js ({len(scripts)} scripts)")
+                if script:
+                    check(len(scripts) == 1 and scripts[0] == script,
+                          f"{path}'s script is not its file of agent/assets ({len(scripts)} scripts)")
                     check(page.index(before_script) < page.index("<script>"),
-                          f"{path}: the filter script precedes the rows it filters")
-                    check('id="q"' in page and 'id="h"' in page, f"{path}: the filter's inputs")
+                          f"{path}: the script precedes what it works on")
+                    if script == js:
+                        check('id="q"' in page and 'id="h"' in page, f"{path}: the filter's inputs")
                 else:
                     check(not scripts, f"{path} has {len(scripts)} scripts")
-            check('class="fg"' in get(base + link)[2], "the profile page draws no flame graph")
+            check('class="fg ' in get(base + link)[2], "the profile page draws no flame graph")
             code = stop(p)
             check(code == 0, f"exit status {code}")
     finally:

@@ -3,8 +3,8 @@
  * protobuf-c (tests/pprof/tprof): totals and self values per frame,
  * inlined frames expanded caller first, shared prefixes merged, the sample
  * type chosen by name or by default, the node cap, and refusals; and what
- * a tree keeps: names cut at a character boundary, one copy of a string
- * however many functions bear it, never more names than nodes. */
+ * a tree keeps: names cut at a character boundary, one frame however many
+ * functions bear a name, never more names than nodes. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,15 +149,17 @@ TEST(names_are_cut_shared_and_no_more_than_nodes)
     pprof_limits_default(&lim);
     p = roots_profile(200, name, true, &len);
     ASSERT_EQ(pprof_flame_build(p, len, &lim, NULL, 1000, &f, err, sizeof(err)), 0);
-    ASSERT_EQ(f->n_nodes, 201);
+    /* 200 functions of one name (in 200 files) are one frame, as `go tool
+     * pprof` aggregates by function name. */
+    ASSERT_EQ(f->n_nodes, 2);
+    ASSERT_EQ(f->nodes[1].total, 200);
     n = strlen(f->names[1]);
     ASSERT_EQ(n, 255); /* 252 bytes of the name, then U+2026 */
     ASSERT_TRUE(n <= PPROF_FLAME_NAME_MAX);
     ASSERT_EQ(memcmp(f->names[1], name, 252), 0);
     ASSERT_STR_EQ(f->names[1] + 252, "\xe2\x80\xa6");
-    /* 200 functions, one string: one copy, shared */
-    ASSERT_TRUE(f->names[1] == f->names[200]);
-    ASSERT_TRUE(f->bytes < sizeof(*f) + 201 * (sizeof(*f->nodes) + sizeof(char *)) + 2 * 256 + 64);
+    ASSERT_TRUE(f->bytes <
+                sizeof(*f) + 2 * (sizeof(*f->nodes) + sizeof(char *)) + 2 * 256 + 64 + 64);
     ASSERT_STR_EQ(f->names[0], "total");
     pprof_flame_free(f);
     free(p);
