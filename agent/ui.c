@@ -320,7 +320,11 @@ static void endpoint_row(const struct fwd_endpoint_view *e, void *ud)
     agent__ui_esc(b, e->name);
     buf_puts(b, "<br><span class=\"l\">");
     agent__ui_esc(b, e->url);
-    buf_puts(b, "</span></td>");
+    buf_puts(b, "</span><br><span class=\"l\">compression ");
+    agent__ui_esc(b, e->compression);
+    buf_puts(b, " (");
+    agent__ui_esc(b, e->encoder);
+    buf_puts(b, ")</span></td>");
     count_bytes(b, e->queue_profiles, e->queue_bytes);
     count_cell(b, e->inflight_profiles);
     buf_printf(b, "<td title=\"%" PRIu64 " bytes, %" PRIu64 " profiles\">", e->spool_bytes,

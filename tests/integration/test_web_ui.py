@@ -8,7 +8,7 @@ answers 500 with a script) are shown as text, never run, on the page and
 in its text view (?format=text, text/plain and nosniff); ages and
 durations read as people write them; a target with many labels folds them;
 the service discovery page lists kept and dropped targets with the reason;
-the forwarding page shows the endpoint and what it sent, sizes in binary
+the forwarding page shows the endpoint, its compression, and what it sent, sizes in binary
 units and counts with separators; the configuration page shows the file as
 loaded without its secrets; the latest CPU profile's page draws a flame
 graph in which the demo's hottest function appears, and its top-functions
@@ -95,6 +95,8 @@ def pages(b, base, port, sink):
     rows = b.eval("Array.from(document.querySelectorAll('tr.t')).map(r => Array.from(r.cells).map(c => "
                   "[c.textContent, c.title]))")
     check(len(rows) == 1 and f"file://{sink}" in rows[0][0][0], f"the one endpoint is listed: {rows}")
+    check(re.search(r"compression balanced \((igzip|libdeflate) level \d\)", rows[0][0][0]),
+          f"the endpoint's compression and what it runs as: {rows[0][0][0]!r}")
     sent, title = rows[0][4]
     m = re.fullmatch(r"([\d,]+) \((\d+(\.\d+)? (B|KiB|MiB|GiB))\)", sent)
     check(m and int(m.group(1).replace(",", "")) > 0, f"the endpoint has sent profiles, in units: {sent!r}")
