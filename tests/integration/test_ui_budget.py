@@ -4,7 +4,8 @@
 A profile page of 20,000 frames (400 call chains of 50 frames under the
 root, names as long as a Go service's) stays under PAGE_MAX bytes and is
 rendered by Chromium (loaded, laid out, painted) within RENDER_MAX; a
-search over it and a zoom stay within ACT_MAX; the event loop is never
+search over it and a zoom stay within ACT_MAX (times not checked under the
+sanitizers, which slow proflet, not the page); the event loop is never
 stalled past the helper's limit meanwhile (lib.py checks that for every
 test). The figures are printed for docs/ui.md.
 
@@ -24,8 +25,11 @@ from lib import *
 
 CHAINS, DEPTH = 400, 50
 PAGE_MAX = 8 << 20
-RENDER_MAX = 6.0   # seconds, on a shared 2-core machine
-ACT_MAX = 1.5
+# Seconds. Measured 2.9-4.1 s and 35-750 ms on a shared 2-core machine
+# (docs/ui.md); the limits leave room for CI running two tests at once,
+# and catch a page that renders in a time of another order.
+RENDER_MAX = 12.0
+ACT_MAX = 3.0
 TARGETS = 1000
 CAP = 1 << 20
 
@@ -99,8 +103,12 @@ remote-write:
               f"served whole in {served * 1000:.0f} ms; Chromium (best of 3): response end {response:.2f} s, "
               f"DOMContentLoaded {dcl:.2f} s, load {load:.2f} s, painted {painted:.2f} s; "
               f"search {search[0]:.0f} ms, zoom with layout {zoom[0]:.0f} ms")
-        check(painted < RENDER_MAX, f"rendered in {painted:.2f} s (limit {RENDER_MAX} s)")
-        check(search[0] / 1000 < ACT_MAX and zoom[0] / 1000 < ACT_MAX, f"search {search[0]:.0f} ms, zoom {zoom[0]:.0f} ms")
+        # Under the sanitizers the page is made several times slower by
+        # their instrumentation, not by the page: the times are printed.
+        if not sanitized():
+            check(painted < RENDER_MAX, f"rendered in {painted:.2f} s (limit {RENDER_MAX} s)")
+            check(search[0] / 1000 < ACT_MAX and zoom[0] / 1000 < ACT_MAX,
+                  f"search {search[0]:.0f} ms, zoom {zoom[0]:.0f} ms")
         check(stop(p) == 0, "proflet did not exit cleanly")
     finally:
         target.shutdown()
