@@ -210,25 +210,6 @@ int64_t agent__ui_time_ns(const struct agent__ui_time *t, int64_t now_ns, int64_
     }
 }
 
-/* Percent-encodes `s`: every byte but the unreserved ones. */
-static void enc(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~') {
-            buf_append(b, s, 1);
-        } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-
-            buf_append(b, e, 3);
-        }
-    }
-}
-
 static void sep(struct buf *b, bool *first, bool html)
 {
     if (!*first)
@@ -274,12 +255,12 @@ void agent__ui_query_write(struct buf *b, const struct agent__ui_query *q, bool 
     if (q->type[0]) {
         sep(b, &first, html);
         buf_puts(b, "type=");
-        enc(b, q->type);
+        buf_append_pct(b, q->type, strlen(q->type));
     }
     if (q->fn[0]) {
         sep(b, &first, html);
         buf_puts(b, "fn=");
-        enc(b, q->fn);
+        buf_append_pct(b, q->fn, strlen(q->fn));
     }
     if (q->sort) {
         sep(b, &first, html);

@@ -69,6 +69,26 @@ int buf_append(struct buf *b, const void *p, size_t n)
     return 0;
 }
 
+int buf_append_pct(struct buf *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    int r = 0;
+
+    for (size_t i = 0; i < n && r == 0; i++) {
+        unsigned char c = (unsigned char)s[i];
+
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            r = buf_append(b, &s[i], 1);
+        } else {
+            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
+
+            r = buf_append(b, e, 3);
+        }
+    }
+    return r;
+}
+
 int buf_puts(struct buf *b, const char *s)
 {
     return buf_append(b, s, strlen(s));

@@ -33,6 +33,10 @@ int buf_puts(struct buf *b, const char *s);
 int buf_printf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** va_list form of buf_printf(). */
 int buf_vprintf(struct buf *b, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+/** Appends `n` bytes of `s` percent-encoded: every byte but RFC 3986's
+ * unreserved ones (letters, digits, - . _ ~). Same returns as
+ * buf_append(); on an error part of it may have been appended. */
+int buf_append_pct(struct buf *b, const char *s, size_t n);
 /** Ensures room for `n` more bytes without changing `len`. Returns 0, -E2BIG or -ENOMEM. */
 int buf_reserve(struct buf *b, size_t n);
 /** Returns the storage (caller frees) and leaves the buffer empty. `*len` gets the length. */

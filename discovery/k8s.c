@@ -116,24 +116,6 @@ static char *settings_sig(const struct disc_cfg *g, const struct disc_k8s_cfg *s
 
 /* ---------------------------------------------------------------- helpers */
 
-static void put_encoded(struct buf *b, const char *s)
-{
-    static const char hex[] = "0123456789ABCDEF";
-
-    for (; *s; s++) {
-        unsigned char c = (unsigned char)*s;
-
-        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-            c == '-' || c == '_' || c == '.' || c == '~') {
-            buf_append(b, s, 1);
-        } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-
-            buf_append(b, e, 3);
-        }
-    }
-}
-
 static struct entry *lookup(struct lh_table *t, const char *key)
 {
     void *v = NULL;
@@ -444,7 +426,7 @@ static void do_list(struct informer *inf)
     buf_printf(&url, "%s%s?", inf->kp->conn.server, inf->path);
     if (inf->continue_tok) {
         buf_printf(&url, "limit=%d&continue=", LIST_LIMIT);
-        put_encoded(&url, inf->continue_tok);
+        buf_append_pct(&url, inf->continue_tok, strlen(inf->continue_tok));
     } else {
         rv = inf->rv_unavailable ? "" : inf->last_rv ? inf->last_rv : "0";
         limit = !inf->list_no_limit && (rv[0] == '\0' || strcmp(rv, "0") == 0 || inf->paginated);
@@ -456,7 +438,7 @@ static void do_list(struct informer *inf)
             buf_printf(&url, "limit=%d&", LIST_LIMIT);
         if (rv[0]) {
             buf_puts(&url, "resourceVersion=");
-            put_encoded(&url, rv);
+            buf_append_pct(&url, rv, strlen(rv));
             buf_puts(&url, "&");
         }
     }
@@ -478,7 +460,7 @@ static void do_watch(struct informer *inf)
                inf->kp->conn.server, inf->path, t);
     if (inf->last_rv && inf->last_rv[0]) {
         buf_puts(&url, "resourceVersion=");
-        put_encoded(&url, inf->last_rv);
+        buf_append_pct(&url, inf->last_rv, strlen(inf->last_rv));
         buf_puts(&url, "&");
     }
     buf_puts(&url, inf->query_sel);
@@ -812,12 +794,12 @@ static struct informer *inf_new(struct k8s_provider *kp, enum inf_kind kind, con
     buf_init(&q, 1 << 16);
     if (label && *label) {
         buf_puts(&q, "labelSelector=");
-        put_encoded(&q, label);
+        buf_append_pct(&q, label, strlen(label));
         buf_puts(&q, "&");
     }
     if (field && *field) {
         buf_puts(&q, "fieldSelector=");
-        put_encoded(&q, field);
+        buf_append_pct(&q, field, strlen(field));
         buf_puts(&q, "&");
     }
     inf->query_sel = q.data ? buf_steal(&q, NULL) : strdup("");

@@ -207,25 +207,6 @@ char *fwd__push_url(const char *base)
 }
 
 /* Percent-encodes everything but RFC 3986 unreserved characters. */
-static int url_escape(struct buf *b, const char *s, size_t n)
-{
-    static const char hex[] = "0123456789ABCDEF";
-    int r = 0;
-
-    for (size_t i = 0; i < n && r == 0; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
-            r = buf_append(b, &s[i], 1);
-        } else {
-            char e[3] = { '%', hex[c >> 4], hex[c & 15] };
-
-            r = buf_append(b, e, 3);
-        }
-    }
-    return r;
-}
-
 /* The legacy labelset grammar: app names [A-Za-z0-9_.-/], label names
  * [A-Za-z0-9_.]; values may not hold the separators. Anything else becomes '_'. */
 static void ingest_clean(struct buf *b, const char *s, int kind)
@@ -279,9 +260,9 @@ char *fwd__ingest_url(const char *base, const struct labels *ls, int64_t start_n
         n--;
     buf_append(&u, base, n);
     buf_puts(&u, "/ingest?name=");
-    url_escape(&u, name.data, name.len);
+    buf_append_pct(&u, name.data, name.len);
     buf_printf(&u, "&from=%" PRId64 "&until=%" PRId64 "&format=pprof&spyName=", from, until);
-    if (url_escape(&u, spy ? spy : "unknown", strlen(spy ? spy : "unknown")) < 0)
+    if (buf_append_pct(&u, spy ? spy : "unknown", strlen(spy ? spy : "unknown")) < 0)
         goto out;
     res = buf_steal(&u, &n);
 out:

@@ -28,6 +28,24 @@ TEST(buf_cap)
     buf_done(&b);
 }
 
+/* RFC 3986's unreserved bytes pass; every other byte, NUL and high bytes
+ * included, is %XX; the cap holds. */
+TEST(buf_append_pct_encodes_all_but_unreserved)
+{
+    struct buf b;
+
+    buf_init(&b, 64);
+    ASSERT_EQ(buf_append_pct(&b, "aZ09-._~ /=&?%\xff\0x", 17), 0);
+    ASSERT_STR_EQ(b.data, "aZ09-._~%20%2F%3D%26%3F%25%FF%00x");
+    buf_reset(&b);
+    ASSERT_EQ(buf_append_pct(&b, "\xe2\x9c\x93", 3), 0);
+    ASSERT_STR_EQ(b.data, "%E2%9C%93");
+    buf_done(&b);
+    buf_init(&b, 4);
+    ASSERT_EQ(buf_append_pct(&b, "a b", 3), -E2BIG);
+    buf_done(&b);
+}
+
 TEST(array_grow_doubles_and_refuses_overflow)
 {
     size_t cap = 0, n;
