@@ -77,10 +77,13 @@ for p in "${libs[@]}"; do
   files+=("$(readlink -f "$p")")
 done
 
-if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
-  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
-  files+=(/usr/share/ca-certificates)
+# Without it every https endpoint fails; install-deps.sh --build installs it.
+if [ ! -f /etc/ssl/certs/ca-certificates.crt ]; then
+  echo "$0: no /etc/ssl/certs/ca-certificates.crt (Debian package ca-certificates)" >&2
+  exit 1
 fi
+cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+files+=(/usr/share/ca-certificates)
 
 cat >"$root/etc/passwd" <<PASSWD
 root:x:0:0:root:/root:/usr/sbin/nologin
