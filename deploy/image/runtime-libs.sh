@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The runtime stage's content, computed without a container engine.
+# The runtime stage's content (the image's whole root), staged by the
+# Dockerfile's build stage; it also runs outside a container.
 #
 #   deploy/image/runtime-libs.sh BINARY STAGING_ROOT [CONFIG]
 #
