@@ -3,7 +3,8 @@
 Debian root.
 
 1. deploy/package/build.sh builds proflet_VERSION_ARCH.deb from a copy of
-   the checkout (dpkg-buildpackage, debhelper's meson build system).
+   the checkout (dpkg-buildpackage, debhelper's meson build system); its
+   Build-Depends cover what `scripts/install-deps.sh --build` installs.
 2. Its files: the binary, the unit and the sysusers file exactly as in
    deploy/systemd/, /etc/proflet/proflet.yaml (a conffile) exactly as
    deploy/proflet.example.yaml, a man page made from --help.
@@ -44,6 +45,23 @@ UNIT = "/lib/systemd/system/proflet.service"
 def _arch():
     return subprocess.run(["dpkg", "--print-architecture"], capture_output=True, text=True,
                           check=True).stdout.strip()
+
+
+def test_build_depends_cover_the_build_packages():
+    """What scripts/install-deps.sh --build installs is what the package
+    builds with: a library added there and not here fails the package build
+    on a clean machine."""
+    p = subprocess.run([os.path.join(SRC, "scripts", "install-deps.sh"), "--build", "--list"],
+                       capture_output=True, text=True, timeout=30)
+    check(p.returncode == 0, f"install-deps.sh --build --list: {p.stderr}")
+    with open(os.path.join(SRC, "deploy", "package", "debian", "control")) as f:
+        m = re.search(r"^Build-Depends:(.*?)^\S", f.read(), re.S | re.M)
+    check(m, "no Build-Depends in deploy/package/debian/control")
+    declared = {x.strip().split()[0] for x in m.group(1).split(",") if x.strip()}
+    # Implied by Debian (build-essential), for the image only, for the test suites only.
+    not_needed = {"build-essential", "ca-certificates", "zlib1g-dev"}
+    missing = set(p.stdout.split()) - declared - not_needed
+    check(not missing, f"Build-Depends lacks {sorted(missing)}")
 
 
 def test_build_package():
@@ -316,7 +334,8 @@ def cleanup():
 
 if __name__ == "__main__":
     try:
-        run_tests([test_build_package, test_package_files, test_lintian, test_install_into_a_fresh_debian_root,
-                   test_runs_as_the_unit_runs_it, test_upgrade_keeps_the_edited_config, test_purge])
+        run_tests([test_build_depends_cover_the_build_packages, test_build_package, test_package_files, test_lintian,
+                   test_install_into_a_fresh_debian_root, test_runs_as_the_unit_runs_it,
+                   test_upgrade_keeps_the_edited_config, test_purge])
     finally:
         cleanup()
