@@ -5,6 +5,8 @@
 #   scripts/install-deps.sh           build proflet and run its demo
 #   scripts/install-deps.sh --build   build proflet only (the image's build stage)
 #   scripts/install-deps.sh --tests   build, demo, and every test suite
+#   scripts/install-deps.sh --build --list   print the packages, install nothing
+#                                     (the image test preinstalls them in its build base)
 #
 # It starts and stops nothing: daemons that a package would start on
 # install (Debian's prometheus does) are kept from starting for the length
@@ -17,6 +19,8 @@ BUILD=(
   libuv1-dev libcurl4-openssl-dev libzstd-dev libprotobuf-c-dev
   protobuf-c-compiler libcyaml-dev libre2-dev libdeflate-dev libisal-dev libjson-c-dev
   libhttp-parser-dev libxxhash-dev libssl-dev libcrypt-dev libyaml-dev zlib1g-dev
+  # the CA bundle the image carries for https endpoints (deploy/image/runtime-libs.sh)
+  ca-certificates
 )
 DEMO=(
   # the demo's Go service, and `go tool pprof` to show what it collected
@@ -35,14 +39,30 @@ TESTS=(
   clang libclang-rt-14-dev valgrind
   # the C layout check (.clang-format)
   clang-format
+  # the image run by a real engine (root, runc, cgroupfs) and its build base
+  podman runc mmdebstrap git
+  # the Debian package: built, checked, installed into a fresh Debian root
+  debhelper dpkg-dev help2man lintian
 )
 
-case "${1:-}" in
+list=0
+mode=
+for arg in "$@"; do
+  case "$arg" in
+    --list) list=1 ;;
+    *) [ -z "$mode" ] || mode=bad; mode=${mode:-$arg} ;;
+  esac
+done
+case "$mode" in
   --build) PKGS=("${BUILD[@]}") ;;
   "") PKGS=("${BUILD[@]}" "${DEMO[@]}") ;;
   --tests) PKGS=("${BUILD[@]}" "${DEMO[@]}" "${TESTS[@]}") ;;
-  *) echo "usage: $0 [--build | --tests]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--build | --tests] [--list]" >&2; exit 2 ;;
 esac
+if [ "$list" -eq 1 ]; then
+  printf '%s\n' "${PKGS[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do

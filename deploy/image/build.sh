@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The build stage of deploy/Dockerfile, runnable without a container engine
-# (CI runs it through tests/deploy/test_image.py).
+# The build stage of deploy/Dockerfile (CI builds that file with podman,
+# tests/deploy/test_image.py); it also runs outside a container.
 #
 #   deploy/image/build.sh [--no-deps] SRC_DIR BUILD_DIR
 #
 # Runs the README's commands: scripts/install-deps.sh --build, then meson
 # setup and ninja. The image build uses a release build without the test
-# suites. --no-deps skips install-deps.sh (CI's machine has them).
+# suites. --no-deps skips install-deps.sh (on a machine that has them).
 set -euo pipefail
 
 deps=1

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The runtime stage's content, computed without a container engine.
+# The runtime stage's content (the image's whole root), staged by the
+# Dockerfile's build stage; it also runs outside a container.
 #
 #   deploy/image/runtime-libs.sh BINARY STAGING_ROOT [CONFIG]
 #
@@ -77,10 +78,13 @@ for p in "${libs[@]}"; do
   files+=("$(readlink -f "$p")")
 done
 
-if [ -f /etc/ssl/certs/ca-certificates.crt ]; then
-  cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
-  files+=(/usr/share/ca-certificates)
+# Without it every https endpoint fails; install-deps.sh --build installs it.
+if [ ! -f /etc/ssl/certs/ca-certificates.crt ]; then
+  echo "$0: no /etc/ssl/certs/ca-certificates.crt (Debian package ca-certificates)" >&2
+  exit 1
 fi
+cp -L /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+files+=(/usr/share/ca-certificates)
 
 cat >"$root/etc/passwd" <<PASSWD
 root:x:0:0:root:/root:/usr/sbin/nologin
