@@ -656,7 +656,10 @@ class Browser:
 
     def console(self):
         """Console errors and warnings, uncaught exceptions and error log
-        entries since the page was opened."""
+        entries since the page was opened; not the 404 of the browser's own
+        /favicon.ico, which it asks for a plain text page and whose answer
+        can land after the next page is opened (as requests() leaves it
+        out)."""
         out = []
         with self.cond:
             events = list(self.events)
@@ -666,7 +669,8 @@ class Browser:
                 out.append(" ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
             elif m == "Runtime.exceptionThrown":
                 out.append(json.dumps(p.get("exceptionDetails", {}))[:500])
-            elif m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error", "warning"):
+            elif (m == "Log.entryAdded" and p.get("entry", {}).get("level") in ("error", "warning")
+                  and not p["entry"].get("url", "").endswith("/favicon.ico")):
                 out.append(p["entry"].get("text", ""))
         return out
 
