@@ -149,10 +149,17 @@ remote-write:
         wait_for("every target's newest kept and history evicted", lambda: alive(p) and (
             v := state())["series"] == TARGETS and v["profiles_evicted_total"] > 2 * TARGETS, timeout=120,
             interval=0.5)
-        for _ in range(10):  # and it stays so
+        # And it stays so through another round of every target's scrape:
+        # each poll checks the cap and that no target lost its newest.
+        evicted = seen["profiles_evicted_total"]
+
+        def holds():
             v = state()
             check(v["series"] == TARGETS, f"{v['series']:.0f} of {TARGETS} targets keep a profile")
-            time.sleep(0.2)
+            return v["profiles_evicted_total"] > evicted + TARGETS
+
+        wait_for("another round of scrapes within the cap", holds, timeout=60, interval=0.2)
+        v = dict(seen)
         check(v["profiles"] > TARGETS, f"no history kept beside the newest: {v['profiles']:.0f} profiles")
         base = f"http://127.0.0.1:{sport}"
         link = re.search(r'href="(/profile\?key=[0-9a-f]+)"', http_get(base + "/targets?q=n%3D7")[1].decode())
