@@ -784,6 +784,17 @@ static void diff_colour(const struct pprof_flame *f, const struct pprof_flame_no
     *sat = m < 0.01 ? 0 : 30 + (int)(m * 60);
 }
 
+/* `label`, `v` in its unit and its share of `whole`: "total 1.2 s (40 %)". */
+static void value_share(struct buf *out, const char *label, int64_t v, int64_t whole,
+                        enum agent__ui_unit u)
+{
+    buf_puts(out, label);
+    agent__ui_fmt_value(out, v, u);
+    buf_puts(out, " (");
+    agent__ui_fmt_pct(out, v, whole);
+    buf_puts(out, ")");
+}
+
 /* The frame's tooltip (a title attribute: "&#10;" breaks its lines). */
 static void frame_title(struct buf *out, const struct flame_page *fp, const struct pprof_flame *f,
                         const struct pprof_flame_node *n, double rel)
@@ -792,17 +803,11 @@ static void frame_title(struct buf *out, const struct flame_page *fp, const stru
 
     agent__ui_esc_cap(out, f->names[n->name], UI_NAME_TITLE);
     if (fp->sides > 1) {
-        buf_puts(out, "&#10;comparison: ");
-        agent__ui_fmt_value(out, n->total, u);
-        buf_puts(out, " (");
-        agent__ui_fmt_pct(out, n->total, f->nodes[0].total);
-        buf_puts(out, "), self ");
+        value_share(out, "&#10;comparison: ", n->total, f->nodes[0].total, u);
+        buf_puts(out, ", self ");
         agent__ui_fmt_value(out, n->self, u);
-        buf_puts(out, "&#10;baseline: ");
-        agent__ui_fmt_value(out, n->base_total, u);
-        buf_puts(out, " (");
-        agent__ui_fmt_pct(out, n->base_total, f->nodes[0].base_total);
-        buf_puts(out, "), self ");
+        value_share(out, "&#10;baseline: ", n->base_total, f->nodes[0].base_total, u);
+        buf_puts(out, ", self ");
         agent__ui_fmt_value(out, n->base_self, u);
         buf_puts(out, "&#10;change: ");
         agent__ui_fmt_signed(out, wsub(n->total, n->base_total), u);
@@ -814,15 +819,8 @@ static void frame_title(struct buf *out, const struct flame_page *fp, const stru
             buf_printf(out, ", share %+.1f%%", rel * 100);
         return;
     }
-    buf_puts(out, "&#10;total ");
-    agent__ui_fmt_value(out, n->total, u);
-    buf_puts(out, " (");
-    agent__ui_fmt_pct(out, n->total, f->nodes[0].total);
-    buf_puts(out, ")&#10;self ");
-    agent__ui_fmt_value(out, n->self, u);
-    buf_puts(out, " (");
-    agent__ui_fmt_pct(out, n->self, f->nodes[0].total);
-    buf_puts(out, ")");
+    value_share(out, "&#10;total ", n->total, f->nodes[0].total, u);
+    value_share(out, "&#10;self ", n->self, f->nodes[0].total, u);
 }
 
 /* A position or width as a percentage of the whole, for CSS. */
