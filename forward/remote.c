@@ -555,7 +555,7 @@ static void start_req(struct remote *rm, struct fwd__qent **batch, size_t n, uin
             return;
         }
     }
-    q->gzip = ep->cfg->gzip_request;
+    q->gzip = ep->cfg->protocol == CFG_PROTO_PUSH && ep->cfg->gzip_request;
     q->encoding = true;
     inflight_add(rm, q); /* counts against the window; series busy */
     /* Its peak memory is about the request body, the profiles' bytes, or
